@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The project's test command (npm test): type-check, then every unit, integration and
+# conformance test under node:test with coverage by c8.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+npx tsc --noEmit -p tsconfig.json
+npx tsc --noEmit -p tsconfig.test.json
+# Integration tests run the compiled CLI (what users install): build it first.
+npx tsc -p tsconfig.build.json
+mapfile -t files < <(find src test -name '*.test.ts' | sort)
+exec npx c8 --reporter=text-summary --reporter=lcov --src src --exclude 'src/**/*.test.ts' \
+  node --import tsx --test --test-concurrency=1 --test-timeout=300000 "${files[@]}"

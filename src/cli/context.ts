@@ -1,0 +1,143 @@
+// What every networked command needs, built the way etcdctl's mustNewClient builds it:
+// endpoints, Basic credentials (prompting when needed), --debug traces, the cluster
+// sync (unless --no-sync) with its exit codes, and the --total-timeout deadline.
+
+import { ClusterClient, type Credentials } from "../client/cluster.ts";
+import { createNodeTransport } from "../client/transport.ts";
+import { ClientError, DeadlineExceededError, formatV2Error, isConnectionError } from "../client/errors.ts";
+import { syncEndpoints } from "../client/members.ts";
+import { V2Error } from "../api/v2-errors.ts";
+import { CliExit, ExitCode } from "./exit-codes.ts";
+import type { GlobalOptions, Invocation } from "./invocation.ts";
+import { promptPassword, startSpinner } from "./tty.ts";
+
+/** Where a command writes: process streams in the CLI, buffers in tests. */
+export interface Io {
+  stdout(text: string): void;
+  stderr(text: string): void;
+}
+
+export const processIo: Io = {
+  stdout: (t) => void process.stdout.write(t),
+  stderr: (t) => void process.stderr.write(t),
+};
+
+/** The text after etcdctl's `Error: ` for any failure. */
+export function errorText(err: unknown): string {
+  if (err instanceof V2Error) return formatV2Error(err);
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
+
+/** etcdctl's handleError: `Error:  <err>` on stderr (one line) and the exit code. */
+export function fail(code: number, err: unknown): CliExit {
+  return new CliExit(code, `Error:  ${errorText(err)}\n`);
+}
+
+/**
+ * A signal that aborts with DeadlineExceededError after `ms` (etcdctl's
+ * contextWithTotalTimeout). 0 or less: no deadline.
+ */
+export function deadline(ms: number): { signal: AbortSignal; clear(): void } {
+  const controller = new AbortController();
+  if (ms <= 0) return { signal: controller.signal, clear() {} };
+  const timer = setTimeout(() => controller.abort(new DeadlineExceededError()), ms);
+  timer.unref();
+  return { signal: controller.signal, clear: () => clearTimeout(timer) };
+}
+
+async function credentials(g: GlobalOptions): Promise<Credentials | undefined> {
+  if (g.username === undefined) return undefined;
+  const colon = g.username.indexOf(":");
+  if (colon !== -1) return { username: g.username.slice(0, colon), password: g.username.slice(colon + 1) };
+  const password = g.password ?? (await promptPassword("Password: "));
+  return { username: g.username, password };
+}
+
+export interface CommandContext {
+  inv: Invocation;
+  io: Io;
+  cluster: ClusterClient;
+  /** Runs one request under --total-timeout, with a spinner if it is slow on a terminal. */
+  timed<T>(what: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T>;
+  close(): void;
+}
+
+/** Builds the client; `sync` false is etcdctl's mustNewClientNoSync (cluster-health). */
+export async function createContext(inv: Invocation, io: Io, opts: { sync: boolean }): Promise<CommandContext> {
+  const g = inv.globals;
+  const transport = await createNodeTransport({
+    ...(g.caFile !== undefined ? { caFile: g.caFile } : {}),
+    ...(g.certFile !== undefined ? { certFile: g.certFile } : {}),
+    ...(g.keyFile !== undefined ? { keyFile: g.keyFile } : {}),
+  });
+  let cluster: ClusterClient;
+  try {
+    const creds = await credentials(g);
+    cluster = new ClusterClient({
+      endpoints: g.endpoints,
+      transport,
+      headerTimeoutMs: g.timeoutMs,
+      ...(creds !== undefined ? { credentials: creds } : {}),
+      ...(g.debug ? { onRequest: (curl: string) => io.stderr(`cURL Command: ${curl}\n`) } : {}),
+    });
+  } catch (err) {
+    transport.close();
+    throw new CliExit(ExitCode.BadArgs, `${errorText(err)}\n`);
+  }
+
+  const ctx: CommandContext = {
+    inv,
+    io,
+    cluster,
+    async timed(what, fn) {
+      const d = deadline(g.totalTimeoutMs);
+      // Never a spinner around watch output, even for the sync before it.
+      const spinner = startSpinner({ text: what, enabled: inv.command !== "watch" && inv.command !== "exec-watch" });
+      try {
+        return await fn(d.signal);
+      } finally {
+        spinner.stop();
+        d.clear();
+      }
+    },
+    close: () => cluster.close(),
+  };
+
+  if (opts.sync && !g.noSync) {
+    if (g.debug) io.stderr(`start to sync cluster using endpoints(${cluster.endpoints().join(",")})\n`);
+    try {
+      await ctx.timed("Synchronising with the cluster", (signal) => syncEndpoints(cluster, { signal }));
+    } catch (err) {
+      if (err instanceof ClientError && err.code === "NO_ENDPOINTS") {
+        ctx.close();
+        io.stderr("etcd cluster has no published client endpoints.\n");
+        io.stderr(`Try '--no-sync' if you want to access non-published client endpoints(${cluster.endpoints().join(",")}).\n`);
+        throw fail(ExitCode.ServerError, err);
+      }
+      if (isConnectionError(err)) {
+        ctx.close();
+        throw fail(ExitCode.BadConnection, err);
+      }
+      // Anything else (an old server without /v2/members, …): carry on unsynchronised.
+    }
+    if (g.debug) io.stderr(`got endpoints(${cluster.endpoints().join(",")}) after sync\n`);
+  }
+  if (g.debug) io.stderr(`Cluster-Endpoints: ${cluster.endpoints().join(", ")}\n`);
+  return ctx;
+}
+
+/** Runs a command body with a context, always closing connections afterwards. */
+export async function withContext(
+  inv: Invocation,
+  io: Io,
+  opts: { sync: boolean },
+  body: (ctx: CommandContext) => Promise<number>,
+): Promise<number> {
+  const ctx = await createContext(inv, io, opts);
+  try {
+    return await body(ctx);
+  } finally {
+    ctx.close();
+  }
+}

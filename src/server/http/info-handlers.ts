@@ -1,0 +1,115 @@
+// Cluster information endpoints: /version, /health, /v2/stats/*, /v2/machines, /v2/members.
+// Shapes and statuses as etcd 3.4 answers them (REFERENCE.md "Stats and cluster info").
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { Header } from "../../api/headers.ts";
+import type { V2MemberJSON } from "../../api/v2-types.ts";
+import type { KvServer } from "../kv-server.ts";
+import type { Member } from "../membership.ts";
+import { HttpMessageError, methodNotAllowed, notFound, writeJson, writeText } from "./respond.ts";
+import { readBody, mediaType } from "./body.ts";
+import { KVCTL_VERSION, ETCD_CLUSTER_VERSION, ETCD_SERVER_VERSION } from "../version.ts";
+
+export interface InfoContext {
+  server: KvServer;
+  clusterId: string;
+}
+
+function onlyGet(req: IncomingMessage): void {
+  if (req.method !== "GET") throw methodNotAllowed("GET");
+}
+
+export function handleVersion(req: IncomingMessage, res: ServerResponse): void {
+  onlyGet(req);
+  writeJson(res, 200, {}, JSON.stringify({ etcdserver: ETCD_SERVER_VERSION, etcdcluster: ETCD_CLUSTER_VERSION, kvctl: KVCTL_VERSION }));
+}
+
+export function handleHealth(req: IncomingMessage, res: ServerResponse, ctx: InfoContext): void {
+  onlyGet(req);
+  const healthy = ctx.server.leaderId !== 0;
+  res.writeHead(healthy ? 200 : 503, { "Content-Type": "text/plain; charset=utf-8" });
+  res.end(JSON.stringify({ health: healthy ? "true" : "false" }));
+}
+
+export function handleStats(req: IncomingMessage, res: ServerResponse, which: "store" | "self" | "leader", ctx: InfoContext): void {
+  onlyGet(req);
+  const s = ctx.server;
+  const body = which === "store" ? s.store.statsJSON() : which === "self" ? s.stats.self() : s.stats.leader();
+  if (which === "leader" && !s.isLeader) throw new HttpMessageError(403, "not current leader");
+  writeJson(res, 200, {}, JSON.stringify(body));
+}
+
+export function handleMachines(req: IncomingMessage, res: ServerResponse, ctx: InfoContext): void {
+  if (req.method !== "GET" && req.method !== "HEAD") throw methodNotAllowed("GET,HEAD");
+  const urls = ctx.server.membership.list().flatMap((m) => m.clientUrls);
+  writeText(res, 200, { "X-Content-Type-Options": undefined }, urls.join(", "));
+}
+
+export function memberJSON(m: Member): V2MemberJSON {
+  return { id: m.id.toString(16), name: m.name, peerURLs: m.peerUrls, clientURLs: m.clientUrls };
+}
+
+/** Validates a members write body as etcd's httptypes.MemberCreateRequest: JSON with peerURLs. */
+async function readMemberRequest(req: IncomingMessage): Promise<string[]> {
+  const ct = req.headers["content-type"];
+  if (mediaType(ct) !== "application/json") {
+    req.resume();
+    throw new HttpMessageError(415, `Bad Content-Type ${ct ?? ""}, accept application/json`);
+  }
+  const body = await readBody(req, 1 << 20);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString("utf8"));
+  } catch (err) {
+    throw new HttpMessageError(400, err instanceof Error ? err.message : "invalid JSON");
+  }
+  const urls = (parsed as { peerURLs?: unknown }).peerURLs;
+  if (!Array.isArray(urls) || urls.length === 0) throw new HttpMessageError(400, "no valid URLs given");
+  for (const u of urls) {
+    if (typeof u !== "string" || !/^(https?|unixs?):\/\//.test(u)) {
+      throw new HttpMessageError(400, `URL scheme must be http, https, unix, or unixs: ${String(u)}`);
+    }
+  }
+  return urls as string[];
+}
+
+export async function handleMembers(req: IncomingMessage, res: ServerResponse, subPath: string, ctx: InfoContext): Promise<void> {
+  const headers = { [Header.kvClusterId]: ctx.clusterId, [Header.etcdClusterId]: ctx.clusterId };
+  const s = ctx.server;
+  const method = req.method ?? "GET";
+  if (!["GET", "POST", "DELETE", "PUT"].includes(method)) {
+    req.resume();
+    throw methodNotAllowed("GET,POST,DELETE,PUT");
+  }
+  const id = subPath.replace(/^\//, "");
+  if (method === "GET") {
+    if (id === "") {
+      writeJson(res, 200, headers, JSON.stringify({ members: s.membership.list().map(memberJSON) }));
+      return;
+    }
+    if (id === "leader") {
+      const lead = s.membership.get(s.leaderId);
+      if (!lead) throw new HttpMessageError(503, "During leader election");
+      writeJson(res, 200, headers, JSON.stringify(memberJSON(lead)));
+      return;
+    }
+    throw new HttpMessageError(404, "Not found", headers);
+  }
+  if (method === "POST") {
+    if (id !== "") throw new HttpMessageError(404, "Not found", headers);
+    await readMemberRequest(req);
+    // Adding a member needs the peer transport (several members): refuse clearly rather than
+    // wedge a single member by adding a voter it can never reach.
+    throw new HttpMessageError(500, "etcdserver: adding members is not supported by this single-member server yet", headers);
+  }
+  if (id === "") {
+    req.resume();
+    throw methodNotAllowed("GET,POST,DELETE,PUT");
+  }
+  const numeric = /^[0-9a-fA-F]{1,16}$/.test(id) ? parseInt(id, 16) : NaN;
+  if (method === "PUT") await readMemberRequest(req);
+  else req.resume();
+  if (Number.isNaN(numeric) || !s.membership.get(numeric)) throw new HttpMessageError(404, `No such member: ${id}`, headers);
+  throw new HttpMessageError(500, "etcdserver: changing members is not supported by this single-member server yet", headers);
+}
+
+export { notFound };

@@ -1,0 +1,120 @@
+// /v2/keys: parse and validate at the edge, then writes go through the log (propose and
+// wait), plain reads are served from the local store, quorum reads after a ReadIndex
+// barrier, and watches are registered in the local watcher hub.
+import type { IncomingMessage, ServerResponse, OutgoingHttpHeaders } from "node:http";
+import { V2Error, V2ErrorCode } from "../../api/v2-errors.ts";
+import { Header } from "../../api/headers.ts";
+import type { V2Event } from "../../store/v2/store.ts";
+import type { KvServer } from "../kv-server.ts";
+import { parseKeyRequest } from "./parse-key-request.ts";
+import { parseForm } from "./body.ts";
+import { corsHeaders, methodNotAllowed } from "./respond.ts";
+
+/** etcd closes an idle long-poll watch after 5 minutes with 200 and an empty body. */
+export const WATCH_TIMEOUT_MS = 5 * 60 * 1000;
+
+const KEYS_ALLOW = "HEAD,GET,PUT,POST,DELETE";
+
+/** Renders an event without its internal fields. */
+export function eventJSON(ev: V2Event, noValue = false): string {
+  if (noValue) return JSON.stringify({ action: ev.action }) + "\n";
+  const out: { action: string; node: unknown; prevNode?: unknown } = { action: ev.action, node: ev.node };
+  if (ev.prevNode !== undefined) out.prevNode = ev.prevNode;
+  return JSON.stringify(out) + "\n";
+}
+
+export interface KeysContext {
+  server: KvServer;
+  clusterId: string;
+  /** Tracks open watch responses so shutdown can end them with the empty-body close. */
+  watches: Set<ServerResponse>;
+}
+
+function raftHeaders(ctx: KeysContext, index: number): OutgoingHttpHeaders {
+  const s = ctx.server;
+  const idx = String(index);
+  return {
+    ...corsHeaders,
+    "Content-Type": "application/json",
+    [Header.kvClusterId]: ctx.clusterId,
+    [Header.etcdClusterId]: ctx.clusterId,
+    [Header.kvIndex]: idx,
+    [Header.etcdIndex]: idx,
+    [Header.raftIndex]: String(s.appliedIndex),
+    [Header.raftTerm]: String(s.term),
+  };
+}
+
+export async function handleKeys(req: IncomingMessage, res: ServerResponse, keyPath: string, rawQuery: string, ctx: KeysContext): Promise<void> {
+  const method = req.method ?? "GET";
+  if (!KEYS_ALLOW.split(",").includes(method)) {
+    req.resume();
+    throw methodNotAllowed(KEYS_ALLOW);
+  }
+  const { form, error } = await parseForm(req, rawQuery);
+  if (error !== undefined) throw new V2Error(V2ErrorCode.InvalidForm, error, 0);
+  const now = Date.now();
+  const kr = parseKeyRequest(method, keyPath, form, now);
+  const server = ctx.server;
+
+  switch (kr.kind) {
+    case "write": {
+      const ev = await server.doV2({ t: "v2", time: now, r: kr.request });
+      const created = ev.action === "create" || (ev.action === "set" && ev.prevNode === undefined);
+      const noValue = kr.noValueOnSuccess && (ev.action === "set" || ev.action === "compareAndSwap" || ev.action === "create" || ev.action === "update");
+      res.writeHead(created ? 201 : 200, raftHeaders(ctx, ev.etcdIndex));
+      res.end(eventJSON(ev, noValue));
+      return;
+    }
+    case "get": {
+      if (kr.quorum) await server.linearizableRead();
+      let ev: V2Event;
+      try {
+        ev = server.store.get(kr.path, { recursive: kr.recursive, sorted: kr.sorted }, Date.now());
+      } catch (err) {
+        if (err instanceof V2Error) err.index = server.store.index;
+        throw err;
+      }
+      res.writeHead(200, raftHeaders(ctx, ev.etcdIndex));
+      res.end(kr.head ? undefined : eventJSON(ev));
+      return;
+    }
+    case "watch":
+      handleWatch(req, res, kr, ctx);
+      return;
+  }
+}
+
+function handleWatch(
+  req: IncomingMessage,
+  res: ServerResponse,
+  kr: { path: string; recursive: boolean; stream: boolean; sinceIndex: number },
+  ctx: KeysContext,
+): void {
+  let finished = false;
+  let timer: NodeJS.Timeout | undefined;
+  const finish = (): void => {
+    if (finished) return;
+    finished = true;
+    clearTimeout(timer);
+    watcher.remove();
+    ctx.watches.delete(res);
+    if (!res.writableEnded) res.end();
+  };
+  // Throws V2Error 401 (history cleared) before anything is written: answered as an error.
+  const watcher = ctx.server.store.watch(kr.path, { recursive: kr.recursive, stream: kr.stream, sinceIndex: kr.sinceIndex }, (ev) => {
+    if (finished) return;
+    res.write(eventJSON(ev));
+    if (!kr.stream) finish();
+  });
+  ctx.watches.add(res);
+  res.writeHead(200, raftHeaders(ctx, watcher.startIndex));
+  res.flushHeaders();
+  timer = setTimeout(finish, WATCH_TIMEOUT_MS);
+  // The client going away releases the watcher at once: thousands of abandoned long polls
+  // must not accumulate.
+  res.on("close", finish);
+  req.on("close", () => {
+    if (!res.writableEnded) finish();
+  });
+}

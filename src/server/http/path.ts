@@ -1,0 +1,33 @@
+// Request-path handling as Go's net/http ServeMux does it: the decoded path is cleaned,
+// and a request whose path is not clean is redirected (301) to the clean one without being
+// executed. etcd inherits this, and v2 clients see it, so kvctl does the same.
+
+/** Go's path.Clean for absolute paths ("" -> "/"). */
+export function cleanPath(p: string): string {
+  if (p === "") return "/";
+  const parts = p.split("/");
+  const out: string[] = [];
+  for (const part of parts) {
+    if (part === "" || part === ".") continue;
+    if (part === "..") {
+      out.pop();
+      continue;
+    }
+    out.push(part);
+  }
+  return "/" + out.join("/");
+}
+
+/** ServeMux's cleanPath: path.Clean plus the trailing slash kept when there was one. */
+export function muxCleanPath(p: string): string {
+  if (p === "") return "/";
+  const rooted = p[0] === "/" ? p : "/" + p;
+  const np = cleanPath(rooted);
+  if (rooted.length > 1 && rooted.endsWith("/") && np !== "/") return np + "/";
+  return np;
+}
+
+/** Escapes a decoded path for a Location header as Go's url.URL.String() does (EscapedPath). */
+export function escapePath(p: string): string {
+  return encodeURI(p).replace(/[?#]/g, (c) => (c === "?" ? "%3F" : "%23"));
+}

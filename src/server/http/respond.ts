@@ -1,0 +1,108 @@
+// Writing responses. Every error a handler can raise is turned into status, headers and
+// body here and nowhere else, so the wire shapes stay etcd's (see REFERENCE.md).
+import type { IncomingMessage, ServerResponse, OutgoingHttpHeaders } from "node:http";
+import { V2Error, v2ErrorStatus } from "../../api/v2-errors.ts";
+import { Header } from "../../api/headers.ts";
+
+/** Headers etcd's CORS wrapper adds to every response. */
+export const corsHeaders: Readonly<OutgoingHttpHeaders> = {
+  "Access-Control-Allow-Headers": "accept, content-type, authorization",
+  "Access-Control-Allow-Methods": "POST, GET, OPTIONS, PUT, DELETE",
+  "Access-Control-Allow-Origin": "*",
+};
+
+/** An error answered with `{"message": ...}` (members, auth admin endpoints): etcd's httptypes.HTTPError. */
+export class HttpMessageError extends Error {
+  override name = "HttpMessageError";
+  readonly status: number;
+  readonly headers: OutgoingHttpHeaders;
+  constructor(status: number, message: string, headers: OutgoingHttpHeaders = {}) {
+    super(message);
+    this.status = status;
+    this.headers = headers;
+  }
+}
+
+/** A plain-text error as Go's http.Error writes it (404 page not found, 405 Method Not Allowed). */
+export class HttpTextError extends Error {
+  override name = "HttpTextError";
+  readonly status: number;
+  readonly headers: OutgoingHttpHeaders;
+  constructor(status: number, text: string, headers: OutgoingHttpHeaders = {}) {
+    super(text);
+    this.status = status;
+    this.headers = headers;
+  }
+}
+
+/** Raised when the server cannot serve the request now (no leader, stopping, timeout). */
+export class ServerUnavailableError extends Error {
+  override name = "ServerUnavailableError";
+}
+
+export interface ErrorContext {
+  clusterId: string;
+}
+
+export function notFound(): HttpTextError {
+  return new HttpTextError(404, "404 page not found");
+}
+
+export function methodNotAllowed(allow: string): HttpTextError {
+  return new HttpTextError(405, "Method Not Allowed", { Allow: allow });
+}
+
+export function writeJson(res: ServerResponse, status: number, headers: OutgoingHttpHeaders, body: string): void {
+  res.writeHead(status, { ...corsHeaders, "Content-Type": "application/json", ...headers });
+  res.end(body);
+}
+
+export function writeText(res: ServerResponse, status: number, headers: OutgoingHttpHeaders, text: string): void {
+  res.writeHead(status, {
+    ...corsHeaders,
+    "Content-Type": "text/plain; charset=utf-8",
+    "X-Content-Type-Options": "nosniff",
+    ...headers,
+  });
+  res.end(text);
+}
+
+/** THE error mapper: any thrown value -> status, headers, body. */
+export function writeError(req: IncomingMessage, res: ServerResponse, err: unknown, ctx: ErrorContext): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  if (err instanceof V2Error) {
+    const idx = String(err.index);
+    writeJson(
+      res,
+      v2ErrorStatus(err.errorCode),
+      {
+        [Header.kvClusterId]: ctx.clusterId,
+        [Header.etcdClusterId]: ctx.clusterId,
+        [Header.kvIndex]: idx,
+        [Header.etcdIndex]: idx,
+      },
+      JSON.stringify(err.toJSON()) + "\n",
+    );
+    return;
+  }
+  if (err instanceof HttpMessageError) {
+    writeJson(res, err.status, err.headers, JSON.stringify({ message: err.message }));
+    return;
+  }
+  if (err instanceof HttpTextError) {
+    writeText(res, err.status, err.headers, err.message + "\n");
+    return;
+  }
+  if (err instanceof ServerUnavailableError) {
+    // etcd answers raft-side failures on /v2/keys as a v2 error 300 (Raft Internal Error), status 500.
+    const body = { errorCode: 300, message: "Raft Internal Error", cause: err.message, index: 0 };
+    writeJson(res, 500, { [Header.kvClusterId]: ctx.clusterId, [Header.etcdClusterId]: ctx.clusterId }, JSON.stringify(body) + "\n");
+    return;
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  writeJson(res, 500, {}, JSON.stringify({ message: `internal error: ${message}` }));
+  void req;
+}

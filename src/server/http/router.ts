@@ -1,0 +1,93 @@
+// Routing as etcd's Go ServeMux does it: the path is percent-decoded, a path that is not
+// clean is redirected (301) without being executed, then matched against the handlers.
+// Every response carries etcd's CORS headers; OPTIONS answers 200 with them and nothing else.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { KvServer } from "../kv-server.ts";
+import { unescape } from "./form.ts";
+import { muxCleanPath, escapePath } from "./path.ts";
+import { corsHeaders, notFound, writeError, writeText, HttpTextError } from "./respond.ts";
+import { handleKeys } from "./keys-handler.ts";
+import { handleHealth, handleMachines, handleMembers, handleStats, handleVersion } from "./info-handlers.ts";
+
+/** etcd (cmux) resets requests whose request line exceeds this; kvctl answers 414 instead. */
+export const MAX_REQUEST_LINE = 4096;
+
+export interface RouterContext {
+  server: KvServer;
+  clusterId: string;
+  watches: Set<ServerResponse>;
+}
+
+function redirect(req: IncomingMessage, res: ServerResponse, location: string): void {
+  if (req.method === "GET" || req.method === "HEAD") {
+    res.writeHead(301, { ...corsHeaders, Location: location, "Content-Type": "text/html; charset=utf-8" });
+    res.end(`<a href="${location.replace(/&/g, "&amp;").replace(/"/g, "&#34;")}">Moved Permanently</a>.\n\n`);
+  } else {
+    res.writeHead(301, { ...corsHeaders, Location: location });
+    res.end();
+  }
+  req.resume();
+}
+
+export function createRouter(ctx: RouterContext): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    route(req, res, ctx).catch((err: unknown) => writeError(req, res, err, ctx));
+  };
+}
+
+async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterContext): Promise<void> {
+  const url = req.url ?? "/";
+  const method = req.method ?? "GET";
+  if (method.length + url.length + 10 > MAX_REQUEST_LINE) {
+    req.resume();
+    throw new HttpTextError(414, "Request-URI Too Long: the request line exceeds 4096 bytes");
+  }
+  if (method === "OPTIONS") {
+    req.resume();
+    res.writeHead(200, corsHeaders);
+    res.end();
+    return;
+  }
+  const q = url.indexOf("?");
+  const rawPath = q < 0 ? url : url.slice(0, q);
+  const rawQuery = q < 0 ? "" : url.slice(q + 1);
+  const decoded = unescape(rawPath, false);
+  if ("error" in decoded || !rawPath.startsWith("/")) {
+    req.resume();
+    throw new HttpTextError(400, "400 Bad Request");
+  }
+  const path = decoded.value;
+  const clean = muxCleanPath(path);
+  if (clean !== path) {
+    redirect(req, res, escapePath(clean) + (q < 0 ? "" : "?" + rawQuery));
+    return;
+  }
+
+  if (path === "/v2/keys" || path.startsWith("/v2/keys/")) {
+    // Key paths are cleaned once more without the trailing slash: "/a/" is the key "/a".
+    const key = path.slice("/v2/keys".length);
+    await handleKeys(req, res, key === "" ? "/" : key, rawQuery, ctx);
+    return;
+  }
+  switch (path) {
+    case "/version":
+      return handleVersion(req, res);
+    case "/health":
+      return handleHealth(req, res, ctx);
+    case "/v2/stats/store":
+      return handleStats(req, res, "store", ctx);
+    case "/v2/stats/self":
+      return handleStats(req, res, "self", ctx);
+    case "/v2/stats/leader":
+      return handleStats(req, res, "leader", ctx);
+    case "/v2/machines":
+      return handleMachines(req, res, ctx);
+    case "/v2/members":
+      return handleMembers(req, res, "", ctx);
+  }
+  if (path.startsWith("/v2/members/")) return handleMembers(req, res, path.slice("/v2/members".length), ctx);
+  req.resume();
+  throw notFound();
+}
+
+export { writeText };

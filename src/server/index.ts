@@ -1,0 +1,49 @@
+// Server assembly: the KV server, its client listeners and graceful shutdown.
+import type { ServerResponse } from "node:http";
+import { KvServer } from "./kv-server.ts";
+import { createRouter } from "./http/router.ts";
+import { listen, type Listener } from "./http/listener.ts";
+import type { ServerConfig } from "./config.ts";
+import type { Logger } from "./logger.ts";
+
+export interface RunningServer {
+  kv: KvServer;
+  listeners: Listener[];
+  stop(): Promise<void>;
+}
+
+export async function startServer(config: ServerConfig, log: Logger): Promise<RunningServer> {
+  const kv = new KvServer({ config, logger: log });
+  await kv.start();
+  const watches = new Set<ServerResponse>();
+  const router = createRouter({ server: kv, clusterId: kv.clusterId.toString(16), watches });
+  const listeners = await listen(config.listenClientUrls, router, log);
+  // Publish name and client URLs through the log; retried until it lands (needs a leader).
+  void (async () => {
+    for (let attempt = 0; attempt < 100; attempt++) {
+      try {
+        await kv.publish();
+        log.info("published member attributes", { name: config.name, clientUrls: config.advertiseClientUrls });
+        return;
+      } catch (err) {
+        log.warn("failed to publish member attributes, retrying", { error: String(err) });
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+  })();
+
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      for (const l of listeners) l.server.close();
+      // Open watches end as etcd ends them on shutdown: 200 with an empty body.
+      for (const w of watches) w.end();
+      watches.clear();
+      await kv.stop();
+      for (const l of listeners) l.server.closeAllConnections();
+      log.info("stopped");
+    })();
+    return stopping;
+  };
+  return { kv, listeners, stop };
+}

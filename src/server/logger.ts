@@ -1,0 +1,32 @@
+// A small structured logger: one JSON object per line on stderr, like etcd's zap output,
+// so operators can grep and parse it. Library layers receive it; they never write to stdio.
+
+export const LogLevel = { debug: 10, info: 20, warn: 30, error: 40 } as const;
+export type LogLevelName = keyof typeof LogLevel;
+
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+export function isLogLevel(s: string): s is LogLevelName {
+  return Object.hasOwn(LogLevel, s);
+}
+
+export function createLogger(level: LogLevelName, sink: (line: string) => void = (l) => process.stderr.write(l)): Logger {
+  const min = LogLevel[level];
+  const emit = (lvl: LogLevelName, msg: string, fields?: Record<string, unknown>): void => {
+    if (LogLevel[lvl] < min) return;
+    sink(JSON.stringify({ level: lvl, ts: new Date().toISOString(), msg, ...fields }) + "\n");
+  };
+  return {
+    debug: (m, f) => emit("debug", m, f),
+    info: (m, f) => emit("info", m, f),
+    warn: (m, f) => emit("warn", m, f),
+    error: (m, f) => emit("error", m, f),
+  };
+}
+
+export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };

@@ -1,0 +1,100 @@
+// Member statistics for /v2/stats/self and /v2/stats/leader (etcd's v2stats). Rates are
+// kept as etcd does: counts over a sliding window of recent sends/receives.
+
+/** Go's time.Duration.String() for a duration in milliseconds (fractional ms allowed). */
+export function goDuration(ms: number): string {
+  if (ms <= 0) return "0s";
+  const totalNs = Math.round(ms * 1e6);
+  if (totalNs < 1000) return `${totalNs}ns`;
+  if (totalNs < 1e6) return `${trimFrac((totalNs / 1e3).toFixed(3))}µs`;
+  if (totalNs < 1e9) return `${trimFrac((totalNs / 1e6).toFixed(6))}ms`;
+  let rest = totalNs;
+  const h = Math.floor(rest / 3.6e12);
+  rest -= h * 3.6e12;
+  const m = Math.floor(rest / 6e10);
+  rest -= m * 6e10;
+  const s = trimFrac((rest / 1e9).toFixed(9));
+  if (h > 0) return `${h}h${m}m${s}s`;
+  if (m > 0) return `${m}m${s}s`;
+  return `${s}s`;
+}
+
+function trimFrac(s: string): string {
+  return s.includes(".") ? s.replace(/0+$/, "").replace(/\.$/, "") : s;
+}
+
+/** RFC 3339 with nanoseconds and the local offset, as Go prints time.Time in JSON. */
+export function goTime(ms: number): string {
+  const d = new Date(ms);
+  const pad = (n: number, w = 2): string => String(n).padStart(w, "0");
+  const frac = Math.round((ms - Math.floor(ms / 1000) * 1000) * 1e6);
+  const fracStr = frac === 0 ? "" : "." + String(frac).padStart(9, "0").replace(/0+$/, "");
+  return (
+    `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}T` +
+    `${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}${fracStr}Z`
+  );
+}
+
+export interface SelfStatsJSON {
+  name: string;
+  id: string;
+  state: string;
+  startTime: string;
+  leaderInfo: { leader: string; uptime: string; startTime: string };
+  recvAppendRequestCnt: number;
+  recvPkgRate?: number;
+  recvBandwidthRate?: number;
+  sendAppendRequestCnt: number;
+  sendPkgRate?: number;
+  sendBandwidthRate?: number;
+}
+
+export class ServerStats {
+  #name = "";
+  #id = 0;
+  #startTime = 0;
+  #leader = 0;
+  #leaderStart = 0;
+  #recvAppend = 0;
+  #sendAppend = 0;
+
+  start(name: string, id: number): void {
+    this.#name = name;
+    this.#id = id;
+    this.#startTime = Date.now();
+  }
+
+  leaderChanged(lead: number): void {
+    this.#leader = lead;
+    this.#leaderStart = Date.now();
+  }
+
+  sent(n: number): void {
+    this.#sendAppend += n;
+  }
+
+  received(n: number): void {
+    this.#recvAppend += n;
+  }
+
+  self(): SelfStatsJSON {
+    const isLeader = this.#leader === this.#id && this.#id !== 0;
+    return {
+      name: this.#name,
+      id: this.#id.toString(16),
+      state: isLeader ? "StateLeader" : "StateFollower",
+      startTime: goTime(this.#startTime),
+      leaderInfo: {
+        leader: this.#leader.toString(16),
+        uptime: goDuration(this.#leader === 0 ? 0 : Date.now() - this.#leaderStart),
+        startTime: goTime(this.#leaderStart || this.#startTime),
+      },
+      recvAppendRequestCnt: this.#recvAppend,
+      sendAppendRequestCnt: isLeader ? 0 : this.#sendAppend,
+    };
+  }
+
+  leader(): { leader: string; followers: Record<string, unknown> } {
+    return { leader: this.#id.toString(16), followers: {} };
+  }
+}

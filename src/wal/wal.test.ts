@@ -1,0 +1,188 @@
+import { after, test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Wal } from "./wal.ts";
+import { WalError, WalErrorCode } from "./errors.ts";
+import type { WalEntry } from "./record.ts";
+
+const root = await mkdtemp(join(tmpdir(), "kvctl-wal-"));
+after(() => rm(root, { recursive: true, force: true }));
+let n = 0;
+const newDir = (): string => join(root, `w${n++}`, "wal");
+const META = Buffer.from('{"memberId":1}');
+const SMALL = 4096;
+
+function ent(index: number, term = 1, size = 100): WalEntry {
+  const data = Buffer.alloc(size, `e${index}t${term};`);
+  return { term, index, type: index % 7 === 0 ? 1 : 0, data };
+}
+const range = (from: number, to: number, term = 1): WalEntry[] => Array.from({ length: to - from + 1 }, (_, i) => ent(from + i, term));
+/** Entries with data as Buffer, so deepEqual compares contents not classes. */
+const norm = (es: WalEntry[]): WalEntry[] => es.map((e) => ({ ...e, data: Buffer.from(e.data) }));
+const segmentFiles = async (dir: string): Promise<string[]> => (await readdir(dir)).filter((f) => f.endsWith(".wal")).sort();
+
+test("Wal.exists is false for a missing dir and true after create", async () => {
+  const dir = newDir();
+  assert.equal(Wal.exists(dir), false);
+  const wal = await Wal.create(dir, META, { segmentBytes: SMALL });
+  await wal.close();
+  assert.equal(Wal.exists(dir), true);
+  assert.deepEqual(await segmentFiles(dir), ["0000000000000000-0000000000000000.wal"]);
+  await assert.rejects(Wal.create(dir, META), (err: unknown) => err instanceof WalError && err.code === WalErrorCode.Exists);
+});
+
+test("Wal.open returns exactly what was saved when reopened", async () => {
+  const dir = newDir();
+  const wal = await Wal.create(dir, META, { segmentBytes: SMALL });
+  await wal.save({ term: 1, vote: 1, commit: 0 }, range(1, 3));
+  await wal.save({ term: 1, vote: 1, commit: 3 }, []);
+  await wal.save(null, range(4, 5));
+  await wal.close();
+  const r = await Wal.open(dir, { snapshot: { index: 0, term: 0 }, segmentBytes: SMALL });
+  assert.deepEqual(Buffer.from(r.metadata), META);
+  assert.deepEqual(r.hardState, { term: 1, vote: 1, commit: 3 });
+  assert.deepEqual(norm(r.entries), norm(range(1, 5)));
+  assert.equal(r.repaired, null);
+  await r.wal.save(null, range(6, 6));
+  await r.wal.close();
+  const r2 = await Wal.open(dir, { snapshot: { index: 0, term: 0 }, segmentBytes: SMALL });
+  assert.deepEqual(norm(r2.entries), norm(range(1, 6)));
+  await r2.wal.close();
+});
+
+test("Wal spreads many entries over several segments and reads them all back", async () => {
+  const dir = newDir();
+  const wal = await Wal.create(dir, META, { segmentBytes: SMALL });
+  for (let i = 1; i <= 200; i += 4) await wal.save({ term: 2, vote: 1, commit: i - 1 }, range(i, i + 3, 2));
+  await wal.close();
+  const files = await segmentFiles(dir);
+  assert.ok(files.length >= 5, `expected several segments, got ${files.length}`);
+  assert.deepEqual(files.map((f) => Number.parseInt(f.slice(0, 16), 16)), files.map((_, i) => i), "seq numbers have no gaps");
+  assert.ok((await readdir(dir)).every((f) => !f.endsWith(".tmp")), "close() removes the preallocated next segment");
+  const r = await Wal.open(dir, { snapshot: { index: 0, term: 0 }, segmentBytes: SMALL });
+  assert.deepEqual(norm(r.entries), norm(range(1, 200, 2)));
+  assert.deepEqual(r.hardState, { term: 2, vote: 1, commit: 196 });
+  await r.wal.close();
+});
+
+test("Wal.open replaces the tail when entries are re-saved at a lower index", async () => {
+  const dir = newDir();
+  const wal = await Wal.create(dir, META, { segmentBytes: SMALL });
+  await wal.save(null, range(1, 40, 1)); // several segments worth
+  await wal.save(null, range(41, 60, 1));
+  await wal.save({ term: 2, vote: 2, commit: 5 }, range(10, 12, 2)); // conflict from index 10 (an earlier segment)
+  await wal.close();
+  const r = await Wal.open(dir, { snapshot: { index: 0, term: 0 }, segmentBytes: SMALL });
+  assert.deepEqual(norm(r.entries), norm([...range(1, 9, 1), ...range(10, 12, 2)]));
+  await r.wal.save(null, range(13, 14, 2));
+  await r.wal.close();
+  const r2 = await Wal.open(dir, { snapshot: { index: 0, term: 0 }, segmentBytes: SMALL });
+  assert.deepEqual(norm(r2.entries), norm([...range(1, 9, 1), ...range(10, 14, 2)]));
+  await r2.wal.close();
+});
+
+test("Wal.save rejects entries that would leave a gap or are not contiguous", async () => {
+  const dir = newDir();
+  const wal = await Wal.create(dir, META, { segmentBytes: SMALL });
+  await wal.save(null, range(1, 3));
+  await assert.rejects(wal.save(null, [ent(5)]), (err: unknown) => err instanceof WalError && err.code === WalErrorCode.BadAppend);
+  await assert.rejects(wal.save(null, [ent(4), ent(6)]), (err: unknown) => err instanceof WalError && err.code === WalErrorCode.BadAppend);
+  await wal.save(null, [ent(4)]);
+  await wal.close();
+  await assert.rejects(wal.save(null, [ent(5)]), (err: unknown) => err instanceof WalError && err.code === WalErrorCode.Closed);
+});
+
+test("Wal.open returns only entries after the snapshot and checks the snapshot ref's term", async () => {
+  const dir = newDir();
+  const wal = await Wal.create(dir, META, { segmentBytes: SMALL });
+  await wal.save({ term: 3, vote: 1, commit: 20 }, range(1, 20, 3));
+  await wal.saveSnapshotRef({ index: 15, term: 3 });
+  await wal.save(null, range(21, 25, 3));
+  await wal.close();
+  const r = await Wal.open(dir, { snapshot: { index: 15, term: 3 }, segmentBytes: SMALL });
+  assert.deepEqual(norm(r.entries), norm(range(16, 25, 3)));
+  await r.wal.close();
+  await assert.rejects(Wal.open(dir, { snapshot: { index: 15, term: 4 } }), (err: unknown) => err instanceof WalError && err.code === WalErrorCode.SnapshotMismatch);
+  // No ref at 12 (a crash between saving the snapshot file and the ref): accepted, the entry's term agrees.
+  const r2 = await Wal.open(dir, { snapshot: { index: 12, term: 3 }, segmentBytes: SMALL });
+  assert.deepEqual(norm(r2.entries), norm(range(13, 25, 3)));
+  await r2.wal.close();
+  await assert.rejects(Wal.open(dir, { snapshot: { index: 12, term: 2 } }), (err: unknown) => err instanceof WalError && err.code === WalErrorCode.SnapshotMismatch);
+});
+
+test("Wal.releaseTo removes whole segments below the snapshot and open still works from it", async () => {
+  const dir = newDir();
+  const wal = await Wal.create(dir, META, { segmentBytes: SMALL });
+  for (let i = 1; i <= 120; i += 3) await wal.save({ term: 1, vote: 1, commit: i + 2 }, range(i, i + 2));
+  const before = await segmentFiles(dir);
+  await wal.releaseTo(100); // no snapshot ref yet: clamped to 0, nothing goes
+  assert.deepEqual(await segmentFiles(dir), before);
+  await wal.saveSnapshotRef({ index: 70, term: 1 });
+  await wal.releaseTo(70);
+  const afterRelease = await segmentFiles(dir);
+  const idx = afterRelease.map((f) => Number.parseInt(f.slice(17, 33), 16));
+  assert.ok(afterRelease.length < before.length, "some segments were removed");
+  assert.ok((idx[0] as number) <= 70 && (idx[1] ?? Infinity) > 70, `the first kept segment holds index 70: ${afterRelease.join(",")}`);
+  assert.deepEqual(afterRelease, before.slice(before.length - afterRelease.length).concat(afterRelease.slice(before.length)));
+  await wal.save(null, range(121, 122));
+  await wal.close();
+  const r = await Wal.open(dir, { snapshot: { index: 70, term: 1 }, segmentBytes: SMALL });
+  assert.deepEqual(norm(r.entries), norm(range(71, 122)));
+  assert.deepEqual(r.hardState, { term: 1, vote: 1, commit: 120 });
+  await r.wal.close();
+  await assert.rejects(Wal.open(dir, { snapshot: { index: 0, term: 0 } }), (err: unknown) => err instanceof WalError && err.code === WalErrorCode.MissingEntries);
+});
+
+test("Wal.open removes stray .tmp files left by a crash during a cut", async () => {
+  const dir = newDir();
+  const wal = await Wal.create(dir, META, { segmentBytes: SMALL });
+  await wal.save(null, range(1, 2));
+  await wal.close();
+  await writeFile(join(dir, "7.tmp"), Buffer.alloc(SMALL));
+  const r = await Wal.open(dir, { snapshot: { index: 0, term: 0 }, segmentBytes: SMALL });
+  assert.deepEqual(norm(r.entries), norm(range(1, 2)));
+  assert.ok(!(await readdir(dir)).includes("7.tmp"));
+  await r.wal.close();
+});
+
+test("Wal.open refuses a segment sequence with a gap", async () => {
+  const dir = newDir();
+  const wal = await Wal.create(dir, META, { segmentBytes: SMALL });
+  for (let i = 1; i <= 120; i += 3) await wal.save(null, range(i, i + 2));
+  await wal.close();
+  const files = await segmentFiles(dir);
+  assert.ok(files.length >= 3, `expected 3+ segments, got ${files.length}`);
+  await rm(join(dir, files[1] as string));
+  await assert.rejects(Wal.open(dir, { snapshot: { index: 0, term: 0 } }), (err: unknown) => err instanceof WalError && err.code === WalErrorCode.Corrupt && err.message.includes(files[2] as string));
+});
+
+test("Wal.create succeeds after a crash left a half-built <dir>.tmp", async () => {
+  const dir = newDir();
+  await mkdir(`${dir}.tmp`, { recursive: true });
+  await writeFile(join(`${dir}.tmp`, "0000000000000000-0000000000000000.wal"), "partial");
+  assert.equal(Wal.exists(dir), false);
+  const wal = await Wal.create(dir, META, { segmentBytes: SMALL });
+  await wal.close();
+  const r = await Wal.open(dir, { snapshot: { index: 0, term: 0 }, segmentBytes: SMALL });
+  assert.deepEqual(r.entries, []);
+  await r.wal.close();
+});
+
+test("Wal.open accepts a snapshot beyond the log when its ref was never written (snapshot from the leader)", async () => {
+  const dir = newDir();
+  const wal = await Wal.create(dir, META, { segmentBytes: SMALL });
+  await wal.save({ term: 1, vote: 1, commit: 5 }, range(1, 8));
+  await wal.close();
+  const r = await Wal.open(dir, { snapshot: { index: 50, term: 3 }, segmentBytes: SMALL });
+  assert.deepEqual(r.entries, []);
+  // The follower then records the ref and appends after it.
+  await r.wal.saveSnapshotRef({ index: 50, term: 3 });
+  await r.wal.save({ term: 3, vote: 0, commit: 51 }, range(51, 52, 3));
+  await r.wal.close();
+  const r2 = await Wal.open(dir, { snapshot: { index: 50, term: 3 }, segmentBytes: SMALL });
+  assert.deepEqual(norm(r2.entries), norm(range(51, 52, 3)));
+  assert.deepEqual(r2.hardState, { term: 3, vote: 0, commit: 51 });
+  await r2.wal.close();
+});

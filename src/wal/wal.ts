@@ -1,0 +1,381 @@
+// The write-ahead log: segment files of framed, CRC-chained records (README.md).
+//
+// Invariants of an open Wal:
+// - #fh is the last segment; bytes [0, #offset) of it are valid records ending with CRC
+//   #crc, and bytes from #offset on are zeros or past EOF;
+// - every save() is durable (fdatasync returned) before its promise resolves;
+// - #segments lists every segment file still on disk, in seq order, the last one open;
+// - after a failed write the Wal refuses every call: the file's state is unknown, and
+//   carrying on could acknowledge writes that are not on disk (etcd panics here).
+import { mkdir, open, readFile, rename, rm, rmdir, unlink, writeFile } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { scanSegment } from "./decoder.ts";
+import { WalCorruptError, WalError, WalErrorCode } from "./errors.ts";
+import { FilePipeline } from "./file-pipeline.ts";
+import { CRC_RECORD_SIZE, HARD_STATE_RECORD_SIZE, RecordWriter, SNAPSHOT_REF_RECORD_SIZE, entryRecordSize, metadataRecordSize } from "./record.ts";
+import type { HardState, SnapshotRef, WalEntry } from "./record.ts";
+import { Replayer } from "./replay.ts";
+import { BROKEN_SUFFIX, TMP_SUFFIX, fsyncDir, listSegments, listSegmentsSync, segmentName, writeFully, zeroFill } from "./segment.ts";
+import type { SegmentName } from "./segment.ts";
+
+export interface WalLogger {
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+}
+
+export interface WalOpenResult {
+  wal: Wal;
+  metadata: Uint8Array;
+  hardState: HardState;
+  entries: WalEntry[];
+  repaired: null | { file: string; offset: number; droppedBytes: number };
+}
+
+export const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024;
+const silent: WalLogger = { info() {}, warn() {} };
+
+interface WalState {
+  dir: string; segmentBytes: number; logger: WalLogger; metadata: Uint8Array;
+  fh: FileHandle; segments: SegmentName[]; offset: number; crc: number;
+  lastIndex: number; hardState: HardState; snapshotIndex: number;
+}
+
+export class Wal {
+  readonly #dir: string;
+  readonly #segmentBytes: number;
+  readonly #logger: WalLogger;
+  readonly #metadata: Uint8Array;
+  readonly #pipeline: FilePipeline;
+  #fh: FileHandle;
+  #segments: SegmentName[];
+  #offset: number;
+  #crc: number;
+  /** Index of the last entry written (or the latest snapshot ref, if higher): names the next segment. */
+  #lastIndex: number;
+  #hardState: HardState;
+  /** The snapshot open() started from, or the latest saved ref: releaseTo never passes it. */
+  #snapshotIndex: number;
+  #busy = false;
+  #closed = false;
+  #failed: unknown = null;
+
+  private constructor(s: WalState) {
+    this.#dir = s.dir;
+    this.#segmentBytes = s.segmentBytes;
+    this.#logger = s.logger;
+    this.#metadata = s.metadata;
+    this.#fh = s.fh;
+    this.#segments = s.segments;
+    this.#offset = s.offset;
+    this.#crc = s.crc;
+    this.#lastIndex = s.lastIndex;
+    this.#hardState = s.hardState;
+    this.#snapshotIndex = s.snapshotIndex;
+    this.#pipeline = new FilePipeline({ dir: s.dir, segmentBytes: s.segmentBytes });
+    this.#maybePrepareNext();
+  }
+
+  /**
+   * Zero-filling the next segment writes segmentBytes and syncs them, which slows the
+   * fdatasyncs of saves running meanwhile; start it only once the current segment is half
+   * full, so a small log never pays for it and startup is not disturbed.
+   */
+  #maybePrepareNext(): void {
+    if (this.#offset >= this.#segmentBytes / 2) this.#pipeline.start();
+  }
+
+  /** True if `dir` holds at least one segment file. */
+  static exists(dir: string): boolean {
+    return listSegmentsSync(dir).length > 0;
+  }
+
+  /**
+   * Creates a WAL whose first segment holds crc 0, the metadata, an empty hard state and
+   * the snapshot ref {0,0}. Built in `<dir>.tmp` and renamed, so a crash leaves either no
+   * WAL or a complete one.
+   */
+  static async create(dir: string, metadata: Uint8Array, opts: { segmentBytes?: number; logger?: WalLogger } = {}): Promise<Wal> {
+    if (Wal.exists(dir)) throw new WalError(WalErrorCode.Exists, `Cannot create WAL: ${dir} already holds segments`);
+    const segmentBytes = opts.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
+    const logger = opts.logger ?? silent;
+    const tmpDir = `${dir}${TMP_SUFFIX}`;
+    await rm(tmpDir, { recursive: true, force: true });
+    await mkdir(tmpDir, { recursive: true, mode: 0o700 });
+    const name = segmentName(0, 0);
+    const fh = await open(join(tmpDir, name), "w+", 0o600);
+    try {
+      await zeroFill(fh, 0, segmentBytes);
+      const hardState = { term: 0, vote: 0, commit: 0 };
+      const w = new RecordWriter({ size: CRC_RECORD_SIZE + metadataRecordSize(metadata) + HARD_STATE_RECORD_SIZE + SNAPSHOT_REF_RECORD_SIZE, crc: 0 });
+      w.crcRecord();
+      w.metadata(metadata);
+      w.hardState(hardState);
+      w.snapshotRef({ index: 0, term: 0 });
+      await writeFully(fh, w.buf, 0);
+      await fh.datasync();
+      await fsyncDir(tmpDir); // the segment's entry in the directory about to be renamed
+      await removeEmptyDir(dir);
+      await rename(tmpDir, dir);
+      await fsyncDir(dirname(dir));
+      logger.info("created WAL", { dir, segmentBytes });
+      return new Wal({
+        dir, segmentBytes, logger, metadata: Buffer.from(metadata), fh, segments: [{ seq: 0, index: 0, name }],
+        offset: w.offset, crc: w.crc, lastIndex: 0, hardState, snapshotIndex: 0,
+      });
+    } catch (err) {
+      await fh.close().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /**
+   * Reads the log from the segment holding `snapshot.index` to the end, repairs a torn
+   * tail, and returns a Wal ready to append after the last good record.
+   */
+  static async open(dir: string, opts: { snapshot: SnapshotRef; logger?: WalLogger; segmentBytes?: number }): Promise<WalOpenResult> {
+    const logger = opts.logger ?? silent;
+    const segmentBytes = opts.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
+    const snap = opts.snapshot;
+    const { segments, others } = await listSegments(dir);
+    if (segments.length === 0) throw new WalError(WalErrorCode.NotFound, `Cannot open WAL: no segments in ${dir}`);
+    await removeTmpFiles(dir, others);
+    checkSequence(dir, segments);
+
+    let start = -1;
+    for (let i = 0; i < segments.length; i++) if ((segments[i] as SegmentName).index <= snap.index) start = i;
+    if (start < 0) {
+      throw new WalError(WalErrorCode.MissingEntries, `Cannot open WAL: the first segment ${(segments[0] as SegmentName).name} starts after snapshot index ${snap.index}`);
+    }
+
+    const replay = new Replayer(snap);
+    let prevCrc: number | null = null;
+    let tail = { offset: 0, crc: 0, path: "" };
+    let repaired: WalOpenResult["repaired"] = null;
+    for (let i = start; i < segments.length; i++) {
+      const path = join(dir, (segments[i] as SegmentName).name);
+      const buf = await readFile(path);
+      const last = i === segments.length - 1;
+      const scan = scanSegment(buf, { file: path, last, prevCrc });
+      replay.segment(buf, scan, path);
+      prevCrc = scan.crc;
+      tail = { offset: scan.end, crc: scan.crc, path };
+      if (scan.torn) {
+        repaired = await repairTail(path, buf, scan.torn);
+        logger.warn("repaired a torn WAL tail", repaired);
+      }
+    }
+    const r = replay.finish();
+    if (!r.snapshotMatched) {
+      logger.info("no WAL snapshot ref for the snapshot; continuing from the entries", { index: snap.index, term: snap.term });
+    }
+
+    const fh = await open(tail.path, "r+");
+    try {
+      const { size } = await fh.stat();
+      // Keep writing over zeros (fast fdatasync) even after a crash mid-cut or a smaller old segmentBytes.
+      if (size < segmentBytes) await zeroFill(fh, size, segmentBytes);
+    } catch (err) {
+      await fh.close().catch(() => undefined);
+      throw err;
+    }
+    logger.info("opened WAL", { dir, segments: segments.length - start, entries: r.entries.length, lastIndex: r.lastIndex });
+    const wal = new Wal({
+      dir, segmentBytes, logger, metadata: r.metadata, fh, segments, offset: tail.offset, crc: tail.crc,
+      lastIndex: r.lastIndex, hardState: r.hardState, snapshotIndex: snap.index,
+    });
+    return { wal, metadata: r.metadata, hardState: r.hardState, entries: r.entries, repaired };
+  }
+
+  /**
+   * Appends the entries, then the hard state, as ONE write followed by ONE fdatasync.
+   * Entries must be contiguous and start at or below lastIndex + 1 (lower = raft
+   * truncation: the new entries replace the old tail on open).
+   */
+  async save(hardState: HardState | null, entries: WalEntry[]): Promise<void> {
+    if (hardState === null && entries.length === 0) return;
+    this.#checkUsable();
+    this.#checkAppend(entries);
+    let size = hardState ? HARD_STATE_RECORD_SIZE : 0;
+    for (const e of entries) size += entryRecordSize(e);
+    await this.#write(size, (w) => {
+      for (const e of entries) w.entry(e);
+      if (hardState) w.hardState(hardState);
+    });
+    const last = entries.at(-1);
+    if (last) this.#lastIndex = last.index;
+    if (hardState) this.#hardState = { term: hardState.term, vote: hardState.vote, commit: hardState.commit };
+    await this.#cutIfFull();
+  }
+
+  /** Records that a snapshot at `ref` exists (after the snapshot file is saved), synced. */
+  async saveSnapshotRef(ref: SnapshotRef): Promise<void> {
+    await this.#write(SNAPSHOT_REF_RECORD_SIZE, (w) => w.snapshotRef(ref));
+    if (ref.index > this.#lastIndex) this.#lastIndex = ref.index;
+    this.#snapshotIndex = ref.index;
+    await this.#cutIfFull();
+  }
+
+  /**
+   * Removes segments that hold only entries <= index. Keeps the last segment whose name
+   * index is <= min(index, latest snapshot ref), so open() from that ref still works.
+   */
+  async releaseTo(index: number): Promise<void> {
+    this.#enter();
+    try {
+      const limit = Math.min(index, this.#snapshotIndex);
+      let keepFrom = 0;
+      for (let i = 0; i < this.#segments.length; i++) if ((this.#segments[i] as SegmentName).index <= limit) keepFrom = i;
+      if (keepFrom === 0) return;
+      const doomed = this.#segments.slice(0, keepFrom);
+      // Oldest first: a crash part-way leaves a gap-free suffix of segments.
+      for (const s of doomed) await unlink(join(this.#dir, s.name));
+      this.#segments = this.#segments.slice(keepFrom);
+      await fsyncDir(this.#dir);
+      this.#logger.info("released WAL segments", { upTo: index, removed: doomed.map((s) => s.name) });
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#pipeline.close();
+    await this.#fh.close();
+  }
+
+  #enter(): void {
+    this.#checkUsable();
+    if (this.#busy) throw new Error("Wal invariant: calls must not overlap");
+    this.#busy = true;
+  }
+
+  #checkUsable(): void {
+    if (this.#closed) throw new WalError(WalErrorCode.Closed, "Cannot use WAL: it is closed");
+    if (this.#failed !== null) throw new WalError(WalErrorCode.Closed, "Cannot use WAL: a previous write failed", { cause: this.#failed });
+  }
+
+  #checkAppend(entries: WalEntry[]): void {
+    const first = entries[0];
+    if (!first) return;
+    if (first.index > this.#lastIndex + 1) {
+      throw new WalError(WalErrorCode.BadAppend, `Cannot append to WAL: entry index ${first.index} leaves a gap after ${this.#lastIndex}`);
+    }
+    for (let i = 1; i < entries.length; i++) {
+      if ((entries[i] as WalEntry).index !== first.index + i) {
+        throw new WalError(WalErrorCode.BadAppend, `Cannot append to WAL: entries are not contiguous at position ${i}`);
+      }
+    }
+  }
+
+  /** Encodes `size` bytes of records into one buffer, one positioned write, one fdatasync. */
+  async #write(size: number, fill: (w: RecordWriter) => void): Promise<void> {
+    this.#enter();
+    try {
+      const w = new RecordWriter({ size, crc: this.#crc });
+      fill(w); // may throw RangeError on a bad value: nothing has been written yet
+      try {
+        await writeFully(this.#fh, w.buf, this.#offset);
+        await this.#fh.datasync();
+      } catch (err) {
+        this.#failed = err;
+        throw err;
+      }
+      this.#offset += size;
+      this.#crc = w.crc;
+      this.#maybePrepareNext();
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  async #cutIfFull(): Promise<void> {
+    if (this.#offset < this.#segmentBytes) return;
+    this.#enter();
+    try {
+      await this.#cut();
+    } catch (err) {
+      this.#failed = err;
+      throw err;
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  /** Seals the current segment and switches to a new one (README "Writing and fsync discipline"). */
+  async #cut(): Promise<void> {
+    // A sealed segment ends exactly at its last record: zeros there would read as damage.
+    await this.#fh.truncate(this.#offset);
+    await this.#fh.sync();
+    const { fh, path } = await this.#pipeline.take();
+    const seq = (this.#segments.at(-1) as SegmentName).seq + 1;
+    const name = segmentName(seq, this.#lastIndex + 1);
+    try {
+      const w = new RecordWriter({ size: CRC_RECORD_SIZE + metadataRecordSize(this.#metadata) + HARD_STATE_RECORD_SIZE, crc: this.#crc });
+      w.crcRecord();
+      w.metadata(this.#metadata);
+      w.hardState(this.#hardState);
+      await writeFully(fh, w.buf, 0);
+      await fh.datasync();
+      await rename(path, join(this.#dir, name));
+      await fsyncDir(this.#dir);
+      await this.#fh.close();
+      this.#fh = fh;
+      this.#segments.push({ seq, index: this.#lastIndex + 1, name });
+      this.#offset = w.offset;
+      this.#crc = w.crc;
+    } catch (err) {
+      await fh.close().catch(() => undefined);
+      throw err;
+    }
+    this.#logger.info("created WAL segment", { file: name });
+    this.#maybePrepareNext();
+  }
+}
+
+/** Segments must have consecutive seq numbers and non-decreasing indexes. */
+function checkSequence(dir: string, segments: SegmentName[]): void {
+  for (let i = 1; i < segments.length; i++) {
+    const prev = segments[i - 1] as SegmentName;
+    const cur = segments[i] as SegmentName;
+    if (cur.seq !== prev.seq + 1 || cur.index < prev.index) {
+      throw new WalCorruptError({ file: join(dir, cur.name), offset: 0, detail: `segment does not follow ${prev.name}` });
+    }
+  }
+}
+
+async function removeTmpFiles(dir: string, names: string[]): Promise<void> {
+  const tmps = names.filter((n) => n.endsWith(TMP_SUFFIX));
+  if (tmps.length === 0) return;
+  for (const n of tmps) await rm(join(dir, n), { recursive: true, force: true });
+  await fsyncDir(dir);
+}
+
+/** Lets create() rename over a directory that exists but holds no segments (only stray .tmp files). */
+async function removeEmptyDir(dir: string): Promise<void> {
+  const { others } = await listSegments(dir).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === "ENOENT") return { others: null };
+    throw err;
+  });
+  if (others === null) return;
+  for (const n of others) if (n.endsWith(TMP_SUFFIX)) await rm(join(dir, n), { recursive: true, force: true });
+  await rmdir(dir); // fails (ENOTEMPTY) rather than delete anything that is not ours
+}
+
+/** Keeps the dropped bytes in `<file>.broken`, then zeroes them so the tail reads as the end. */
+async function repairTail(path: string, buf: Buffer, torn: { offset: number; dataEnd: number }): Promise<{ file: string; offset: number; droppedBytes: number }> {
+  const end = Math.max(torn.dataEnd, torn.offset);
+  const brokenPath = `${path}${BROKEN_SUFFIX}`;
+  await writeFile(brokenPath, buf.subarray(torn.offset, end));
+  const fh = await open(path, "r+");
+  try {
+    const zeroTo = Math.min(end, buf.length);
+    if (zeroTo > torn.offset) await zeroFill(fh, torn.offset, zeroTo);
+  } finally {
+    await fh.close();
+  }
+  await fsyncDir(dirname(path));
+  return { file: path, offset: torn.offset, droppedBytes: end - torn.offset };
+}
+

@@ -1,0 +1,61 @@
+// Fails on an import edge DESIGN.md §2 forbids: the layering is what keeps the pure core
+// (raft, stores, auth, wal) testable without I/O, and the client free of server code.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative, dirname, resolve } from "node:path";
+
+const root = resolve(import.meta.dirname, "..");
+const src = join(root, "src");
+
+function walk(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    return statSync(p).isDirectory() ? walk(p) : p.endsWith(".ts") && !p.endsWith(".test.ts") ? [p] : [];
+  });
+}
+
+/** The top-level area of a file under src/: "raft", "store/v2", "server", "cli", ... */
+function area(file: string): string {
+  const rel = relative(src, file).split("/");
+  return rel[0] === "store" ? `store/${rel[1]}` : rel[0]!;
+}
+
+/** Which areas each area may import (besides itself). */
+const allowed: Record<string, readonly string[]> = {
+  api: [],
+  raft: [],
+  wal: [],
+  "store/v2": ["api"],
+  "store/v3": ["api"],
+  auth: ["api"],
+  transport: ["raft", "api"],
+  client: ["api"],
+  cli: ["client", "api"],
+  server: ["store/v2", "store/v3", "auth", "raft", "wal", "transport", "api"],
+};
+
+const importRe = /(?:import|export)\s[^'"]*?from\s+["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g;
+
+test("no source file imports across a forbidden edge", () => {
+  const violations: string[] = [];
+  for (const file of walk(src)) {
+    const from = area(file);
+    const text = readFileSync(file, "utf8");
+    for (const m of text.matchAll(importRe)) {
+      const spec = m[1] ?? m[2]!;
+      if (!spec.startsWith(".")) continue;
+      const to = area(resolve(dirname(file), spec));
+      if (to === from) continue;
+      const isServeCommand = relative(src, file) === "cli/commands/serve.ts" && to === "server";
+      if (isServeCommand) continue;
+      if (!(allowed[from] ?? []).includes(to)) violations.push(`${relative(root, file)} -> ${spec} (${from} -> ${to})`);
+    }
+  }
+  assert.deepEqual(violations, []);
+});
+
+test("raft imports no node builtins and no clock", () => {
+  const offenders = walk(join(src, "raft")).filter((f) => /from\s+["']node:|Date\.now\(|setTimeout\(|Math\.random\(/.test(readFileSync(f, "utf8")));
+  assert.deepEqual(offenders.map((f) => relative(root, f)), []);
+});
