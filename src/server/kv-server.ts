@@ -168,7 +168,8 @@ export class KvServer {
       this.#memberId = meta.memberId;
       this.membership ??= new Membership(meta.clusterId, meta.members);
       this.#storage.setHardState(opened.hardState);
-      this.#storage.append(opened.entries);
+      // The WAL stores the entry type as a plain number; Raft's type is the 0|1 union.
+      this.#storage.append(opened.entries.map((e) => ({ ...e, type: e.type === 1 ? EntryType.ConfChange : EntryType.Normal })));
       this.#node = new RawNode({ ...raftConfig, id: this.#memberId, applied: this.#appliedIndex });
       this.#log.info("restarted member", {
         memberId: this.#memberId.toString(16),

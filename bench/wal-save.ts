@@ -1,13 +1,13 @@
 // Measures Wal.save latency (the hot path: every write waits for it).
-// Run: node --import tsx src/wal/bench-save.ts [dir]   (default: .tmp/ of the checkout)
+// Run: node --import tsx bench/wal-save.ts [dir]   (default: .tmp/ of the checkout)
 // Prints medians and p99 for 1 entry of ~100 bytes and for batches of 64 entries, and
 // the time to reopen the log. Not a test: timings depend on the disk.
 import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { Wal } from "./wal.ts";
-import type { WalEntry } from "./record.ts";
+import { Wal } from "../src/wal/wal.ts";
+import type { WalEntry } from "../src/wal/record.ts";
 
-const base = process.argv[2] ?? join(import.meta.dirname, "..", "..", ".tmp");
+const base = process.argv[2] ?? join(import.meta.dirname, "..", ".tmp");
 const dir = join(await mkdtemp(join(base, "wal-bench-")), "wal");
 
 function quantiles(ms: number[]): string {
