@@ -9,8 +9,8 @@ export {
   SnapshotTemporarilyUnavailableError,
   UnavailableError,
 } from "./errors.ts";
-export type { Config } from "./raft.ts";
-export { defaultMaxInflightMsgs, defaultMaxSizePerMsg } from "./raft.ts";
+export type { Config } from "./config.ts";
+export { defaultMaxInflightMsgs, defaultMaxSizePerMsg } from "./config.ts";
 export { RawNode, mustSync, type Peer } from "./raw-node.ts";
 export type { ProgressStatus, Status } from "./status.ts";
 export { MemoryStorage, type InitialState, type Storage } from "./storage.ts";

@@ -195,7 +195,7 @@ export class RaftLog {
    * earlier entries then commit indirectly.
    */
   maybeCommit(maxIndex: number, term: number): boolean {
-    if (maxIndex > this.committed) {
+    if (maxIndex > this.committed && this.zeroTermOnErrCompacted(maxIndex) === term) {
       this.commitTo(maxIndex);
       return true;
     }

@@ -9,13 +9,13 @@
 // public for the step functions and tests, RawNode is the API.
 
 import { applySimpleChange, restoreTracker } from "./confchange/confchange.ts";
+import { type Config, defaultMaxInflightMsgs, defaultMaxSizePerMsg, validateConfig } from "./config.ts";
 import { CompactedError, SnapshotTemporarilyUnavailableError, invariant } from "./errors.ts";
 import { RaftLog } from "./log.ts";
 import { VoteResult } from "./quorum/majority.ts";
 import { stepCandidate, stepFollower, stepLeader, type StepFn } from "./raft-step.ts";
 import { CampaignType, campaignTransferCtx, handleTermAndVote } from "./raft-term.ts";
 import { ReadOnly } from "./read-only.ts";
-import type { Storage } from "./storage.ts";
 import { ProgressState } from "./tracker/progress.ts";
 import { ProgressTracker } from "./tracker/tracker.ts";
 import {
@@ -37,49 +37,7 @@ import {
   messageTypeName,
 } from "./types.ts";
 
-export interface Config {
-  /** This node's id; must be > 0. */
-  id: number;
-  storage: Storage;
-  /**
-   * Ticks without hearing from a leader before a follower campaigns; the actual
-   * timeout is random in [electionTick, 2*electionTick). Must be > heartbeatTick.
-   */
-  electionTick: number;
-  /** Ticks between the leader's heartbeats. */
-  heartbeatTick: number;
-  /** Last applied index when restarting: entries <= applied are not handed out again. */
-  applied?: number;
-  /** Max bytes of entries per MsgApp (at least one entry is always sent). Default 1 MiB. */
-  maxSizePerMsg?: number;
-  /** Max bytes of committed entries per Ready. Default: maxSizePerMsg. */
-  maxCommittedSizePerReady?: number;
-  /** Max unacknowledged MsgApps per follower in replicate state. Default 512. */
-  maxInflightMsgs?: number;
-  /** Leader steps down when it has not heard from a quorum for an election timeout. */
-  checkQuorum?: boolean;
-  /** Pre-vote (thesis §9.6): a partitioned node rejoining cannot force a new term. */
-  preVote?: boolean;
-  /** Followers drop proposals instead of forwarding them to the leader. */
-  disableProposalForwarding?: boolean;
-  /** Uniform in [0, 1); the only source of randomness (election timeouts). */
-  random: () => number;
-  logger?: RaftLogger;
-  /** Tests only (etcd's unexported peers): initial voters when storage has none. */
-  peers?: number[];
-  /** Tests only: initial learners when storage has none. */
-  learners?: number[];
-}
-
-export const defaultMaxSizePerMsg = 1024 * 1024;
-export const defaultMaxInflightMsgs = 512;
-
-function validate(c: Config): void {
-  invariant(Number.isSafeInteger(c.id) && c.id > 0, () => "cannot use none as id");
-  invariant(c.heartbeatTick > 0, () => "heartbeat tick must be greater than 0");
-  invariant(c.electionTick > c.heartbeatTick, () => "election tick must be greater than heartbeat tick");
-  invariant((c.maxInflightMsgs ?? defaultMaxInflightMsgs) > 0, () => "max inflight messages must be greater than 0");
-}
+export type { Config } from "./config.ts";
 
 export class Raft {
   /** Set once at construction (test networks re-point it, as etcd's do). */
@@ -116,8 +74,8 @@ export class Raft {
   electionElapsed = 0;
   /** Ticks since the last heartbeat (leader only). */
   heartbeatElapsed = 0;
-  readonly checkQuorum: boolean;
-  readonly preVote: boolean;
+  checkQuorum: boolean;
+  preVote: boolean;
   readonly heartbeatTimeout: number;
   readonly electionTimeout: number;
   /** Random in [electionTimeout, 2*electionTimeout); redrawn on every role change. */
@@ -131,7 +89,7 @@ export class Raft {
   pendingReadIndexMessages: Message[] = [];
 
   constructor(c: Config) {
-    validate(c);
+    validateConfig(c);
     this.id = c.id;
     this.logger = c.logger ?? discardLogger;
     this.random = c.random;
