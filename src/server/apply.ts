@@ -56,6 +56,7 @@ export function applyCommand(sm: StateMachine, cmd: Command): ApplyResult {
       return { ok: true };
     case "attr":
       sm.membership.setAttributes(cmd.a.id, cmd.a.name, cmd.a.clientUrls);
+      sm.store.consumeIndex();
       return { ok: true };
   }
 }

@@ -13,13 +13,9 @@
 // - A single member runs exactly this path: it is a cluster of one, with no shortcut.
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { RawNode } from "../raft/raw-node.ts";
-import { MemoryStorage } from "../raft/storage.ts";
-import { ProposalDroppedError } from "../raft/errors.ts";
-import { EntryType, type ConfChange, type Entry, type Ready, type Snapshot } from "../raft/types.ts";
+import { RawNode, MemoryStorage, ProposalDroppedError, EntryType, decodeConfChange, type Entry, type Ready, type Snapshot } from "../raft/index.ts";
 import { Wal, Snapshotter } from "../wal/index.ts";
 import { V2Store, type V2Event } from "../store/v2/store.ts";
-import { V2Error } from "../api/v2-errors.ts";
 import { applyCommand, type ApplyResult } from "./apply.ts";
 import { decodeCommand, encodeCommand, type Command, type CommandBody } from "./request.ts";
 import { Membership, type Member } from "./membership.ts";
@@ -387,6 +383,8 @@ export class KvServer {
     if (e.type === EntryType.ConfChange) {
       const cc = decodeConfChange(e.data);
       this.#confState = this.#node.applyConfChange(cc);
+      // etcd records membership in the v2 store, so a conf change consumes a v2 index.
+      this.store.consumeIndex();
     } else if (e.data.length > 0) {
       const cmd = decodeCommand(e.data);
       const result = applyCommand({ store: this.store, membership: this.membership }, cmd);
@@ -443,10 +441,4 @@ export class KvServer {
     while (this.#draining) await new Promise((r) => setTimeout(r, 5));
     await this.#wal.close();
   }
-}
-
-function decodeConfChange(data: Uint8Array): ConfChange {
-  if (data.length === 0) throw new V2Error(300, "empty conf change");
-  const j = JSON.parse(Buffer.from(data).toString("utf8")) as { type: ConfChange["type"]; nodeId: number; context?: string; id?: number };
-  return { type: j.type, nodeId: j.nodeId, context: Buffer.from(j.context ?? "", "base64") };
 }

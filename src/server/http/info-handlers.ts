@@ -5,7 +5,9 @@ import { Header } from "../../api/headers.ts";
 import type { V2MemberJSON } from "../../api/v2-types.ts";
 import type { KvServer } from "../kv-server.ts";
 import type { Member } from "../membership.ts";
-import { HttpMessageError, methodNotAllowed, notFound, writeJson, writeText } from "./respond.ts";
+import { HttpMessageError, HttpTextError, corsHeaders, methodNotAllowed, notFound, writeJson } from "./respond.ts";
+import { goJsonSyntaxError, goJsonKind } from "./go-json.ts";
+import type { OutgoingHttpHeaders } from "node:http";
 import { readBody, mediaType } from "./body.ts";
 import { KVCTL_VERSION, ETCD_CLUSTER_VERSION, ETCD_SERVER_VERSION } from "../version.ts";
 
@@ -41,7 +43,8 @@ export function handleStats(req: IncomingMessage, res: ServerResponse, which: "s
 export function handleMachines(req: IncomingMessage, res: ServerResponse, ctx: InfoContext): void {
   if (req.method !== "GET" && req.method !== "HEAD") throw methodNotAllowed("GET,HEAD");
   const urls = ctx.server.membership.list().flatMap((m) => m.clientUrls);
-  writeText(res, 200, { "X-Content-Type-Options": undefined }, urls.join(", "));
+  res.writeHead(200, { ...corsHeaders, "Content-Type": "text/plain; charset=utf-8" });
+  res.end(urls.join(", "));
 }
 
 export function memberJSON(m: Member): V2MemberJSON {
@@ -49,26 +52,38 @@ export function memberJSON(m: Member): V2MemberJSON {
 }
 
 /** Validates a members write body as etcd's httptypes.MemberCreateRequest: JSON with peerURLs. */
-async function readMemberRequest(req: IncomingMessage): Promise<string[]> {
+async function readMemberRequest(req: IncomingMessage, headers: OutgoingHttpHeaders): Promise<string[]> {
   const ct = req.headers["content-type"];
   if (mediaType(ct) !== "application/json") {
     req.resume();
-    throw new HttpMessageError(415, `Bad Content-Type ${ct ?? ""}, accept application/json`);
+    throw new HttpMessageError(415, `Bad Content-Type ${ct ?? ""}, accept application/json`, headers);
   }
   const body = await readBody(req, 1 << 20);
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body.toString("utf8"));
-  } catch (err) {
-    throw new HttpMessageError(400, err instanceof Error ? err.message : "invalid JSON");
+  const syntax = goJsonSyntaxError(body);
+  if (syntax !== undefined) throw new HttpMessageError(400, syntax, headers);
+  const parsed: unknown = JSON.parse(body.toString("utf8"));
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new HttpMessageError(400, `json: cannot unmarshal ${goJsonKind(parsed)} into Go value of type httptypes.MemberCreateRequest`, headers);
   }
-  const urls = (parsed as { peerURLs?: unknown }).peerURLs;
-  if (!Array.isArray(urls) || urls.length === 0) throw new HttpMessageError(400, "no valid URLs given");
+  const urls = (parsed as { peerURLs?: unknown }).peerURLs ?? [];
+  if (!Array.isArray(urls)) {
+    throw new HttpMessageError(400, `json: cannot unmarshal ${goJsonKind(urls)} into Go struct field MemberCreateRequest.peerURLs of type []string`, headers);
+  }
   for (const u of urls) {
-    if (typeof u !== "string" || !/^(https?|unixs?):\/\//.test(u)) {
-      throw new HttpMessageError(400, `URL scheme must be http, https, unix, or unixs: ${String(u)}`);
+    if (typeof u !== "string") {
+      throw new HttpMessageError(400, `json: cannot unmarshal ${goJsonKind(u)} into Go struct field MemberCreateRequest.peerURLs of type string`, headers);
+    }
+    let parsedUrl: URL | undefined;
+    try {
+      parsedUrl = new URL(u);
+    } catch {
+      parsedUrl = undefined;
+    }
+    if (!parsedUrl || !["http:", "https:", "unix:", "unixs:"].includes(parsedUrl.protocol)) {
+      throw new HttpMessageError(400, `URL scheme must be http, https, unix, or unixs: ${u}`, headers);
     }
   }
+  if (urls.length === 0) throw new HttpMessageError(400, "no valid URLs given", headers);
   return urls as string[];
 }
 
@@ -96,17 +111,18 @@ export async function handleMembers(req: IncomingMessage, res: ServerResponse, s
   }
   if (method === "POST") {
     if (id !== "") throw new HttpMessageError(404, "Not found", headers);
-    await readMemberRequest(req);
+    await readMemberRequest(req, headers);
     // Adding a member needs the peer transport (several members): refuse clearly rather than
     // wedge a single member by adding a voter it can never reach.
     throw new HttpMessageError(500, "etcdserver: adding members is not supported by this single-member server yet", headers);
   }
   if (id === "") {
+    // etcd answers a DELETE/PUT without an id with a bare 405 (no Allow header).
     req.resume();
-    throw methodNotAllowed("GET,POST,DELETE,PUT");
+    throw new HttpTextError(405, "Method Not Allowed", headers);
   }
   const numeric = /^[0-9a-fA-F]{1,16}$/.test(id) ? parseInt(id, 16) : NaN;
-  if (method === "PUT") await readMemberRequest(req);
+  if (method === "PUT") await readMemberRequest(req, headers);
   else req.resume();
   if (Number.isNaN(numeric) || !s.membership.get(numeric)) throw new HttpMessageError(404, `No such member: ${id}`, headers);
   throw new HttpMessageError(500, "etcdserver: changing members is not supported by this single-member server yet", headers);

@@ -3,6 +3,7 @@
 import type { IncomingMessage, ServerResponse, OutgoingHttpHeaders } from "node:http";
 import { V2Error, v2ErrorStatus } from "../../api/v2-errors.ts";
 import { Header } from "../../api/headers.ts";
+import { GatewayError } from "./v3-routes.ts";
 
 /** Headers etcd's CORS wrapper adds to every response. */
 export const corsHeaders: Readonly<OutgoingHttpHeaders> = {
@@ -94,6 +95,10 @@ export function writeError(req: IncomingMessage, res: ServerResponse, err: unkno
   }
   if (err instanceof HttpTextError) {
     writeText(res, err.status, err.headers, err.message + "\n");
+    return;
+  }
+  if (err instanceof GatewayError) {
+    writeJson(res, err.status, {}, JSON.stringify({ error: err.message, message: err.message, code: err.grpcCode }));
     return;
   }
   if (err instanceof ServerUnavailableError) {

@@ -7,6 +7,7 @@ import { unescape } from "./form.ts";
 import { muxCleanPath, escapePath } from "./path.ts";
 import { corsHeaders, notFound, writeError, writeText, HttpTextError } from "./respond.ts";
 import { handleKeys } from "./keys-handler.ts";
+import { handleV3, v3Route } from "./v3-routes.ts";
 import { handleHealth, handleMachines, handleMembers, handleStats, handleVersion } from "./info-handlers.ts";
 
 /** etcd (cmux) resets requests whose request line exceeds this; kvctl answers 414 instead. */
@@ -86,6 +87,8 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterConte
       return handleMembers(req, res, "", ctx);
   }
   if (path.startsWith("/v2/members/")) return handleMembers(req, res, path.slice("/v2/members".length), ctx);
+  const v3 = v3Route(path);
+  if (v3 !== undefined) handleV3(req, v3);
   req.resume();
   throw notFound();
 }

@@ -91,3 +91,14 @@ for (const [name, e, key, recursive, want] of concernCases) {
     assert.equal(eventConcerns(e, key, recursive), want);
   });
 }
+
+test("scan of an index below the first event is not cleared while nothing was evicted", () => {
+  const h = new EventHistory(3);
+  const ev = (i: number) => ({ action: "set" as const, node: { key: "/a", modifiedIndex: i, createdIndex: i }, etcdIndex: i });
+  h.add(ev(5), { refresh: false });
+  assert.equal(h.scan({ key: "/a", recursive: false, since: 1 })?.node.modifiedIndex, 5);
+  h.add(ev(6), { refresh: false });
+  h.add(ev(7), { refresh: false });
+  h.add(ev(8), { refresh: false });
+  assert.throws(() => h.scan({ key: "/a", recursive: false, since: 5 }), /cleared \[6\/5\]/);
+});

@@ -26,6 +26,12 @@ export class EventHistory {
   /** Slot of the oldest event. */
   #front = 0;
   #size = 0;
+  /**
+   * True once an event was evicted. Only then is an old `since` "cleared": indexes below the
+   * first event that were consumed by internal writes (not recorded) lost no event.
+   * Restored histories that are full count as evicted (conservative).
+   */
+  #evicted = false;
 
   constructor(capacity = HISTORY_CAPACITY) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`Invalid history capacity: ${capacity}`);
@@ -52,8 +58,10 @@ export class EventHistory {
     const slot = (this.#front + this.#size) % this.capacity;
     this.#events[slot] = e;
     this.#refresh[slot] = opts.refresh;
-    if (this.#size === this.capacity) this.#front = (this.#front + 1) % this.capacity;
-    else this.#size++;
+    if (this.#size === this.capacity) {
+      this.#front = (this.#front + 1) % this.capacity;
+      this.#evicted = true;
+    } else this.#size++;
   }
 
   /**
@@ -101,7 +109,7 @@ export class EventHistory {
   /** Logical position of the first event with index >= since; throws 401 if cleared. */
   #firstAtOrAfter(q: ScanQuery): number {
     const start = this.startIndex;
-    if (q.since < start) {
+    if (q.since < start && (this.#evicted || this.#size === this.capacity)) {
       throw new V2Error(
         V2ErrorCode.EventIndexCleared,
         `the requested history has been cleared [${start}/${q.since}]`,

@@ -317,3 +317,12 @@ test("events are fresh objects: mutating one does not change the store", () => {
   (e.node as { value?: string }).value = "changed";
   assert.equal(s.get("/m", {}, T0).node.value, "1");
 });
+
+test("consumeIndex advances the index without touching the key space or history", () => {
+  const s = new V2Store();
+  s.set("/a", { value: "1" }, 0);
+  assert.equal(s.consumeIndex(), 2);
+  const ev = s.set("/b", { value: "2" }, 0);
+  assert.equal(ev.node.modifiedIndex, 3);
+  assert.equal(s.get("/", { recursive: true }, 0).node.nodes?.length, 2);
+});

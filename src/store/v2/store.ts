@@ -232,6 +232,17 @@ export class V2Store {
   }
 
   /** Expires every node with expireTime <= cutoff, in (expireTime, path) order; one index each. */
+  /**
+   * Consumes one index for an internal write that is not part of the key space (a member
+   * joining, a member publishing its attributes). etcd keeps those records in the same store
+   * under hidden prefixes, so v2 clients see the gaps; kvctl keeps the same numbering.
+   * Deterministic: called only from apply.
+   */
+  consumeIndex(): number {
+    this.#index += 1;
+    return this.#index;
+  }
+
   deleteExpiredKeys(cutoff: number): void {
     if (Number.isNaN(cutoff)) throw new RangeError("Cannot expire keys: cutoff is NaN");
     for (;;) {
