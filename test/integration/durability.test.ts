@@ -63,7 +63,7 @@ test("every acknowledged write survives kill -9 under concurrent load, with the 
     const deadline = Date.now() + 1500;
     while (Date.now() < deadline && acked.size < (round + 1) * 200) await new Promise((r) => setTimeout(r, 20));
     await new Promise((r) => setTimeout(r, 300));
-    await srv.stop("SIGKILL");
+    await srv.kill("SIGKILL");
     stop = true;
     await Promise.all(writers);
     await srv.restart();
@@ -82,7 +82,7 @@ test("a torn WAL tail is truncated and reported, and the member starts", async (
   const srv = await startServer();
   after(() => srv.stop("SIGKILL"));
   for (let i = 0; i < 20; i++) assert.equal((await http("PUT", `${srv.url}/v2/keys/torn/k${i}`, { value: String(i) })).status, 201);
-  await srv.stop("SIGKILL");
+  await srv.kill("SIGKILL");
   const last = walFiles(srv.dataDir).at(-1)!;
   // Append half a record's worth of garbage-free bytes: a write the crash cut short.
   const fd = openSync(last, "r+");
@@ -99,7 +99,7 @@ test("a corrupt WAL record before the tail refuses to start and names file and o
   const srv = await startServer();
   after(() => srv.stop("SIGKILL"));
   for (let i = 0; i < 50; i++) assert.equal((await http("PUT", `${srv.url}/v2/keys/corrupt/k${i}`, { value: "x".repeat(40) })).status, 201);
-  await srv.stop("SIGTERM");
+  await srv.kill("SIGTERM");
   const file = walFiles(srv.dataDir)[0]!;
   const end = findLogicalEnd(file);
   // Flip a byte in the middle of the written part: a record that is not the last one.

@@ -1,0 +1,56 @@
+// A small keep-alive HTTP client for integration tests (the server's wire, not kvctl's client).
+import { Agent, request } from "node:http";
+import { connect, type Socket } from "node:net";
+
+export const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+
+export interface HttpResult {
+  status: number;
+  body: string;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+export function http(method: string, url: string, form?: Record<string, string>, headers: Record<string, string> = {}): Promise<HttpResult> {
+  return new Promise((resolve, reject) => {
+    const body = form ? new URLSearchParams(form).toString() : undefined;
+    const h = body ? { "Content-Type": "application/x-www-form-urlencoded", ...headers } : headers;
+    const req = request(url, { method, agent, headers: h }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString(), headers: res.headers }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.setTimeout(10_000, () => req.destroy(new Error("timeout")));
+    req.end(body);
+  });
+}
+
+export async function json<T>(method: string, url: string, form?: Record<string, string>): Promise<{ status: number; body: T; headers: HttpResult["headers"] }> {
+  const r = await http(method, url, form);
+  return { status: r.status, body: JSON.parse(r.body) as T, headers: r.headers };
+}
+
+/** A raw long-poll: resolves `head` when the response head arrived; `text()` has all bytes so far. */
+export function rawLongPoll(port: number, path: string): { socket: Socket; head: Promise<void>; text(): string; closed: Promise<void> } {
+  const socket = connect(port, "127.0.0.1");
+  let data = "";
+  let headResolve!: () => void;
+  const head = new Promise<void>((r) => (headResolve = r));
+  const closed = new Promise<void>((r) => socket.on("close", () => r()));
+  socket.on("data", (c: Buffer) => {
+    data += c.toString();
+    if (data.includes("\r\n\r\n")) headResolve();
+  });
+  socket.on("error", () => undefined);
+  socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+  return { socket, head, text: () => data, closed };
+}
+
+export async function until(pred: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = "condition"): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await pred())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}

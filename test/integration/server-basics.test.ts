@@ -1,0 +1,87 @@
+// One member end to end: snapshots and restart, quorum reads, headers, bad input.
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
+import { connect } from "node:net";
+import { startServer } from "../helpers/server.ts";
+import { agent, http, json } from "../helpers/http.ts";
+
+after(() => agent.destroy());
+
+test("snapshots are taken every --snapshot-count entries and a restart recovers every key and index", async () => {
+  const srv = await startServer({ flags: ["--snapshot-count", "50"] });
+  after(() => srv.stop());
+  const indexes = new Map<string, number>();
+  for (let i = 0; i < 180; i++) {
+    const r = await json<{ node: { modifiedIndex: number } }>("PUT", `${srv.url}/v2/keys/snap/k${i}`, { value: `v${i}` });
+    indexes.set(`k${i}`, r.body.node.modifiedIndex);
+  }
+  const snaps = readdirSync(join(srv.dataDir, "member", "snap")).filter((f) => f.endsWith(".snap"));
+  assert.ok(snaps.length >= 2, `expected snapshots, found ${snaps.join(",")}`);
+  await srv.restart();
+  const all = await json<{ node: { nodes: Array<{ key: string; value: string; modifiedIndex: number }> } }>("GET", `${srv.url}/v2/keys/snap?recursive=true`);
+  assert.equal(all.body.node.nodes.length, 180);
+  for (const n of all.body.node.nodes) {
+    const k = n.key.slice("/snap/".length);
+    assert.equal(n.modifiedIndex, indexes.get(k));
+    assert.equal(n.value, `v${k.slice(1)}`);
+  }
+  // Writes after restart continue the index sequence.
+  const next = await json<{ node: { modifiedIndex: number } }>("PUT", `${srv.url}/v2/keys/snap/after`, { value: "x" });
+  assert.ok(next.body.node.modifiedIndex > Math.max(...indexes.values()));
+});
+
+test("a quorum read sees the write acknowledged just before it, with every header", async () => {
+  const srv = await startServer();
+  after(() => srv.stop());
+  for (let i = 0; i < 20; i++) {
+    const w = await json<{ node: { modifiedIndex: number } }>("PUT", `${srv.url}/v2/keys/q/k`, { value: String(i) });
+    const r = await json<{ node: { value: string; modifiedIndex: number } }>("GET", `${srv.url}/v2/keys/q/k?quorum=true`);
+    assert.equal(r.body.node.value, String(i));
+    assert.equal(r.body.node.modifiedIndex, w.body.node.modifiedIndex);
+    for (const h of ["x-kv-index", "x-etcd-index", "x-raft-index", "x-raft-term", "x-kv-cluster-id", "x-etcd-cluster-id"]) {
+      assert.ok(r.headers[h] !== undefined, `missing ${h}`);
+    }
+    assert.equal(r.headers["x-kv-index"], r.headers["x-etcd-index"]);
+  }
+});
+
+test("a request line over 4096 bytes gets 414 and the connection stays usable", async () => {
+  const srv = await startServer();
+  after(() => srv.stop());
+  const port = Number(new URL(srv.url).port);
+  const sock = connect(port, "127.0.0.1");
+  let data = "";
+  sock.on("data", (c: Buffer) => (data += c.toString()));
+  const long = "x".repeat(5000);
+  sock.write(`GET /v2/keys/${long} HTTP/1.1\r\nHost: a\r\n\r\nGET /version HTTP/1.1\r\nHost: a\r\n\r\n`);
+  const deadline = Date.now() + 5000;
+  while (!data.includes("etcdserver") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  sock.destroy();
+  assert.match(data, /^HTTP\/1\.1 414 /);
+  assert.match(data, /"etcdserver":"3\.4/);
+});
+
+test("hundreds of malformed requests get 4xx answers and change nothing", async () => {
+  const srv = await startServer();
+  after(() => srv.stop());
+  await http("PUT", `${srv.url}/v2/keys/keep/a`, { value: "1" });
+  const before = (await http("GET", `${srv.url}/v2/keys/?recursive=true&sorted=true`)).body;
+  const bad: Array<[string, string, Record<string, string>?]> = [];
+  const params = ["ttl=abc", "prevIndex=-1", "waitIndex=x", "recursive=maybe", "dir=2", "prevExist=yes", "refresh=true", "refresh=true&ttl=5&value=x", "prevValue=", "value=%zz", "a;b=c", "noValueOnSuccess=x", "sorted=yes", "quorum=nope", "stream=1x"];
+  for (const p of params) for (const m of ["PUT", "POST", "DELETE", "GET"]) bad.push([m, `/v2/keys/keep/a?${p}`]);
+  for (let i = 0; i < 200; i++) bad.push(["PUT", `/v2/keys/keep/a?ttl=${"9".repeat(i % 30 + 21)}`]);
+  for (const m of ["PATCH", "PROPFIND", "TRACE"]) bad.push([m, "/v2/keys/keep/a"]);
+  bad.push(["PUT", "/v2/keys/"], ["DELETE", "/v2/keys"], ["PUT", "/v2/keys/keep/a/b", { value: "below a file" }], ["POST", "/v2/members", { x: "y" }]);
+  let n = 0;
+  for (const [m, path, form] of bad) {
+    const r = await http(m, `${srv.url}${path}`, form);
+    assert.ok(r.status >= 400 && r.status < 500, `${m} ${path} -> ${r.status} ${r.body}`);
+    n++;
+  }
+  assert.ok(n > 250);
+  const after_ = (await http("GET", `${srv.url}/v2/keys/?recursive=true&sorted=true`)).body;
+  assert.equal(after_, before);
+  assert.equal((await http("GET", `${srv.url}/health`)).status, 200);
+});
