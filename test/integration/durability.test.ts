@@ -4,34 +4,12 @@
 // before the tail refuses to start and names the file and offset.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { readdirSync, statSync, openSync, writeSync, readSync, closeSync, truncateSync } from "node:fs";
+import { readdirSync, statSync, openSync, writeSync, readSync, closeSync } from "node:fs";
 import { join } from "node:path";
-import { Agent, request } from "node:http";
+import { agent, http } from "../helpers/http.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
-const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 after(() => agent.destroy());
-
-interface HttpResult {
-  status: number;
-  body: string;
-  headers: Record<string, string | string[] | undefined>;
-}
-
-function http(method: string, url: string, form?: Record<string, string>): Promise<HttpResult> {
-  return new Promise((resolve, reject) => {
-    const body = form ? new URLSearchParams(form).toString() : undefined;
-    const req = request(url, { method, agent, headers: body ? { "Content-Type": "application/x-www-form-urlencoded" } : {} }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString(), headers: res.headers }));
-      res.on("error", reject);
-    });
-    req.on("error", reject);
-    req.setTimeout(10_000, () => req.destroy(new Error("timeout")));
-    req.end(body);
-  });
-}
 
 function walFiles(dataDir: string): string[] {
   const dir = join(dataDir, "member", "wal");
@@ -130,4 +108,3 @@ function findLogicalEnd(file: string): number {
   return Math.ceil(end / 8) * 8;
 }
 
-void truncateSync;

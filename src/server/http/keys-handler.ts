@@ -1,19 +1,20 @@
 // /v2/keys: parse and validate at the edge, then writes go through the log (propose and
 // wait), plain reads are served from the local store, quorum reads after a ReadIndex
 // barrier, and watches are registered in the local watcher hub.
-import type { IncomingMessage, ServerResponse, OutgoingHttpHeaders } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { V2Error, V2ErrorCode } from "../../api/v2-errors.ts";
 import { Header } from "../../api/headers.ts";
 import type { V2Event } from "../../store/v2/store.ts";
 import type { KvServer } from "../kv-server.ts";
 import { parseKeyRequest } from "./parse-key-request.ts";
 import { parseForm } from "./body.ts";
-import { corsHeaders, methodNotAllowed } from "./respond.ts";
+import { corsHeaders, methodNotAllowed, sendJson } from "./respond.ts";
 
 /** etcd closes an idle long-poll watch after 5 minutes with 200 and an empty body. */
 export const WATCH_TIMEOUT_MS = 5 * 60 * 1000;
 
 const KEYS_ALLOW = "HEAD,GET,PUT,POST,DELETE";
+const KEYS_METHODS: ReadonlySet<string> = new Set(KEYS_ALLOW.split(","));
 
 /** Renders an event without its internal fields. */
 export function eventJSON(ev: V2Event, noValue = false): string {
@@ -30,24 +31,25 @@ export interface KeysContext {
   watches: Set<ServerResponse>;
 }
 
-function raftHeaders(ctx: KeysContext, index: number): OutgoingHttpHeaders {
+/** The key-space headers after CORS and Content-Type, as a flat list for writeHead. */
+function raftHeaders(ctx: KeysContext, index: number): string[] {
   const s = ctx.server;
   const idx = String(index);
-  return {
-    ...corsHeaders,
-    "Content-Type": "application/json",
-    [Header.kvClusterId]: ctx.clusterId,
-    [Header.etcdClusterId]: ctx.clusterId,
-    [Header.kvIndex]: idx,
-    [Header.etcdIndex]: idx,
-    [Header.raftIndex]: String(s.appliedIndex),
-    [Header.raftTerm]: String(s.term),
-  };
+  return [
+    Header.kvClusterId, ctx.clusterId,
+    Header.etcdClusterId, ctx.clusterId,
+    Header.kvIndex, idx,
+    Header.etcdIndex, idx,
+    Header.raftIndex, String(s.appliedIndex),
+    Header.raftTerm, String(s.term),
+  ];
 }
+
+const jsonWithCors: readonly string[] = [...(Object.entries(corsHeaders).flat() as string[]), "Content-Type", "application/json"];
 
 export async function handleKeys(req: IncomingMessage, res: ServerResponse, keyPath: string, rawQuery: string, ctx: KeysContext): Promise<void> {
   const method = req.method ?? "GET";
-  if (!KEYS_ALLOW.split(",").includes(method)) {
+  if (!KEYS_METHODS.has(method)) {
     req.resume();
     throw methodNotAllowed(KEYS_ALLOW);
   }
@@ -62,8 +64,7 @@ export async function handleKeys(req: IncomingMessage, res: ServerResponse, keyP
       const ev = await server.doV2({ t: "v2", time: now, r: kr.request });
       const created = ev.action === "create" || (ev.action === "set" && ev.prevNode === undefined);
       const noValue = kr.noValueOnSuccess && (ev.action === "set" || ev.action === "compareAndSwap" || ev.action === "create" || ev.action === "update");
-      res.writeHead(created ? 201 : 200, raftHeaders(ctx, ev.etcdIndex));
-      res.end(eventJSON(ev, noValue));
+      sendJson(res, created ? 201 : 200, raftHeaders(ctx, ev.etcdIndex), eventJSON(ev, noValue));
       return;
     }
     case "get": {
@@ -75,8 +76,13 @@ export async function handleKeys(req: IncomingMessage, res: ServerResponse, keyP
         if (err instanceof V2Error) err.index = server.store.index;
         throw err;
       }
-      res.writeHead(200, raftHeaders(ctx, ev.etcdIndex));
-      res.end(kr.head ? undefined : eventJSON(ev));
+      if (kr.head) {
+        // HEAD: the GET's status and headers, no body (and no length of a body never sent).
+        res.writeHead(200, jsonWithCors.concat(raftHeaders(ctx, ev.etcdIndex)));
+        res.end();
+      } else {
+        sendJson(res, 200, raftHeaders(ctx, ev.etcdIndex), eventJSON(ev));
+      }
       return;
     }
     case "watch":
@@ -108,7 +114,7 @@ function handleWatch(
     if (!kr.stream) finish();
   });
   ctx.watches.add(res);
-  res.writeHead(200, raftHeaders(ctx, watcher.startIndex));
+  res.writeHead(200, jsonWithCors.concat(raftHeaders(ctx, watcher.startIndex)));
   res.flushHeaders();
   timer = setTimeout(finish, WATCH_TIMEOUT_MS);
   // The client going away releases the watcher at once: thousands of abandoned long polls

@@ -21,6 +21,8 @@ export function cleanPath(p: string): string {
 /** ServeMux's cleanPath: path.Clean plus the trailing slash kept when there was one. */
 export function muxCleanPath(p: string): string {
   if (p === "") return "/";
+  // Fast path: most paths are already clean (no empty, "." or ".." segment).
+  if (p[0] === "/" && !/\/\/|\/\.\.?(\/|$)/.test(p)) return p;
   const rooted = p[0] === "/" ? p : "/" + p;
   const np = cleanPath(rooted);
   if (rooted.length > 1 && rooted.endsWith("/") && np !== "/") return np + "/";
