@@ -4,7 +4,7 @@
 //   npm run bench -- --help
 //   node --import tsx bench/run.ts --render bench/results/<file>.json   (table of a saved run)
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { cpus, release, totalmem } from "node:os";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,6 +18,7 @@ import type { BenchResults, ServerInfo } from "./lib/results.ts";
 import { killAllStartedSync, type ServerKind, type ServerSpec } from "./lib/server.ts";
 import { hasHyperfine } from "./lib/client-startup.ts";
 import { buildRows, renderTable } from "./lib/table.ts";
+import { killRunningWrkSync } from "./lib/wrk.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const log = (msg: string): void => {
@@ -28,17 +29,41 @@ function utcStamp(d: Date): string {
   return d.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
 }
 
+/** /proc/loadavg's 1-minute figure: other people's load on the shared cores skews every row. */
+function loadAvg(): number | null {
+  try {
+    return Number(readFileSync("/proc/loadavg", "utf8").split(" ")[0]);
+  } catch {
+    return null;
+  }
+}
+
 function toolVersion(cmd: string, args: string[]): string | null {
   const r = spawnSync(cmd, args, { encoding: "utf8", timeout: 5000 });
   if (r.error !== undefined) return null;
   return `${r.stdout}${r.stderr}`.trim().split("\n")[0] ?? null;
 }
 
-/** Build dist/ when missing (or forced): kvctl is measured as users run it, compiled. */
+/** Newest mtime (ms) of the non-test sources under dir; 0 when there are none. */
+function newestSourceMs(dir: string): number {
+  let newest = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!e.isFile() || !e.name.endsWith(".ts") || e.name.endsWith(".test.ts")) continue;
+    newest = Math.max(newest, statSync(join(e.parentPath, e.name)).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * Build dist/ when missing, older than src/, or forced: kvctl is measured as users run it,
+ * compiled, and from the current sources.
+ */
 function ensureKvctlBuilt(o: BenchOptions): string | undefined {
   const entry = join(ROOT, o.kvctlEntry);
-  if (o.build || !existsSync(entry)) {
-    log(`building kvctl (npx tsc -p tsconfig.build.json)`);
+  const srcDir = join(ROOT, "src");
+  const stale = existsSync(entry) && existsSync(srcDir) && newestSourceMs(srcDir) > statSync(entry).mtimeMs;
+  if (o.build || !existsSync(entry) || stale) {
+    log(`building kvctl (npx tsc -p tsconfig.build.json)${stale ? ": dist/ is older than src/" : ""}`);
     const r = spawnSync("npx", ["tsc", "-p", "tsconfig.build.json"], { cwd: ROOT, encoding: "utf8", timeout: 300_000 });
     if (r.status !== 0) log(`  tsc exited ${r.status} (type errors elsewhere do not stop emit): ${(r.stdout + r.stderr).trim().split("\n").slice(0, 3).join(" | ")}`);
   }
@@ -86,7 +111,8 @@ function report(r: BenchResults, maxSteal: number, file: string | null): string 
     `### kvctl bench \`${r.label}\` — ${r.timestamp}`,
     "",
     `One member each, fresh data dir per ${s["fresh_server_per_row"] ? "row" : "phase"}; wrk rows ${s["warmup_s"]} s warm-up + ${s["duration_s"]} s measured; ` +
-      `${r.machine["cpus"]} cores (${r.machine["cpu_model"]}), node ${r.machine["node"]}, ${r.machine["wrk"] ?? "no wrk"}.`,
+      `${r.machine["cpus"]} cores (${r.machine["cpu_model"]}), load average ${r.machine["loadavg_1m_before"] ?? "?"} before / ${r.machine["loadavg_1m_after"] ?? "?"} after; ` +
+      `node ${r.machine["node"]}, ${r.machine["wrk"] ?? "no wrk"}.`,
     "",
     renderTable(buildRows(r, maxSteal)),
     "",
@@ -117,6 +143,11 @@ async function main(argv: string[]): Promise<number> {
   }
   const t0 = performance.now();
   const started = new Date();
+  // Set on this workplace to the system CA bundle: it makes every Node process parse ~150
+  // certificates at start (about +50 ms per `node -e 0` here), which a user's machine does
+  // not pay. Removed for everything the bench starts (kvctl server, kvctl get, node -e 0).
+  const extraCa = process.env["NODE_EXTRA_CA_CERTS"];
+  delete process.env["NODE_EXTRA_CA_CERTS"];
   const ts = utcStamp(started);
   const runDir = join(ROOT, "bench", "tmp", `run-${o.label}-${ts}-${process.pid}`);
   mkdirSync(join(runDir, "logs"), { recursive: true });
@@ -124,6 +155,7 @@ async function main(argv: string[]): Promise<number> {
 
   const onSignal = (sig: NodeJS.Signals): void => {
     log(`${sig}: stopping the servers this run started`);
+    killRunningWrkSync();
     killAllStartedSync();
     rmSync(join(runDir, "data"), { recursive: true, force: true });
     process.exit(130);
@@ -146,7 +178,8 @@ async function main(argv: string[]): Promise<number> {
       kinds = kinds.filter((k) => k !== "kvctl");
     }
   }
-  const wrkVersion = toolVersion("wrk", ["-v"]);
+  const wrkVersion = toolVersion("wrk", ["-v"])?.replace(/\s*Copyright.*$/, "") ?? null;
+  const loadBefore = loadAvg();
   let only = o.only;
   if (wrkVersion === null && ["put", "put-same", "get", "quorum", "cas"].some((g) => only.has(g as never))) {
     ctx.errors.push("wrk is not installed: throughput rows skipped (apt-get install wrk)");
@@ -176,6 +209,8 @@ async function main(argv: string[]): Promise<number> {
       cpus: cpus().length, cpu_model: cpus()[0]?.model ?? "?", mem_total_kb: Math.round(totalmem() / 1024),
       kernel: release(), node: process.version, wrk: wrkVersion, hyperfine: hasHyperfine() ? toolVersion("hyperfine", ["--version"]) : null,
       etcdctl: order.includes("etcd") ? etcdctlPath(o.etcdBin) : null,
+      loadavg_1m_before: loadBefore, loadavg_1m_after: loadAvg(),
+      node_extra_ca_certs_removed: extraCa ?? null,
     },
     servers: infos, throughput, watch, memory, client, errors: ctx.errors,
     elapsed_s: Math.round((performance.now() - t0) / 100) / 10,
@@ -196,6 +231,7 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (e: unknown) => {
+    killRunningWrkSync();
     killAllStartedSync();
     process.stderr.write(`bench: ${errorText(e)}\n\n${e instanceof TypeError ? "" : USAGE}`);
     process.exit(2);

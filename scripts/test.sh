@@ -7,6 +7,6 @@ npx tsc --noEmit -p tsconfig.json
 npx tsc --noEmit -p tsconfig.test.json
 # Integration tests run the compiled CLI (what users install): build it first.
 npx tsc -p tsconfig.build.json
-mapfile -t files < <(find src test -name '*.test.ts' | sort)
+mapfile -t files < <(find src test bench -name '*.test.ts' -not -path 'bench/tmp/*' | sort)
 exec npx c8 --reporter=text-summary --reporter=lcov --src src --exclude 'src/**/*.test.ts' \
   node --import tsx --test --test-concurrency=1 --test-timeout=300000 "${files[@]}"

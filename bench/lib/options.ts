@@ -42,6 +42,8 @@ export interface BenchOptions {
   readonly kvctlEntry: string;
   /** Rows with more CPU steal than this (%) are flagged in the table. */
   readonly maxSteal: number;
+  /** Time client commands with hyperfine when installed (else our own spawn loop). */
+  readonly hyperfine: boolean;
   readonly help: boolean;
 }
 
@@ -66,6 +68,8 @@ export const USAGE = `usage: npm run bench -- [options]
   --build                    rebuild dist/ first (default: only when missing)
   --etcd-bin PATH            default /usr/bin/etcd
   --kvctl-entry PATH         default dist/cli/main.js
+  --no-hyperfine             time client commands with our own loop even if hyperfine is installed
+  --max-steal PCT            flag rows with more CPU steal than this (default 5)
 `;
 
 function positiveInt(name: string, v: string | undefined, def: number, min = 1): number {
@@ -108,7 +112,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       "watch-reps": { type: "string" }, "restart-reps": { type: "string" }, "client-runs": { type: "string" },
       "shared-server": { type: "boolean" }, out: { type: "string" }, keep: { type: "boolean" },
       build: { type: "boolean" }, "etcd-bin": { type: "string" }, "kvctl-entry": { type: "string" },
-      "max-steal": { type: "string" }, help: { type: "boolean", short: "h" },
+      "max-steal": { type: "string" }, "no-hyperfine": { type: "boolean" }, help: { type: "boolean", short: "h" },
     },
   });
   const smoke = v.smoke === true;
@@ -134,6 +138,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     etcdBin: v["etcd-bin"] ?? "/usr/bin/etcd",
     kvctlEntry: v["kvctl-entry"] ?? "dist/cli/main.js",
     maxSteal: positiveInt("max-steal", v["max-steal"], 5, 0),
+    hyperfine: v["no-hyperfine"] !== true,
     help: v.help === true,
   };
 }

@@ -35,7 +35,7 @@ function commandFor(ctx: BenchContext, kind: ServerKind, url: string): TimedComm
 
 export async function clientPhase(ctx: BenchContext, kinds: readonly ServerKind[]): Promise<ClientTiming[]> {
   const o = ctx.options;
-  const timing = { runs: o.clientRuns, warmup: o.clientWarmup };
+  const timing = { runs: o.clientRuns, warmup: o.clientWarmup, hyperfine: o.hyperfine };
   const out: ClientTiming[] = [];
   for (const k of kinds) {
     let s: ServerProcess | undefined;

@@ -51,6 +51,17 @@ interface Watcher {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** true when p settled within ms; the timer is cleared either way (no dangling 30 s timers). */
+async function within(p: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const t = new Promise<boolean>((r) => (timer = setTimeout(() => r(false), ms)));
+  try {
+    return await Promise.race([p.then(() => true), t]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 const now = (): number => performance.now();
 
 export async function watchFanout(o: WatchOptions): Promise<WatchResult> {
@@ -109,14 +120,14 @@ export async function watchFanout(o: WatchOptions): Promise<WatchResult> {
     sock.on("error", () => finish(w, -1));
     sock.on("close", () => finish(w, -1));
   }
-  const registered = await Promise.race([allHeads.then(() => true), sleep(o.registerTimeoutMs ?? 30_000).then(() => false)]);
+  const registered = await within(allHeads, o.registerTimeoutMs ?? 30_000);
   if (!registered) await sleep(o.settleMs ?? 2000); // the server does not flush heads early: give it time
   await sleep(500);
   const rssWith = rss();
   const tWrite = now();
   const writeStatus = await putKey(o.url, key, "fanout");
   const tAck = now();
-  const all = await Promise.race([allEnded.then(() => true), sleep(o.eventTimeoutMs ?? 30_000).then(() => false)]);
+  const all = await within(allEnded, o.eventTimeoutMs ?? 30_000);
   for (const w of watchers) w.sock.destroy();
   const lat = Float64Array.from(
     watchers.filter((w) => w.end !== null && w.end >= 0 && w.ok).map((w) => (w.end as number) - tWrite),

@@ -1,10 +1,17 @@
 // Run wrk with one of the Lua scripts in lib/wrk/ (copies of the shared harness's scripts,
 // so the request definitions are the same) and parse the "WRKJSON {...}" line of done().
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { round } from "./stats.ts";
 
 export const WRK_DIR = fileURLToPath(new URL("./wrk/", import.meta.url));
+
+const running = new Set<ChildProcess>();
+
+/** SIGKILL the wrk processes this process started that are still running (for interrupts). */
+export function killRunningWrkSync(): void {
+  for (const c of running) c.kill("SIGKILL");
+}
 
 /** What lib/wrk/common.lua's done() prints. Times in microseconds. */
 export interface WrkJson {
@@ -72,6 +79,7 @@ export function runWrkRaw(o: WrkRunOptions): Promise<{ code: number | null; outp
   const args = [`-t${threads}`, `-c${o.connections}`, `-d${o.durationS}s`, "--timeout", "5s", "-s", WRK_DIR + o.script, o.url, "--", o.prefix];
   return new Promise((resolve, reject) => {
     const child = spawn("wrk", args, { stdio: ["ignore", "pipe", "pipe"] });
+    running.add(child);
     let out = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
     child.stderr.setEncoding("utf8").on("data", (d: string) => (out += d));
@@ -79,10 +87,12 @@ export function runWrkRaw(o: WrkRunOptions): Promise<{ code: number | null; outp
     const killer = setTimeout(() => child.kill("SIGKILL"), (o.durationS + 30) * 1000);
     child.on("error", (e) => {
       clearTimeout(killer);
+      running.delete(child);
       reject(new Error(`Cannot run wrk: ${e.message}`, { cause: e }));
     });
     child.on("close", (code) => {
       clearTimeout(killer);
+      running.delete(child);
       resolve({ code, output: out });
     });
   });
