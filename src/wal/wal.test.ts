@@ -1,9 +1,9 @@
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Wal } from "./wal.ts";
+import { FIRST_SEGMENT_BYTES, Wal } from "./wal.ts";
 import { WalError, WalErrorCode } from "./errors.ts";
 import type { WalEntry } from "./record.ts";
 
@@ -185,4 +185,27 @@ test("Wal.open accepts a snapshot beyond the log when its ref was never written 
   assert.deepEqual(norm(r2.entries), norm(range(51, 52, 3)));
   assert.deepEqual(r2.hardState, { term: 3, vote: 0, commit: 51 });
   await r2.wal.close();
+});
+
+test("a new WAL starts with a small first segment and cuts into full-size ones", async () => {
+  const dir = join(root, "first-segment");
+  const segmentBytes = 2 * FIRST_SEGMENT_BYTES;
+  const wal = await Wal.create(dir, Buffer.from("m"), { segmentBytes });
+  const sizeOf = async (name: string): Promise<number> => (await stat(join(dir, name))).size;
+  const first = (await readdir(dir)).filter((f) => f.endsWith(".wal"));
+  assert.equal(first.length, 1);
+  assert.equal(await sizeOf(first[0]!), FIRST_SEGMENT_BYTES);
+  // ~4.2 MiB of entries: past the first segment's capacity.
+  const batch: WalEntry[] = [];
+  for (let i = 1; i <= 1100; i++) {
+    batch.push(ent(i, 1, 4000));
+    if (batch.length === 50) await wal.save({ term: 1, vote: 0, commit: i }, batch.splice(0));
+  }
+  const segs = (await readdir(dir)).filter((f) => f.endsWith(".wal")).sort();
+  assert.equal(segs.length, 2);
+  assert.equal(await sizeOf(segs[1]!), segmentBytes);
+  await wal.close();
+  const reopened = await Wal.open(dir, { snapshot: { index: 0, term: 0 }, segmentBytes });
+  assert.equal(reopened.entries.length, 1100);
+  await reopened.wal.close();
 });

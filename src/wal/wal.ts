@@ -34,10 +34,18 @@ export interface WalOpenResult {
 }
 
 export const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Size of the FIRST segment of a new log (and the least a reopened tail segment is filled
+ * to). Zero-filling a full 64 MiB segment at creation made `kvctl serve` on an empty data
+ * dir wait hundreds of milliseconds before serving; a small first segment is filled in a
+ * few, and the pipeline prepares full-size segments in the background from there on.
+ */
+export const FIRST_SEGMENT_BYTES = 4 * 1024 * 1024;
 const silent: WalLogger = { info() {}, warn() {} };
 
 interface WalState {
-  dir: string; segmentBytes: number; logger: WalLogger; metadata: Uint8Array;
+  dir: string; segmentBytes: number; capacity: number; logger: WalLogger; metadata: Uint8Array;
   fh: FileHandle; segments: SegmentName[]; offset: number; crc: number;
   lastIndex: number; hardState: HardState; snapshotIndex: number;
 }
@@ -45,6 +53,8 @@ interface WalState {
 export class Wal {
   readonly #dir: string;
   readonly #segmentBytes: number;
+  /** Zero-filled size of the current segment file: cut when #offset reaches it. */
+  #capacity: number;
   readonly #logger: WalLogger;
   readonly #metadata: Uint8Array;
   readonly #pipeline: FilePipeline;
@@ -64,6 +74,7 @@ export class Wal {
   private constructor(s: WalState) {
     this.#dir = s.dir;
     this.#segmentBytes = s.segmentBytes;
+    this.#capacity = s.capacity;
     this.#logger = s.logger;
     this.#metadata = s.metadata;
     this.#fh = s.fh;
@@ -83,7 +94,7 @@ export class Wal {
    * full, so a small log never pays for it and startup is not disturbed.
    */
   #maybePrepareNext(): void {
-    if (this.#offset >= this.#segmentBytes / 2) this.#pipeline.start();
+    if (this.#offset >= this.#capacity / 2) this.#pipeline.start();
   }
 
   /** True if `dir` holds at least one segment file. */
@@ -106,7 +117,8 @@ export class Wal {
     const name = segmentName(0, 0);
     const fh = await open(join(tmpDir, name), "w+", 0o600);
     try {
-      await zeroFill(fh, 0, segmentBytes);
+      const capacity = Math.min(segmentBytes, FIRST_SEGMENT_BYTES);
+      await zeroFill(fh, 0, capacity);
       const hardState = { term: 0, vote: 0, commit: 0 };
       const w = new RecordWriter({ size: CRC_RECORD_SIZE + metadataRecordSize(metadata) + HARD_STATE_RECORD_SIZE + SNAPSHOT_REF_RECORD_SIZE, crc: 0 });
       w.crcRecord();
@@ -121,7 +133,7 @@ export class Wal {
       await fsyncDir(dirname(dir));
       logger.info("created WAL", { dir, segmentBytes });
       return new Wal({
-        dir, segmentBytes, logger, metadata: Buffer.from(metadata), fh, segments: [{ seq: 0, index: 0, name }],
+        dir, segmentBytes, capacity, logger, metadata: Buffer.from(metadata), fh, segments: [{ seq: 0, index: 0, name }],
         offset: w.offset, crc: w.crc, lastIndex: 0, hardState, snapshotIndex: 0,
       });
     } catch (err) {
@@ -172,17 +184,20 @@ export class Wal {
     }
 
     const fh = await open(tail.path, "r+");
+    let capacity: number;
     try {
       const { size } = await fh.stat();
-      // Keep writing over zeros (fast fdatasync) even after a crash mid-cut or a smaller old segmentBytes.
-      if (size < segmentBytes) await zeroFill(fh, size, segmentBytes);
+      // Keep writing over zeros (fast fdatasync) even after a crash mid-cut; a small tail
+      // segment keeps its size (no full-size fill on the restart path).
+      capacity = Math.max(size, Math.min(segmentBytes, FIRST_SEGMENT_BYTES));
+      if (size < capacity) await zeroFill(fh, size, capacity);
     } catch (err) {
       await fh.close().catch(() => undefined);
       throw err;
     }
     logger.info("opened WAL", { dir, segments: segments.length - start, entries: r.entries.length, lastIndex: r.lastIndex });
     const wal = new Wal({
-      dir, segmentBytes, logger, metadata: r.metadata, fh, segments, offset: tail.offset, crc: tail.crc,
+      dir, segmentBytes, capacity, logger, metadata: r.metadata, fh, segments, offset: tail.offset, crc: tail.crc,
       lastIndex: r.lastIndex, hardState: r.hardState, snapshotIndex: snap.index,
     });
     return { wal, metadata: r.metadata, hardState: r.hardState, entries: r.entries, repaired };
@@ -296,7 +311,7 @@ export class Wal {
   }
 
   async #cutIfFull(): Promise<void> {
-    if (this.#offset < this.#segmentBytes) return;
+    if (this.#offset < this.#capacity) return;
     this.#enter();
     try {
       await this.#cut();
@@ -330,6 +345,7 @@ export class Wal {
       this.#segments.push({ seq, index: this.#lastIndex + 1, name });
       this.#offset = w.offset;
       this.#crc = w.crc;
+      this.#capacity = this.#segmentBytes;
     } catch (err) {
       await fh.close().catch(() => undefined);
       throw err;

@@ -1,0 +1,25 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { decodeCommand, encodeCommand, type Command } from "./request.ts";
+
+const cases: Command[] = [
+  { t: "v2", m: 7, id: 1, time: 1.5, r: { method: "PUT", path: "/a", val: "", dir: false, prevValue: "", prevIndex: 0, recursive: false, sorted: false } },
+  { t: "v2", m: 7, id: 2, time: 2, r: { method: "PUT", path: "/a", val: "x\ny", dir: true, prevValue: "p", prevIndex: 3, prevExist: false, expiration: 9.25, recursive: true, sorted: true, refresh: true } },
+  { t: "v2", m: 7, id: 3, time: 3, r: { method: "DELETE", path: "/", val: "", dir: false, prevValue: "", prevIndex: 0, prevExist: true, recursive: false, sorted: false } },
+  { t: "sync", m: 7, id: 4, time: 1234.5 },
+  { t: "attr", m: 7, id: 5, time: 1, a: { id: 7, name: "n", clientUrls: ["http://x:1"] } },
+];
+for (const c of cases) {
+  test(`encodeCommand round-trips a ${c.t} command exactly (id ${c.id})`, () => {
+    assert.deepEqual(decodeCommand(encodeCommand(c)), c);
+  });
+}
+
+test("encodeCommand leaves default v2 fields out of the entry", () => {
+  const bytes = encodeCommand(cases[0]!);
+  assert.equal(Buffer.from(bytes).toString(), '{"t":"v2","m":7,"id":1,"time":1.5,"r":{"method":"PUT","path":"/a"}}');
+});
+
+test("decodeCommand refuses bytes that are not a kvctl command", () => {
+  assert.throws(() => decodeCommand(Buffer.from("[1,2]")), /Cannot decode log entry/);
+});
