@@ -2,7 +2,6 @@
 // Flag names, defaults and validation messages follow etcd 3.4, so scripts and test
 // harnesses written for etcd start kvctl unchanged. Like Go's flag package, `-flag value`,
 // `-flag=value` and `--flag value` all work, and a repeated flag takes its last value.
-import yargs from "yargs";
 import { isLogLevel, type LogLevelName } from "./logger.ts";
 
 export interface ServerConfig {
@@ -54,13 +53,6 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "log-level", type: "string", default: "info", describe: "Log level: debug, info, warn or error" },
 ];
 
-/**
- * Go's flag syntax to the GNU syntax yargs reads: `-name` becomes `--name`. A lone `-`
- * and negative numbers in value position are left alone.
- */
-export function normalizeGoFlags(args: readonly string[]): string[] {
-  return args.map((a) => (/^-[a-zA-Z][a-zA-Z0-9-]+(=.*)?$/s.test(a) ? "-" + a : a));
-}
 
 function splitUrls(flag: string, raw: string): string[] {
   const list = raw.split(",").map((s) => s.trim()).filter((s) => s !== "");
@@ -119,21 +111,62 @@ export function envName(flag: string): string {
   return `${ENV_PREFIX}_${flag.toUpperCase().replace(/-/g, "_")}`;
 }
 
-/** Builds the yargs parser for `kvctl serve`; exported so --help output is testable. */
-export function serveParser(args: readonly string[]) {
-  let y = yargs(normalizeGoFlags(args))
-    .scriptName("kvctl serve")
-    .usage("Usage: kvctl serve [flags]\n\nStart a kvctl member: the v2 key space over HTTP, durable through its Raft log.\nEvery flag can also be set as an environment variable KV_<FLAG> (e.g. KV_DATA_DIR).")
-    .parserConfiguration({ "duplicate-arguments-array": false, "camel-case-expansion": true, "strip-aliased": true })
-    .strict()
-    .help("help")
-    .alias("help", "h")
-    .version(false)
-    .wrap(Math.min(100, process.stdout.columns || 100));
+/** The --help text of `kvctl serve`, rendered from the flag table. */
+export function serveHelp(): string {
+  const lines = [
+    "Usage: kvctl serve [flags]",
+    "",
+    "Start a kvctl member: etcd's v2 key space over HTTP, durable through its Raft log.",
+    "Flags follow Go's syntax as etcd's do (-flag value, -flag=value, --flag value; the last",
+    "of a repeated flag wins). Every flag can also be set as KV_<FLAG> (e.g. KV_DATA_DIR);",
+    "a flag on the command line wins over the variable.",
+    "",
+    "Flags:",
+  ];
   for (const f of serveFlags) {
-    y = y.option(f.name, { type: f.type, describe: f.describe, default: f.default, defaultDescription: String(f.default) });
+    lines.push(`  --${f.name} ${f.type === "number" ? "<number>" : "<string>"}`);
+    lines.push(`      ${f.describe} (default ${JSON.stringify(String(f.default))}; env ${envName(f.name)})`);
   }
-  return y;
+  lines.push("  -h, --help", "      Show this help");
+  return lines.join("\n") + "\n";
+}
+
+/**
+ * Parses arguments exactly as Go's flag package does for etcd: one or two dashes, `=value`
+ * or the next argument as the value, the last of a repeated flag wins, parsing stops at
+ * `--` or the first non-flag, and an unknown flag is an error. yargs is not used here: its
+ * GNU conventions differ in corner cases, and it doubled `kvctl serve`'s start-up time.
+ */
+export function parseGoFlags(args: readonly string[]): { values: Map<string, string>; help: boolean; rest: string[] } {
+  const known = new Map(serveFlags.map((f) => [f.name, f]));
+  const values = new Map<string, string>();
+  let help = false;
+  let i = 0;
+  for (; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === "--") {
+      i++;
+      break;
+    }
+    if (!a.startsWith("-") || a === "-") break;
+    const body = a.startsWith("--") ? a.slice(2) : a.slice(1);
+    if (body === "" || body.startsWith("-") || body.startsWith("=")) throw new ConfigError(`bad flag syntax: ${a}`);
+    const eq = body.indexOf("=");
+    const name = eq < 0 ? body : body.slice(0, eq);
+    if (name === "h" || name === "help") {
+      help = true;
+      continue;
+    }
+    if (!known.has(name)) throw new ConfigError(`flag provided but not defined: -${name}`);
+    let value: string;
+    if (eq >= 0) value = body.slice(eq + 1);
+    else {
+      if (i + 1 >= args.length) throw new ConfigError(`flag needs an argument: -${name}`);
+      value = args[++i]!;
+    }
+    values.set(name, value);
+  }
+  return { values, help, rest: args.slice(i) };
 }
 
 /** Turns parsed values into a validated ServerConfig, applying etcd's cross-flag rules. */
@@ -199,43 +232,21 @@ export function buildConfig(v: Record<string, unknown>, explicit: ReadonlySet<st
   };
 }
 
-/** Which flags the user set (on the command line or through KV_*), to apply etcd's "set explicitly" rules. */
-export function explicitFlags(args: readonly string[], env: NodeJS.ProcessEnv): Set<string> {
-  const out = new Set<string>();
-  for (const a of normalizeGoFlags(args)) {
-    const m = /^--([a-z0-9-]+)/.exec(a);
-    if (m) out.add(m[1]!);
+/** Parses `kvctl serve` arguments and KV_* variables. Returns null when --help was printed. */
+export async function parseServeArgs(args: readonly string[], env: NodeJS.ProcessEnv = process.env, out: (text: string) => void = (t) => process.stdout.write(t)): Promise<ServerConfig | null> {
+  const { values, help, rest } = parseGoFlags(args);
+  if (help) {
+    out(serveHelp());
+    return null;
   }
+  if (rest.length > 0) throw new ConfigError(`'${rest[0]}' is not a valid flag`);
+  const explicit = new Set(values.keys());
+  const v: Record<string, unknown> = {};
   for (const f of serveFlags) {
-    if (env[envName(f.name)] !== undefined) out.add(f.name);
-  }
-  return out;
-}
-
-/** Parses `kvctl serve` arguments. Returns null when --help was printed. */
-export async function parseServeArgs(args: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<ServerConfig | null> {
-  let failure: string | undefined;
-  const parser = serveParser(args).exitProcess(false).fail((msg, err) => {
-    failure = err?.message ?? msg;
-  });
-  let helped = false;
-  parser.showHelpOnFail(false);
-  const v = (await parser.parseAsync(normalizeGoFlags(args), {}, (err, _argv, output) => {
-    if (output && !err) {
-      helped = true;
-      process.stdout.write(output + "\n");
-    }
-  })) as Record<string, unknown>;
-  if (failure !== undefined) throw new ConfigError(failure);
-  if (helped) return null;
-  // KV_<FLAG> fills every flag not given on the command line (read here, not by yargs, so
-  // that the environment is an explicit input).
-  const onCommandLine = explicitFlags(args, {});
-  for (const f of serveFlags) {
+    // KV_<FLAG> fills every flag not given on the command line.
     const e = env[envName(f.name)];
-    if (e !== undefined && !onCommandLine.has(f.name)) v[f.name] = e;
+    if (e !== undefined) explicit.add(f.name);
+    v[f.name] = values.get(f.name) ?? e ?? f.default;
   }
-  const positional = (v["_"] as unknown[] | undefined) ?? [];
-  if (positional.length > 0) throw new ConfigError(`'${String(positional[0])}' is not a valid flag`);
-  return buildConfig(v, explicitFlags(args, env));
+  return buildConfig(v, explicit);
 }
