@@ -16,7 +16,9 @@ export async function listen(urls: readonly URL[], handler: Parameters<typeof cr
     const server = createServer({ keepAliveTimeout: 30_000, headersTimeout: 60_000, requestTimeout: 0, maxHeaderSize: 16 * 1024 }, handler);
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen(Number(url.port), url.hostname.replace(/^\[|\]$/g, ""), () => {
+      // A deep accept queue, as Go listens with the kernel's somaxconn: with Node's default of
+      // 511, a burst of 1000 watchers connecting at once loses SYNs and waits ~1 s to retry.
+      server.listen({ port: Number(url.port), host: url.hostname.replace(/^\[|\]$/g, ""), backlog: 4096 }, () => {
         server.off("error", reject);
         resolve();
       });
