@@ -1,0 +1,161 @@
+// The peer-side endpoint: POST /raft (a batch) and POST /raft/snapshot (one MsgSnap).
+// Checks, in order, each answered like etcd's rafthttp handlers (text bodies, Go-style):
+//   unknown path → 404; not POST → 405; stopped → 503;
+//   X-Kv-Cluster-Id differs → 412 "cluster ID mismatch" (members of different clusters
+//   refuse to talk; logged); X-Server-From missing → 400; X-Raft-To not us → 412
+//   "to field mismatch"; body too large → 413; undecodable → 400; a message not from the
+//   sender, not to us, or of a local type → 400; wrong snapshot request → 400.
+// A request is all or nothing: onMessages sees a batch only when every message passed.
+
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { Header } from "../api/headers.ts";
+import { MessageType, isLocalMsg, messageTypeName, type Message } from "../raft/index.ts";
+import { CodecError, decodeBatch } from "./codec.ts";
+import { PeerHeader, idHex, parseIdHex, type TransportLimits, type TransportLogger } from "./types.ts";
+
+export const raftPath = "/raft";
+export const snapshotPath = "/raft/snapshot";
+
+export interface Delivery {
+  from: number;
+  /** The sender's advertised peer URLs (X-Peer-Urls), empty when not sent. */
+  fromUrls: string[];
+  messages: Message[];
+  /** Encoded size of each message (frame bytes). */
+  sizes: number[];
+  snapshot: boolean;
+}
+
+export interface HandlerContext {
+  readonly memberId: number;
+  readonly clusterId: number;
+  readonly logger: TransportLogger;
+  readonly limits: TransportLimits;
+  isStopped(): boolean;
+  /** Hands decoded messages to Raft; may throw (answered 500). */
+  deliver(d: Delivery): void;
+}
+
+function reply(res: ServerResponse, status: number, text: string, extra: Record<string, string> = {}): void {
+  if (res.headersSent || res.destroyed) return;
+  res.writeHead(status, { "Content-Type": "text/plain; charset=utf-8", "X-Content-Type-Options": "nosniff", ...extra });
+  res.end(text + "\n");
+}
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name.toLowerCase()];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** Reads the body up to `limit` bytes; undefined (after answering 413) when larger. */
+function readBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<Buffer | undefined> {
+  return new Promise((resolve) => {
+    const declared = Number(header(req, "content-length") ?? "0");
+    const tooLarge = (): void => {
+      // Connection: close makes node drop the socket instead of draining a huge body.
+      reply(res, 413, `request body larger than ${limit} bytes`, { Connection: "close" });
+      resolve(undefined);
+    };
+    if (declared > limit) return tooLarge();
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    req.on("data", (c: Buffer) => {
+      if (done) return;
+      size += c.length;
+      if (size > limit) {
+        done = true;
+        tooLarge();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on("end", () => {
+      if (!done) resolve(Buffer.concat(chunks, size));
+    });
+    // An aborted upload: nothing to answer, the socket is gone.
+    req.on("error", () => resolve(undefined));
+    req.on("aborted", () => resolve(undefined));
+  });
+}
+
+/** The first reason to refuse the decoded messages, or undefined when all are acceptable. */
+function refusal(ctx: HandlerContext, from: number, msgs: Message[], snapshot: boolean): string | undefined {
+  if (snapshot && (msgs.length !== 1 || msgs[0]!.type !== MessageType.MsgSnap || msgs[0]!.snapshot === undefined)) {
+    return "snapshot request must carry exactly one MsgSnap with its snapshot";
+  }
+  for (const m of msgs) {
+    if (m.to !== ctx.memberId) return `message addressed to member ${idHex(m.to)}, this is ${idHex(ctx.memberId)}`;
+    if (m.from !== from) return `message from ${idHex(m.from)} sent by member ${idHex(from)}`;
+    if (isLocalMsg(m.type)) return `local message type ${messageTypeName(m.type)} from a peer`;
+    if (!snapshot && m.type === MessageType.MsgSnap) return "MsgSnap outside the snapshot path";
+  }
+  return undefined;
+}
+
+export function createHandler(ctx: HandlerContext): (req: IncomingMessage, res: ServerResponse) => void {
+  const cid = idHex(ctx.clusterId);
+  const local = idHex(ctx.memberId);
+  return (req, res) => {
+    void handle(req, res).catch((err: unknown) => {
+      ctx.logger.error("failed to process raft message", { localMemberId: local, error: String(err) });
+      reply(res, 500, "error processing raft message");
+    });
+  };
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? "").split("?", 1)[0];
+    const snapshot = path === snapshotPath;
+    if (path !== raftPath && !snapshot) return reply(res, 404, "404 page not found");
+    if (req.method !== "POST") return reply(res, 405, "Method Not Allowed", { Allow: "POST" });
+    res.setHeader(Header.kvClusterId, cid);
+    if (ctx.isStopped()) return reply(res, 503, "transport stopped");
+
+    const remoteCid = header(req, PeerHeader.clusterId);
+    const fromHeader = header(req, PeerHeader.from);
+    if (parseIdHex(remoteCid) !== ctx.clusterId) {
+      ctx.logger.warn("refused peer request: cluster ID mismatch (members of different clusters refuse to talk)", {
+        localMemberId: local,
+        localClusterId: cid,
+        remotePeerId: fromHeader ?? "",
+        remoteClusterId: remoteCid ?? "",
+        remoteAddr: req.socket.remoteAddress ?? "",
+      });
+      return reply(res, 412, "cluster ID mismatch");
+    }
+    const from = parseIdHex(fromHeader);
+    if (from === undefined) return reply(res, 400, `missing or invalid ${PeerHeader.from} header`);
+    const to = parseIdHex(header(req, PeerHeader.to));
+    if (to !== ctx.memberId) {
+      ctx.logger.warn("refused peer request: addressed to another member", {
+        localMemberId: local,
+        remotePeerId: idHex(from),
+        to: header(req, PeerHeader.to) ?? "",
+      });
+      return reply(res, 412, "to field mismatch");
+    }
+
+    const limit = snapshot ? ctx.limits.maxReceiveSnapshotBytes : ctx.limits.maxReceiveBatchBytes;
+    const body = await readBody(req, res, limit);
+    if (body === undefined) return;
+    let messages: Message[];
+    const sizes: number[] = [];
+    try {
+      messages = decodeBatch(body, sizes);
+    } catch (err) {
+      if (!(err instanceof CodecError)) throw err;
+      ctx.logger.warn("failed to decode raft messages", { localMemberId: local, remotePeerId: idHex(from), error: err.message });
+      return reply(res, 400, err.message);
+    }
+    const why = refusal(ctx, from, messages, snapshot);
+    if (why !== undefined) {
+      ctx.logger.warn("refused raft messages", { localMemberId: local, remotePeerId: idHex(from), reason: why });
+      return reply(res, 400, why);
+    }
+    const urls = header(req, PeerHeader.peerUrls);
+    const fromUrls = urls === undefined || urls === "" ? [] : urls.split(",");
+    ctx.deliver({ from, fromUrls, messages, sizes, snapshot });
+    res.writeHead(204);
+    res.end();
+  }
+}

@@ -1,0 +1,96 @@
+// The only place that creates agents and outgoing requests, so that TLS (https agents,
+// peer certificate checks) can be threaded in here without touching the peer logic.
+
+import http from "node:http";
+import type { AgentOptions } from "node:http";
+
+/** A failed peer request; `code` is stable (ERR_PEER_TIMEOUT, ERR_PEER_STATUS, ERR_PEER_URL…). */
+export class TransportError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/** A keep-alive agent: one per transport and per traffic class (messages, snapshots). */
+export function createAgent(options: AgentOptions | undefined): http.Agent {
+  return new http.Agent({ keepAlive: true, keepAliveMsecs: 1000, scheduling: "lifo", ...options });
+}
+
+/** Parses a peer URL; only http: until the TLS options arrive. */
+export function parsePeerUrl(u: string): URL {
+  let url: URL;
+  try {
+    url = new URL(u);
+  } catch (cause) {
+    throw new TransportError("ERR_PEER_URL", `Cannot parse peer URL: ${JSON.stringify(u)}`, { cause });
+  }
+  if (url.protocol !== "http:") {
+    throw new TransportError("ERR_PEER_URL", `Cannot use peer URL ${u}: only http: is supported (TLS is not configured)`);
+  }
+  return url;
+}
+
+export interface PostOptions {
+  url: URL;
+  agent: http.Agent;
+  headers: Record<string, string>;
+  /** Body chunks, written in order without concatenation (a snapshot is one big chunk). */
+  chunks: readonly Uint8Array[];
+  /** The request fails when the socket shows no activity for this long. */
+  idleTimeoutMs: number;
+  signal: AbortSignal;
+}
+
+export interface PostResult {
+  status: number;
+  /** The start of the response body (diagnostics only: peers answer errors in text). */
+  body: string;
+}
+
+const maxResponseText = 4096;
+
+function postOnce(o: PostOptions): Promise<PostResult> {
+  return new Promise((resolve, reject) => {
+    let length = 0;
+    for (const c of o.chunks) length += c.length;
+    const req = http.request(o.url, {
+      method: "POST",
+      agent: o.agent,
+      signal: o.signal,
+      headers: { ...o.headers, "Content-Type": "application/octet-stream", "Content-Length": String(length) },
+    });
+    req.setTimeout(o.idleTimeoutMs, () => {
+      req.destroy(new TransportError("ERR_PEER_TIMEOUT", `no progress for ${o.idleTimeoutMs} ms`));
+    });
+    req.on("error", (err: Error & { reusedSocket?: boolean }) => {
+      // Node's advice: a request on a reused keep-alive socket may meet the server's close
+      // of that idle socket; such a failure says nothing about the peer and is retried.
+      err.reusedSocket = req.reusedSocket;
+      reject(err);
+    });
+    req.on("response", (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (s: string) => {
+        if (text.length < maxResponseText) text += s.slice(0, maxResponseText - text.length);
+      });
+      res.on("error", reject);
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text.trimEnd() }));
+    });
+    for (const c of o.chunks) req.write(c);
+    req.end();
+  });
+}
+
+/** POSTs the chunks; settles once the response is fully read (socket back in the agent). */
+export async function post(o: PostOptions): Promise<PostResult> {
+  try {
+    return await postOnce(o);
+  } catch (err) {
+    const e = err as Error & { reusedSocket?: boolean; code?: string };
+    if (e.reusedSocket === true && e.code === "ECONNRESET" && !o.signal.aborted) return await postOnce(o);
+    throw err;
+  }
+}

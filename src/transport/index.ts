@@ -1,0 +1,8 @@
+// Public surface of src/transport (the server imports this file only).
+
+export { CodecError, codecVersion, decodeBatch, encodeBatch, encodeFrame } from "./codec.ts";
+export { raftPath, snapshotPath } from "./handler.ts";
+export { TransportError } from "./http-client.ts";
+export type { LatencyStats, PeerStats, SelfTransportStats } from "./stats.ts";
+export { PeerTransport, type PeerTransportOptions } from "./transport.ts";
+export { PeerHeader, defaultLimits, type TransportLimits, type TransportLogger } from "./types.ts";

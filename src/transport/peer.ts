@@ -1,0 +1,309 @@
+// One remote member: a bounded queue of outgoing messages, at most one batch request in
+// flight (so messages reach the peer in the order Raft produced them), back-off after a
+// failure, and a separate lane for snapshots (one request each, never blocking the
+// heartbeats and appends behind a large image).
+//
+// Invariants:
+// - at most one normal request and one snapshot request in flight;
+// - no request is started while the back-off timer is pending;
+// - after stop() no callback fires, no timer is pending, no request is open.
+//
+// A failed batch is dropped, not retried: Raft retransmits what matters (it probes the
+// follower again after reportUnreachable), and stale heartbeats or votes are worthless.
+
+import type { Agent } from "node:http";
+import { MessageType, type Message } from "../raft/index.ts";
+import { batchHeader, encodeFrame } from "./codec.ts";
+import { TransportError, parsePeerUrl, post, type PostResult } from "./http-client.ts";
+import { LatencyTracker, type PeerStats } from "./stats.ts";
+import type { TransportLimits, TransportLogger } from "./types.ts";
+
+/** What a Peer needs from its transport (shared by all peers of one transport). */
+export interface PeerContext {
+  readonly logger: TransportLogger;
+  readonly agent: Agent;
+  readonly snapshotAgent: Agent;
+  readonly limits: TransportLimits;
+  /** Headers every request carries (cluster id, sender id, sender URLs). */
+  headers(to: number): Record<string, string>;
+  now(): number;
+  onUnreachable(id: number): void;
+  onSnapshotStatus(id: number, failed: boolean): void;
+  /** Delivered messages with their frame sizes (self stats). */
+  onDelivered(msgs: readonly Message[], sizes: readonly number[]): void;
+}
+
+interface Queued {
+  m: Message;
+  chunks: Uint8Array[];
+  size: number;
+}
+
+function queued(m: Message): Queued {
+  // Encoded at enqueue time: a malformed message (a Raft bug) throws in the caller's
+  // stack, and the queue knows exact sizes for batching.
+  const chunks = encodeFrame(m);
+  let size = 0;
+  for (const c of chunks) size += c.length;
+  return { m, chunks, size };
+}
+
+function countApps(items: readonly Queued[]): number {
+  let n = 0;
+  for (const q of items) if (q.m.type === MessageType.MsgApp) n++;
+  return n;
+}
+
+/** The wait after a failure: min after a success (prev 0), then doubling up to max. */
+export function nextBackoff(prevMs: number, limits: { backoffMinMs: number; backoffMaxMs: number }): number {
+  return prevMs === 0 ? limits.backoffMinMs : Math.min(prevMs * 2, limits.backoffMaxMs);
+}
+
+function describeFailure(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+export class Peer {
+  readonly id: number;
+  readonly #ctx: PeerContext;
+  #urls: URL[];
+  #urlIndex = 0;
+  #queue: Queued[] = [];
+  #snapQueue: Queued[] = [];
+  #inflight: AbortController | undefined;
+  #snapInflight: AbortController | undefined;
+  #open = new Set<Promise<void>>();
+  #backoffMs = 0;
+  #backoffTimer: NodeJS.Timeout | undefined;
+  /** undefined until the first outcome, so the first failure is logged too. */
+  #active: boolean | undefined;
+  #dropWarned = false;
+  #stopped = false;
+  #sentApps = 0;
+  #failedApps = 0;
+  #dropped = 0;
+  #latency = new LatencyTracker();
+
+  constructor(id: number, urls: readonly string[], ctx: PeerContext) {
+    this.id = id;
+    this.#ctx = ctx;
+    this.#urls = Peer.#parse(id, urls);
+  }
+
+  static #parse(id: number, urls: readonly string[]): URL[] {
+    if (urls.length === 0) throw new TransportError("ERR_PEER_URL", `Cannot add peer ${id.toString(16)}: no URLs`);
+    return urls.map(parsePeerUrl);
+  }
+
+  updateUrls(urls: readonly string[]): void {
+    this.#urls = Peer.#parse(this.id, urls);
+    this.#urlIndex = 0;
+  }
+
+  /** Queues one message; call flush() after queueing a batch. */
+  enqueue(m: Message): void {
+    if (this.#stopped) return;
+    const q = queued(m);
+    if (m.type === MessageType.MsgSnap) {
+      this.#snapQueue.push(q);
+      const max = this.#ctx.limits.maxPendingSnapshots;
+      while (this.#snapQueue.length > max) {
+        // Raft has at most one snapshot outstanding per follower; an older pending one is
+        // obsolete. Reporting it failed lets Raft re-probe if it still waits on it.
+        const old = this.#snapQueue.shift()!;
+        this.#dropped++;
+        this.#ctx.onSnapshotStatus(this.id, true);
+        this.#ctx.logger.warn("dropped pending snapshot", { remotePeerId: this.#hex(), index: old.m.snapshot?.metadata.index });
+      }
+      return;
+    }
+    this.#queue.push(q);
+    if (this.#queue.length > this.#ctx.limits.maxQueuedMessages) {
+      this.#queue.shift();
+      this.#dropped++;
+      if (!this.#dropWarned) {
+        this.#dropWarned = true;
+        this.#ctx.logger.warn("dropped messages to peer: queue full", {
+          remotePeerId: this.#hex(),
+          bound: this.#ctx.limits.maxQueuedMessages,
+        });
+      }
+      // As etcd: a full queue means the peer is not keeping up; Raft should slow down
+      // (probe) instead of piling more appends on it.
+      this.#ctx.onUnreachable(this.id);
+    }
+  }
+
+  /** Starts a request for what is queued, unless one is in flight or back-off is pending. */
+  flush(): void {
+    this.#pump();
+    this.#pumpSnapshot();
+  }
+
+  stats(): PeerStats {
+    return { sent: this.#sentApps, failed: this.#failedApps, dropped: this.#dropped, latencyMs: this.#latency.snapshot() };
+  }
+
+  /** Aborts open requests, forgets the queues, clears the timer; resolves once requests closed. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#backoffTimer);
+    this.#backoffTimer = undefined;
+    this.#queue = [];
+    this.#snapQueue = [];
+    this.#inflight?.abort();
+    this.#snapInflight?.abort();
+    await Promise.allSettled([...this.#open]);
+  }
+
+  #hex(): string {
+    return this.id.toString(16);
+  }
+
+  #url(path: string): URL {
+    const base = this.#urls[this.#urlIndex % this.#urls.length]!;
+    const u = new URL(base.href);
+    u.pathname = path;
+    u.search = "";
+    return u;
+  }
+
+  /** After a failure, the next request tries the next URL (etcd's urlPicker). */
+  #rotateUrl(): void {
+    this.#urlIndex = (this.#urlIndex + 1) % this.#urls.length;
+  }
+
+  #track(p: Promise<void>): void {
+    this.#open.add(p);
+    void p.finally(() => this.#open.delete(p));
+  }
+
+  #takeBatch(): Queued[] {
+    const max = this.#ctx.limits.maxBatchBytes;
+    let n = 0;
+    let bytes = 0;
+    // At least one message, even one larger than the limit: it must be able to move.
+    while (n < this.#queue.length && (n === 0 || bytes + this.#queue[n]!.size <= max)) {
+      bytes += this.#queue[n]!.size;
+      n++;
+    }
+    return this.#queue.splice(0, n);
+  }
+
+  #pump(): void {
+    if (this.#stopped || this.#inflight || this.#backoffTimer || this.#queue.length === 0) return;
+    const batch = this.#takeBatch();
+    const ac = new AbortController();
+    this.#inflight = ac;
+    const chunks = [batchHeader()];
+    for (const q of batch) chunks.push(...q.chunks);
+    const start = this.#ctx.now();
+    const p = post({
+      url: this.#url("/raft"),
+      agent: this.#ctx.agent,
+      headers: this.#ctx.headers(this.id),
+      chunks,
+      idleTimeoutMs: this.#ctx.limits.requestTimeoutMs,
+      signal: ac.signal,
+    })
+      .then(checkStatus)
+      .then(
+        () => this.#onBatchDone(batch, { ok: true, ms: this.#ctx.now() - start }),
+        (err: unknown) => this.#onBatchDone(batch, { ok: false, err }),
+      )
+      .finally(() => {
+        this.#inflight = undefined;
+        this.#pump();
+      });
+    this.#track(p);
+  }
+
+  #onBatchDone(batch: Queued[], r: { ok: true; ms: number } | { ok: false; err: unknown }): void {
+    if (this.#stopped) return;
+    if (r.ok) {
+      this.#latency.record(r.ms);
+      this.#sentApps += countApps(batch);
+      this.#backoffMs = 0;
+      this.#dropWarned = false;
+      this.#setActive(true, undefined);
+      this.#ctx.onDelivered(
+        batch.map((q) => q.m),
+        batch.map((q) => q.size),
+      );
+      return;
+    }
+    this.#failedApps += countApps(batch);
+    this.#rotateUrl();
+    this.#backoffMs = nextBackoff(this.#backoffMs, this.#ctx.limits);
+    this.#backoffTimer = setTimeout(() => {
+      this.#backoffTimer = undefined;
+      this.#pump();
+    }, this.#backoffMs);
+    this.#setActive(false, r.err);
+    this.#ctx.onUnreachable(this.id);
+  }
+
+  /** Logs transitions only: a peer that stays down does not flood the log. */
+  #setActive(active: boolean, err: unknown): void {
+    if (this.#active === active) return;
+    const wasKnown = this.#active !== undefined;
+    this.#active = active;
+    if (active) {
+      if (wasKnown) this.#ctx.logger.info("peer became active", { remotePeerId: this.#hex() });
+      return;
+    }
+    const fields = { remotePeerId: this.#hex(), error: describeFailure(err) };
+    if (err instanceof TransportError && err.code === "ERR_PEER_CLUSTER_MISMATCH") {
+      this.#ctx.logger.error("peer refused our messages: cluster ID mismatch", fields);
+    } else {
+      this.#ctx.logger.warn("peer became inactive", fields);
+    }
+  }
+
+  #pumpSnapshot(): void {
+    if (this.#stopped || this.#snapInflight) return;
+    const q = this.#snapQueue.shift();
+    if (q === undefined) return;
+    const ac = new AbortController();
+    this.#snapInflight = ac;
+    const index = q.m.snapshot?.metadata.index ?? 0;
+    this.#ctx.logger.info("sending snapshot", { remotePeerId: this.#hex(), index, bytes: q.size });
+    const start = this.#ctx.now();
+    const p = post({
+      url: this.#url("/raft/snapshot"),
+      agent: this.#ctx.snapshotAgent,
+      headers: this.#ctx.headers(this.id),
+      chunks: [batchHeader(), ...q.chunks],
+      idleTimeoutMs: this.#ctx.limits.snapshotTimeoutMs,
+      signal: ac.signal,
+    })
+      .then(checkStatus)
+      .then(
+        () => {
+          if (this.#stopped) return;
+          this.#ctx.logger.info("sent snapshot", { remotePeerId: this.#hex(), index, ms: Math.round(this.#ctx.now() - start) });
+          this.#ctx.onDelivered([q.m], [q.size]);
+          this.#ctx.onSnapshotStatus(this.id, false);
+        },
+        (err: unknown) => {
+          if (this.#stopped) return;
+          this.#ctx.logger.warn("failed to send snapshot", { remotePeerId: this.#hex(), index, error: describeFailure(err) });
+          this.#rotateUrl();
+          this.#ctx.onSnapshotStatus(this.id, true);
+          this.#ctx.onUnreachable(this.id);
+        },
+      )
+      .finally(() => {
+        this.#snapInflight = undefined;
+        this.#pumpSnapshot();
+      });
+    this.#track(p);
+  }
+}
+
+function checkStatus(r: PostResult): void {
+  if (r.status >= 200 && r.status < 300) return;
+  // 412 with "cluster ID mismatch" is the one refusal worth a distinct code: it never heals.
+  const code = r.status === 412 && r.body.startsWith("cluster ID mismatch") ? "ERR_PEER_CLUSTER_MISMATCH" : "ERR_PEER_STATUS";
+  throw new TransportError(code, `peer answered ${r.status}${r.body === "" ? "" : `: ${r.body}`}`);
+}

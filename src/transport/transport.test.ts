@@ -1,0 +1,178 @@
+import { after, test } from "node:test";
+import assert from "node:assert/strict";
+import { EntryType, MessageType, message, type Message } from "../raft/index.ts";
+import { app, gate, mesh, startMember, waitFor, type Member } from "./transport.test-helper.ts";
+
+const open: Member[] = [];
+async function member(o: Parameters<typeof startMember>[0]): Promise<Member> {
+  const m = await startMember(o);
+  open.push(m);
+  return m;
+}
+after(async () => {
+  await Promise.all(open.map((m) => m.close()));
+});
+
+test("two transports exchange batches in both directions", async () => {
+  const a = await member({ id: 1 });
+  const b = await member({ id: 2 });
+  mesh([a, b]);
+  const toB: Message[] = [
+    app(1, 2, 1),
+    message({ type: MessageType.MsgHeartbeat, from: 1, to: 2, term: 1, commit: 1, context: Uint8Array.of(1, 2) }),
+    message({
+      type: MessageType.MsgApp,
+      from: 1,
+      to: 2,
+      term: 1,
+      index: 1,
+      entries: [{ term: 1, index: 2, type: EntryType.Normal, data: new TextEncoder().encode("hello") }],
+    }),
+  ];
+  const toA = [message({ type: MessageType.MsgAppResp, from: 2, to: 1, term: 1, index: 2, reject: true, rejectHint: 1 })];
+  a.transport.send(toB);
+  b.transport.send(toA);
+  await waitFor("both sides to receive", () => b.received().length === 3 && a.received().length === 1);
+  assert.deepStrictEqual(b.batches, [toB], "one send() to one idle peer is one request");
+  assert.deepStrictEqual(a.received(), toA);
+  // The receiver has the batch before the sender has the answer: wait for the latter.
+  await waitFor("a's request to complete", () => a.transport.stats()["2"]!.sent === 2);
+  assert.equal(a.transport.stats()["2"]!.failed, 0);
+  const self = a.transport.selfStats();
+  assert.equal(self.messagesSent, 3);
+  assert.equal(self.sendAppendRequestCnt, 2);
+  assert.equal(b.transport.selfStats().messagesReceived, 3);
+  assert.equal(b.transport.selfStats().bytesReceived, self.bytesSent);
+  assert.ok(self.sendBandwidthRate >= 0);
+});
+
+test("messages queued while a request is in flight leave together in the next request", async () => {
+  const a = await member({ id: 1 });
+  const b = await member({ id: 2 });
+  mesh([a, b]);
+  const g = gate();
+  b.gate = g.promise;
+  a.transport.send([app(1, 2, 1)]);
+  a.transport.send([app(1, 2, 2)]);
+  a.transport.send([app(1, 2, 3), app(1, 2, 4)]);
+  g.open();
+  await waitFor("four messages", () => b.received().length === 4);
+  assert.deepStrictEqual(
+    b.batches.map((batch) => batch.map((m) => m.index)),
+    [[1], [2, 3, 4]],
+  );
+});
+
+test("batches are split at maxBatchBytes but a single larger message still goes", async () => {
+  const a = await member({ id: 1, limits: { maxBatchBytes: 2000 } });
+  const b = await member({ id: 2 });
+  mesh([a, b]);
+  const g = gate();
+  b.gate = g.promise;
+  const big = (i: number): Message =>
+    message({ type: MessageType.MsgApp, from: 1, to: 2, index: i, entries: [{ term: 1, index: i, type: EntryType.Normal, data: new Uint8Array(900) }] });
+  a.transport.send([app(1, 2, 0)]);
+  a.transport.send([big(1), big(2), big(3), message({ ...big(4), entries: [{ term: 1, index: 4, type: EntryType.Normal, data: new Uint8Array(5000) }] })]);
+  g.open();
+  await waitFor("five messages", () => b.received().length === 5);
+  assert.deepStrictEqual(
+    b.batches.map((batch) => batch.map((m) => m.index)),
+    [[0], [1, 2], [3], [4]],
+  );
+});
+
+test("three transports keep per-peer order across many sends", async () => {
+  const ms = [await member({ id: 1 }), await member({ id: 2 }), await member({ id: 3 })];
+  mesh(ms);
+  const n = 300;
+  for (let i = 1; i <= n; i++) {
+    for (const from of ms) {
+      from.transport.send(ms.filter((to) => to !== from).map((to) => app(from.id, to.id, i)));
+    }
+  }
+  await waitFor("every member to get 2n messages", () => ms.every((m) => m.received().length === 2 * n));
+  for (const to of ms) {
+    for (const from of ms) {
+      if (from === to) continue;
+      const seq = to.received().filter((m) => m.from === from.id).map((m) => m.index);
+      assert.deepStrictEqual(seq, Array.from({ length: n }, (_, i) => i + 1), `order ${from.id} -> ${to.id}`);
+    }
+  }
+  const lat = ms[0]!.transport.stats()["2"]!.latencyMs;
+  assert.ok(lat.minimum > 0 && lat.minimum <= lat.average && lat.average <= lat.maximum, JSON.stringify(lat));
+  assert.ok(lat.standardDeviation >= 0);
+});
+
+test("a 20 MB snapshot is streamed in its own request and reported finished", async () => {
+  const a = await member({ id: 1 });
+  const b = await member({ id: 2, withSnapshotHandler: true });
+  mesh([a, b]);
+  const data = new Uint8Array(20 * 1024 * 1024);
+  for (let i = 0; i < data.length; i += 4096) data[i] = (i / 4096) % 251;
+  const snap = message({
+    type: MessageType.MsgSnap,
+    from: 1,
+    to: 2,
+    term: 3,
+    snapshot: { data, metadata: { index: 5000, term: 3, confState: { voters: [1, 2, 3], learners: [] } } },
+  });
+  a.transport.send([snap, app(1, 2, 1)]);
+  await waitFor("snapshot status", () => a.snapshotStatus.length === 1, 20_000);
+  assert.deepStrictEqual(a.snapshotStatus, [{ id: 2, failed: false }]);
+  assert.equal(b.snapshots.length, 1);
+  const got = b.snapshots[0]!;
+  assert.deepStrictEqual(got.snapshot!.metadata, snap.snapshot!.metadata);
+  assert.ok(Buffer.from(got.snapshot!.data).equals(data), "snapshot data differs");
+  assert.deepStrictEqual({ ...got, snapshot: undefined }, { ...snap, snapshot: undefined });
+  assert.deepStrictEqual(b.received(), [app(1, 2, 1)], "the MsgApp went on the normal lane");
+});
+
+test("a snapshot without onSnapshot reaches onMessages", async () => {
+  const a = await member({ id: 1 });
+  const b = await member({ id: 2 });
+  mesh([a, b]);
+  const snap = message({
+    type: MessageType.MsgSnap,
+    from: 1,
+    to: 2,
+    snapshot: { data: Uint8Array.of(9), metadata: { index: 7, term: 1, confState: { voters: [1, 2], learners: [] } } },
+  });
+  a.transport.send([snap]);
+  await waitFor("snapshot delivered", () => b.received().length === 1);
+  assert.deepStrictEqual(b.received(), [snap]);
+  await waitFor("snapshot status", () => a.snapshotStatus.length === 1);
+  assert.deepStrictEqual(a.snapshotStatus, [{ id: 2, failed: false }]);
+});
+
+test("a member learns a remote link from X-Peer-Urls and can answer an unknown sender", async () => {
+  const a = await member({ id: 1, localUrls: true });
+  const b = await member({ id: 2 });
+  a.transport.addPeer(2, [b.url]);
+  a.transport.send([app(1, 2, 1)]);
+  await waitFor("b receives", () => b.received().length === 1);
+  b.transport.send([message({ type: MessageType.MsgAppResp, from: 2, to: 1, index: 1 })]);
+  await waitFor("a receives the answer", () => a.received().length === 1);
+  assert.deepStrictEqual(Object.keys(b.transport.stats()), [], "remotes are not in leader stats");
+});
+
+test("addPeer refuses URLs it cannot use with a stable error code", async () => {
+  const a = await member({ id: 1 });
+  for (const urls of [["https://127.0.0.1:1"], ["not a url"], []]) {
+    assert.throws(() => a.transport.addPeer(2, urls), (err: unknown) => (err as { code?: string }).code === "ERR_PEER_URL");
+  }
+});
+
+test("updatePeer moves later messages to the new URL", async () => {
+  const a = await member({ id: 1 });
+  const b1 = await member({ id: 2 });
+  const b2 = await member({ id: 2 });
+  a.transport.addPeer(2, [b1.url]);
+  a.transport.send([app(1, 2, 1)]);
+  await waitFor("first member", () => b1.received().length === 1);
+  await waitFor("request done", () => a.transport.stats()["2"]!.sent === 1);
+  a.transport.updatePeer(2, [b2.url]);
+  a.transport.send([app(1, 2, 2)]);
+  await waitFor("second member", () => b2.received().length === 1);
+  assert.deepStrictEqual(b1.received().map((m) => m.index), [1]);
+  assert.deepStrictEqual(b2.received().map((m) => m.index), [2]);
+});

@@ -1,0 +1,235 @@
+// PeerTransport: the member's links to the other members (etcd's rafthttp.Transport,
+// simplified: batched HTTP POSTs over keep-alive sockets instead of long-lived streams).
+//
+// send() never blocks and never throws for network reasons: messages are queued per
+// peer and leave in batches (see peer.ts). Incoming batches arrive through handler(),
+// which the server mounts on its peer listener; accepted messages go to onMessages in
+// the order they were sent.
+//
+// "Remotes": a member that we do not know yet (it joined, we have not applied that conf
+// change) may still write to us; if it sends its URLs (X-Peer-Urls) we keep a remote
+// link to it so Raft's answers reach it. addPeer(id) turns a remote into a peer.
+
+import type { AgentOptions, Agent, IncomingMessage, ServerResponse } from "node:http";
+import { performance } from "node:perf_hooks";
+import { MessageType, type Message } from "../raft/index.ts";
+import { createHandler, type Delivery } from "./handler.ts";
+import { createAgent } from "./http-client.ts";
+import { Peer, type PeerContext } from "./peer.ts";
+import { RateWindow, type PeerStats, type SelfTransportStats } from "./stats.ts";
+import { PeerHeader, defaultLimits, idHex, type TransportLimits, type TransportLogger } from "./types.ts";
+
+export interface PeerTransportOptions {
+  memberId: number;
+  clusterId: number;
+  logger: TransportLogger;
+  /** Accepted messages from one request, in the sender's order. Called synchronously. */
+  onMessages(msgs: Message[]): void;
+  /** A received MsgSnap (defaults to onMessages([m])). */
+  onSnapshot?(m: Message): void;
+  /** A peer failed a request (or its queue overflowed): raft's reportUnreachable(id). */
+  onUnreachable?(id: number): void;
+  /** Outcome of a MsgSnap we sent: raft's reportSnapshot(id, failed). */
+  onSnapshotStatus?(id: number, failed: boolean): void;
+  /** Passed to both keep-alive agents (messages, snapshots). */
+  agentOptions?: AgentOptions;
+  /** Our advertised peer URLs, sent as X-Peer-Urls so a peer that does not know us yet can answer. */
+  localUrls?: string[];
+  limits?: Partial<TransportLimits>;
+}
+
+export class PeerTransport {
+  readonly #memberId: number;
+  readonly #clusterId: number;
+  readonly #log: TransportLogger;
+  readonly #opts: PeerTransportOptions;
+  readonly #limits: TransportLimits;
+  readonly #agent: Agent;
+  readonly #snapshotAgent: Agent;
+  readonly #ctx: PeerContext;
+  #peers = new Map<number, Peer>();
+  #remotes = new Map<number, Peer>();
+  #removed = new Set<number>();
+  #stopped = false;
+  #stopping: Promise<void> | undefined;
+  #self = { messagesSent: 0, bytesSent: 0, messagesReceived: 0, bytesReceived: 0, appSent: 0, appReceived: 0, unknownDropped: 0 };
+  #sendRate = new RateWindow();
+  #recvRate = new RateWindow();
+
+  constructor(opts: PeerTransportOptions) {
+    this.#memberId = opts.memberId;
+    this.#clusterId = opts.clusterId;
+    this.#log = opts.logger;
+    this.#opts = opts;
+    this.#limits = { ...defaultLimits, ...opts.limits };
+    this.#agent = createAgent(opts.agentOptions);
+    this.#snapshotAgent = createAgent(opts.agentOptions);
+    const base: Record<string, string> = {
+      [PeerHeader.clusterId]: idHex(this.#clusterId),
+      [PeerHeader.from]: idHex(this.#memberId),
+    };
+    if (opts.localUrls !== undefined && opts.localUrls.length > 0) base[PeerHeader.peerUrls] = opts.localUrls.join(",");
+    this.#ctx = {
+      logger: this.#log,
+      agent: this.#agent,
+      snapshotAgent: this.#snapshotAgent,
+      limits: this.#limits,
+      headers: (to) => ({ ...base, [PeerHeader.to]: idHex(to) }),
+      now: () => performance.now(),
+      onUnreachable: (id) => this.#opts.onUnreachable?.(id),
+      onSnapshotStatus: (id, failed) => this.#opts.onSnapshotStatus?.(id, failed),
+      onDelivered: (msgs, sizes) => this.#onDelivered(msgs, sizes),
+    };
+  }
+
+  /** Starts a link to a member. Throws TransportError (ERR_PEER_URL) on a bad URL. */
+  addPeer(id: number, urls: string[]): void {
+    if (this.#stopped || id === this.#memberId) return;
+    this.#removed.delete(id);
+    if (this.#peers.has(id)) return this.updatePeer(id, urls);
+    const remote = this.#remotes.get(id);
+    if (remote !== undefined) {
+      this.#remotes.delete(id);
+      void remote.stop();
+    }
+    this.#peers.set(id, new Peer(id, urls, this.#ctx));
+    this.#log.info("added peer", { remotePeerId: idHex(id), urls });
+  }
+
+  updatePeer(id: number, urls: string[]): void {
+    const p = this.#peers.get(id);
+    if (p === undefined) return this.addPeer(id, urls);
+    p.updateUrls(urls);
+    this.#log.info("updated peer URLs", { remotePeerId: idHex(id), urls });
+  }
+
+  /** Stops the link: queued messages are dropped, an open request is aborted. */
+  removePeer(id: number): void {
+    // A removed member may keep writing to us: never re-learn it as a remote.
+    this.#removed.add(id);
+    const p = this.#peers.get(id) ?? this.#remotes.get(id);
+    if (p === undefined) return;
+    this.#peers.delete(id);
+    this.#remotes.delete(id);
+    void p.stop();
+    this.#log.info("removed peer", { remotePeerId: idHex(id) });
+  }
+
+  /**
+   * Queues messages for their peers and starts requests where none is in flight. All
+   * messages queued for a peer while its request is in flight leave together in the next.
+   */
+  send(msgs: readonly Message[]): void {
+    if (this.#stopped) return;
+    const touched = new Set<Peer>();
+    for (const m of msgs) {
+      if (m.to === 0) continue;
+      const p = this.#peers.get(m.to) ?? this.#remotes.get(m.to);
+      if (p === undefined) {
+        this.#self.unknownDropped++;
+        this.#log.debug("dropped message to unknown peer", { remotePeerId: idHex(m.to), type: m.type });
+        // Raft waits for the outcome of a snapshot; tell it this one went nowhere.
+        if (m.type === MessageType.MsgSnap) this.#opts.onSnapshotStatus?.(m.to, true);
+        continue;
+      }
+      p.enqueue(m);
+      touched.add(p);
+    }
+    for (const p of touched) p.flush();
+  }
+
+  /** The peer endpoint: mount it for /raft and /raft/snapshot (it answers 404 elsewhere). */
+  handler(): (req: IncomingMessage, res: ServerResponse) => void {
+    return createHandler({
+      memberId: this.#memberId,
+      clusterId: this.#clusterId,
+      logger: this.#log,
+      limits: this.#limits,
+      isStopped: () => this.#stopped,
+      deliver: (d) => this.#deliver(d),
+    });
+  }
+
+  /** Per-peer counters for /v2/stats/leader, keyed by hex member id (remotes excluded). */
+  stats(): Record<string, PeerStats> {
+    const out: Record<string, PeerStats> = {};
+    for (const [id, p] of this.#peers) out[idHex(id)] = p.stats();
+    return out;
+  }
+
+  /** Member-wide counters and rates for /v2/stats/self. */
+  selfStats(): SelfTransportStats {
+    const now = performance.now();
+    const [sendPkgRate, sendBandwidthRate] = this.#sendRate.rate(now);
+    const [recvPkgRate, recvBandwidthRate] = this.#recvRate.rate(now);
+    const s = this.#self;
+    return {
+      messagesSent: s.messagesSent,
+      bytesSent: s.bytesSent,
+      messagesReceived: s.messagesReceived,
+      bytesReceived: s.bytesReceived,
+      sendAppendRequestCnt: s.appSent,
+      recvAppendRequestCnt: s.appReceived,
+      sendPkgRate,
+      sendBandwidthRate,
+      recvPkgRate,
+      recvBandwidthRate,
+    };
+  }
+
+  /** Aborts every open request, clears every timer, closes the agents' sockets. Idempotent. */
+  stop(): Promise<void> {
+    this.#stopping ??= this.#stop();
+    return this.#stopping;
+  }
+
+  async #stop(): Promise<void> {
+    this.#stopped = true;
+    const all = [...this.#peers.values(), ...this.#remotes.values()];
+    this.#peers.clear();
+    this.#remotes.clear();
+    await Promise.all(all.map((p) => p.stop()));
+    this.#agent.destroy();
+    this.#snapshotAgent.destroy();
+  }
+
+  #onDelivered(msgs: readonly Message[], sizes: readonly number[]): void {
+    const now = performance.now();
+    msgs.forEach((m, i) => {
+      const size = sizes[i] ?? 0;
+      this.#self.messagesSent++;
+      this.#self.bytesSent += size;
+      if (m.type === MessageType.MsgApp) {
+        this.#self.appSent++;
+        this.#sendRate.add(now, size);
+      }
+    });
+  }
+
+  #deliver(d: Delivery): void {
+    const now = performance.now();
+    d.messages.forEach((m, i) => {
+      const size = d.sizes[i] ?? 0;
+      this.#self.messagesReceived++;
+      this.#self.bytesReceived += size;
+      if (m.type === MessageType.MsgApp) {
+        this.#self.appReceived++;
+        this.#recvRate.add(now, size);
+      }
+    });
+    this.#learnRemote(d.from, d.fromUrls);
+    const snap = d.messages[0];
+    if (d.snapshot && snap !== undefined && this.#opts.onSnapshot !== undefined) this.#opts.onSnapshot(snap);
+    else this.#opts.onMessages(d.messages);
+  }
+
+  #learnRemote(from: number, urls: string[]): void {
+    if (urls.length === 0 || this.#peers.has(from) || this.#remotes.has(from) || this.#removed.has(from)) return;
+    try {
+      this.#remotes.set(from, new Peer(from, urls, this.#ctx));
+      this.#log.info("added remote link to unknown member", { remotePeerId: idHex(from), urls });
+    } catch (err) {
+      this.#log.warn("ignored unusable X-Peer-Urls", { remotePeerId: idHex(from), urls, error: String(err) });
+    }
+  }
+}

@@ -1,0 +1,61 @@
+// Types shared by the transport's files.
+
+/** The server's structured logger has this shape (src/server/logger.ts Logger). */
+export interface TransportLogger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+export interface TransportLimits {
+  /** Normal messages queued per peer; beyond it the oldest are dropped (Raft retransmits). */
+  maxQueuedMessages: number;
+  /** Snapshots waiting per peer behind the one in flight; older ones are reported failed. */
+  maxPendingSnapshots: number;
+  /** Target size of one batch request (a single larger message still goes alone). */
+  maxBatchBytes: number;
+  /** Largest /raft body accepted. Must exceed the largest single message a peer sends. */
+  maxReceiveBatchBytes: number;
+  /** Largest /raft/snapshot body accepted (the image is held in memory). */
+  maxReceiveSnapshotBytes: number;
+  /** A batch request fails after this long without socket activity. */
+  requestTimeoutMs: number;
+  /** A snapshot request fails after this long without socket activity. */
+  snapshotTimeoutMs: number;
+  /** Back-off after a failed batch: starts here, doubles per failure, capped below. */
+  backoffMinMs: number;
+  backoffMaxMs: number;
+}
+
+export const defaultLimits: TransportLimits = {
+  maxQueuedMessages: 4096,
+  maxPendingSnapshots: 1,
+  maxBatchBytes: 4 * 1024 * 1024,
+  maxReceiveBatchBytes: 64 * 1024 * 1024,
+  maxReceiveSnapshotBytes: 1024 * 1024 * 1024,
+  requestTimeoutMs: 5000,
+  snapshotTimeoutMs: 30_000,
+  backoffMinMs: 50,
+  backoffMaxMs: 2000,
+};
+
+/** Peer header names (etcd's rafthttp uses X-Server-From and X-Raft-To likewise). */
+export const PeerHeader = {
+  clusterId: "X-Kv-Cluster-Id",
+  from: "X-Server-From",
+  to: "X-Raft-To",
+  peerUrls: "X-Peer-Urls",
+} as const;
+
+/** Member and cluster IDs on the wire: lower-case hex without leading zeros, as etcd. */
+export function idHex(id: number): string {
+  return id.toString(16);
+}
+
+/** Parses a hex ID header; undefined when absent or not a positive safe integer. */
+export function parseIdHex(s: string | undefined): number | undefined {
+  if (s === undefined || !/^[0-9a-fA-F]{1,14}$/.test(s)) return undefined;
+  const n = parseInt(s, 16);
+  return Number.isSafeInteger(n) && n > 0 ? n : undefined;
+}
