@@ -3,6 +3,7 @@ import type { ServerResponse } from "node:http";
 import { KvServer } from "./kv-server.ts";
 import { createRouter } from "./http/router.ts";
 import { listen, type Listener } from "./http/listener.ts";
+import { createPeerRouter } from "./http/peer-router.ts";
 import type { ServerConfig } from "./config.ts";
 import type { Logger } from "./logger.ts";
 
@@ -13,8 +14,11 @@ export interface RunningServer {
 }
 
 export async function startServer(config: ServerConfig, log: Logger): Promise<RunningServer> {
-  const kv = new KvServer({ config, logger: log });
+  let stop: () => Promise<void> = async () => undefined;
+  // A member removed from the cluster stops, as etcd's does.
+  const kv = new KvServer({ config, logger: log, onRemoved: () => void stop().then(() => process.exit(0)) });
   await kv.start();
+  const peerListeners = await listen(config.listenPeerUrls, createPeerRouter(kv), log, "peer");
   const watches = new Set<ServerResponse>();
   const router = createRouter({ server: kv, clusterId: kv.clusterId.toString(16), watches });
   const listeners = await listen(config.listenClientUrls, router, log);
@@ -33,14 +37,17 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   })();
 
   let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
+  stop = (): Promise<void> => {
     stopping ??= (async () => {
       for (const l of listeners) l.server.close();
       // Open watches end as etcd ends them on shutdown: 200 with an empty body.
       for (const w of watches) w.end();
       watches.clear();
       await kv.stop();
-      for (const l of listeners) l.server.closeAllConnections();
+      for (const l of [...listeners, ...peerListeners]) {
+        l.server.close();
+        l.server.closeAllConnections();
+      }
       log.info("stopped");
     })();
     return stopping;

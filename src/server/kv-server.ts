@@ -1,26 +1,29 @@
-// The KV server: owns the Raft node, the WAL, the snapshots and the state machine, and
-// runs the loop DESIGN.md §1 draws:
+// The KV server: owns the Raft node, the WAL, the snapshots, the peer transport and the
+// state machine, and runs the loop DESIGN.md §1 draws:
 //
 //   propose() -> raft -> Ready: WAL append + ONE fdatasync for the whole batch -> send
 //   messages -> apply committed entries in order -> wake the proposers -> advance()
 //
 // Invariants:
 // - A write is acknowledged (its waiter resolved) only after its entry was fsynced and
-//   applied: the WAL save of a Ready completes before that Ready's entries are applied.
+//   applied: the WAL save of a Ready completes before that Ready's entries are applied,
+//   and messages (votes, acks) leave only after what they promise is on disk.
 // - Only one Ready is in flight. While its fsync runs, new proposals accumulate in Raft's
 //   unstable log and go out together in the next Ready (group commit).
 // - Apply is deterministic (apply.ts); everything that varies (time, ids) is in the entry.
 // - A single member runs exactly this path: it is a cluster of one, with no shortcut.
-import { mkdir } from "node:fs/promises";
-import { join } from "node:path";
-import { RawNode, MemoryStorage, ProposalDroppedError, EntryType, decodeConfChange, type Entry, type Ready, type Snapshot } from "../raft/index.ts";
-import { Wal, Snapshotter } from "../wal/index.ts";
-import { V2Store, type V2Event } from "../store/v2/store.ts";
+import { RawNode, ProposalDroppedError, EntryType, ConfChangeType, decodeConfChange, type ConfChange, type ConfState, type Entry, type Message, type MemoryStorage, type Ready, type Snapshot } from "../raft/index.ts";
+import { PeerTransport } from "../transport/index.ts";
+import type { Wal, Snapshotter } from "../wal/index.ts";
+import type { V2Store, V2Event } from "../store/v2/store.ts";
+import { V2AuthState } from "../auth/index.ts";
 import { applyCommand, type ApplyResult } from "./apply.ts";
 import { decodeCommand, encodeCommand, type Command, type CommandBody } from "./request.ts";
-import { Membership, type Member } from "./membership.ts";
+import { Membership, memberIdFor, type Member } from "./membership.ts";
 import { WaitRegistry, requestIdGenerator } from "./wait.ts";
-import { ServerUnavailableError } from "./http/respond.ts";
+import { HttpMessageError, ServerUnavailableError } from "./http/respond.ts";
+import { ReadIndexBatcher } from "./read-index.ts";
+import { openMember, decodeSnapshotImage, encodeConfState, type SnapshotImage } from "./bootstrap.ts";
 import type { Logger } from "./logger.ts";
 import type { ServerConfig } from "./config.ts";
 import { ServerStats } from "./stats.ts";
@@ -30,47 +33,44 @@ const SYNC_INTERVAL_MS = 500;
 /** Entries kept in memory after a snapshot so slow followers catch up without one (etcd: 5000). */
 const SNAPSHOT_CATCHUP_ENTRIES = 5000;
 
-/** Reads whose ReadIndex came back, waiting for apply to reach it. */
-interface PendingReadIndex {
-  index: number;
-  batch: Array<{ resolve: () => void }>;
-}
-
-/** What the WAL metadata records: who this member is, in which cluster. */
-interface WalMetadata {
-  memberId: number;
-  clusterId: number;
-  members: Member[];
-}
-
-/** What a snapshot holds: the whole replicated state machine. */
-interface SnapshotImage {
-  store: string;
-  membership: ReturnType<Membership["toJSON"]>;
+/** The context of a membership change entry: who proposed it (for the waiter) and the member. */
+interface ConfChangeContext {
+  proposer: number;
+  reqId: number;
+  member?: Member;
 }
 
 export interface KvServerOptions {
   config: ServerConfig;
   logger: Logger;
+  /** Called when this member applied its own removal from the cluster. */
+  onRemoved?: () => void;
 }
 
 export class KvServer {
   readonly config: ServerConfig;
-  readonly stats: ServerStats;
+  readonly stats = new ServerStats();
   #log: Logger;
+  #onRemoved: () => void;
   #node!: RawNode;
-  #storage = new MemoryStorage();
+  #storage!: MemoryStorage;
   #wal!: Wal;
   #snapshotter!: Snapshotter;
-  store = new V2Store();
+  #transport!: PeerTransport;
+  store!: V2Store;
+  /** v2 access control state (restored in place when a snapshot is installed). */
+  auth!: V2AuthState;
   membership!: Membership;
   #memberId = 0;
   #waits = new WaitRegistry<ApplyResult>();
+  #confWaits = new WaitRegistry<ApplyResult>();
   #nextId!: () => number;
+  #reads!: ReadIndexBatcher;
 
+  /** Invariant: appliedIndex <= commitIndex; snapshotIndex <= appliedIndex. */
   #appliedIndex = 0;
   #snapshotIndex = 0;
-  #confState = { voters: [] as number[], learners: [] as number[] };
+  #confState: ConfState = { voters: [], learners: [] };
   #lead = 0;
   #term = 0;
   #commitIndex = 0;
@@ -80,19 +80,13 @@ export class KvServer {
   #drainAgain = false;
   #tickTimer: NodeJS.Timeout | undefined;
   #syncTimer: NodeJS.Timeout | undefined;
-  /** Proposals waiting for a leader (single member: only during start-up). */
+  /** Proposals waiting for a leader to be known. */
   #leaderWaiters: Array<() => void> = [];
-
-  // ReadIndex batching: every read that arrives while a request is in flight joins the next one.
-  #readPending: Array<{ resolve: () => void; reject: (e: unknown) => void }> = [];
-  #readInFlight: { ctx: string; batch: Array<{ resolve: () => void; reject: (e: unknown) => void }>; timer: NodeJS.Timeout } | undefined;
-  #readCounter = 0;
-  #readsAwaitingApply: PendingReadIndex[] = [];
 
   constructor(opts: KvServerOptions) {
     this.config = opts.config;
     this.#log = opts.logger;
-    this.stats = new ServerStats();
+    this.#onRemoved = opts.onRemoved ?? (() => undefined);
   }
 
   get memberId(): number {
@@ -116,85 +110,74 @@ export class KvServer {
   get isLeader(): boolean {
     return this.#lead !== 0 && this.#lead === this.#memberId;
   }
+  get transport(): PeerTransport {
+    return this.#transport;
+  }
 
   /** Request timeout as etcd computes it: 5 s plus two election timeouts. */
   get requestTimeoutMs(): number {
     return 5000 + 2 * this.config.electionTimeout;
   }
 
-  /** Opens or creates the data dir, replays snapshot + WAL, and starts ticking. */
+  /** Opens or creates the data dir, replays snapshot + WAL, connects to peers, starts ticking. */
   async start(): Promise<void> {
-    const memberDir = join(this.config.dataDir, "member");
-    const walDir = join(memberDir, "wal");
-    const snapDir = join(memberDir, "snap");
-    await mkdir(snapDir, { recursive: true, mode: 0o700 });
-    this.#snapshotter = new Snapshotter(snapDir, { logger: this.#log });
-    const electionTick = Math.max(2, Math.round(this.config.electionTimeout / this.config.heartbeatInterval));
-    const raftConfig = {
+    const m = await openMember(this.config, this.#log);
+    this.#wal = m.wal;
+    this.#snapshotter = m.snapshotter;
+    this.#storage = m.storage;
+    this.store = m.store;
+    this.auth = m.auth;
+    this.membership = m.membership;
+    this.#memberId = m.memberId;
+    this.#appliedIndex = m.appliedIndex;
+    this.#snapshotIndex = m.appliedIndex;
+    this.#confState = m.confState;
+    this.#node = new RawNode({
+      id: this.#memberId,
       storage: this.#storage,
-      electionTick,
+      applied: this.#appliedIndex,
+      electionTick: Math.max(2, Math.round(this.config.electionTimeout / this.config.heartbeatInterval)),
       heartbeatTick: 1,
       maxSizePerMsg: 1024 * 1024,
       maxInflightMsgs: 256,
       checkQuorum: true,
       preVote: true,
       random: Math.random,
-    };
-
-    if (Wal.exists(walDir)) {
-      const snap = await this.#snapshotter.loadNewest();
-      let ref = { index: 0, term: 0 };
-      if (snap) {
-        const image = JSON.parse(Buffer.from(snap.data).toString("utf8")) as SnapshotImage;
-        this.store = V2Store.recover(image.store);
-        this.membership = Membership.fromJSON(image.membership);
-        const confState = JSON.parse(Buffer.from(snap.meta).toString("utf8")) as { voters: number[]; learners: number[] };
-        this.#confState = confState;
-        this.#storage.applySnapshot({ data: snap.data, metadata: { index: snap.index, term: snap.term, confState } });
-        ref = { index: snap.index, term: snap.term };
-        this.#appliedIndex = snap.index;
-        this.#snapshotIndex = snap.index;
-      }
-      const opened = await Wal.open(walDir, { snapshot: ref, logger: this.#log });
-      if (opened.repaired) {
-        this.#log.warn("repaired a torn WAL tail", { file: opened.repaired.file, offset: opened.repaired.offset, droppedBytes: opened.repaired.droppedBytes });
-      }
-      this.#wal = opened.wal;
-      const meta = JSON.parse(Buffer.from(opened.metadata).toString("utf8")) as WalMetadata;
-      this.#memberId = meta.memberId;
-      this.membership ??= new Membership(meta.clusterId, meta.members);
-      this.#storage.setHardState(opened.hardState);
-      // The WAL stores the entry type as a plain number; Raft's type is the 0|1 union.
-      this.#storage.append(opened.entries.map((e) => ({ ...e, type: e.type === 1 ? EntryType.ConfChange : EntryType.Normal })));
-      this.#node = new RawNode({ ...raftConfig, id: this.#memberId, applied: this.#appliedIndex });
-      this.#log.info("restarted member", {
-        memberId: this.#memberId.toString(16),
-        clusterId: this.membership.clusterId.toString(16),
-        snapshotIndex: ref.index,
-        walEntries: opened.entries.length,
-        commit: opened.hardState.commit,
-      });
-    } else {
-      if (this.config.initialClusterState === "existing") {
-        // Joining an existing cluster needs peers (issue: several members).
-        throw new Error("--initial-cluster-state=existing needs a running cluster to join; not supported on an empty data dir of a single member");
-      }
-      this.membership = Membership.bootstrap(this.config.initialCluster, this.config.initialClusterToken);
-      const me = this.membership.list().find((m) => m.name === this.config.name);
-      if (!me) throw new Error(`couldn't find local name "${this.config.name}" in the initial cluster configuration`);
-      this.#memberId = me.id;
-      const meta: WalMetadata = { memberId: me.id, clusterId: this.membership.clusterId, members: this.membership.list() };
-      this.#wal = await Wal.create(walDir, Buffer.from(JSON.stringify(meta)), { logger: this.#log });
-      this.#node = new RawNode({ ...raftConfig, id: this.#memberId });
-      this.#node.bootstrap(this.membership.ids());
-      this.#log.info("started new member", { memberId: me.id.toString(16), clusterId: this.membership.clusterId.toString(16) });
-    }
+    });
+    if (m.bootstrapPeers) this.#node.bootstrap(m.bootstrapPeers);
+    this.#reads = new ReadIndexBatcher(
+      {
+        requestReadIndex: (ctx) => {
+          this.#node.readIndex(ctx);
+          this.#kick();
+        },
+        appliedIndex: () => this.#appliedIndex,
+      },
+      this.requestTimeoutMs,
+    );
+    this.#transport = new PeerTransport({
+      memberId: this.#memberId,
+      clusterId: this.membership.clusterId,
+      logger: this.#log,
+      localUrls: this.config.initialAdvertisePeerUrls,
+      onMessages: (msgs) => this.#receive(msgs),
+      onUnreachable: (id) => {
+        this.#node.reportUnreachable(id);
+        this.#kick();
+      },
+      onSnapshotStatus: (id, failed) => {
+        this.#node.reportSnapshot(id, failed);
+        this.#kick();
+      },
+    });
+    for (const peer of this.membership.list()) if (peer.id !== this.#memberId) this.#transport.addPeer(peer.id, peer.peerUrls);
 
     this.#nextId = requestIdGenerator(Date.now());
     this.stats.start(this.config.name, this.#memberId);
     await this.#drain();
     // A cluster of one needs no election timeout: campaign at once (etcd fast-forwards its ticks).
-    if (this.membership.ids().length === 1 && this.membership.ids()[0] === this.#memberId) {
+    const ids = this.membership.ids();
+    if (ids.length === 1 && ids[0] === this.#memberId) {
       this.#node.campaign();
       await this.#drain();
     }
@@ -213,32 +196,9 @@ export class KvServer {
 
   /** Proposes a command and resolves with its apply result. */
   async propose(body: CommandBody): Promise<ApplyResult> {
-    if (this.#stopped) throw new ServerUnavailableError("etcdserver: server stopped");
     const id = this.#nextId();
     const cmd = { ...body, m: this.#memberId, id } as Command;
-    const data = encodeCommand(cmd);
-    const result = this.#waits.register(id);
-    const deadline = Date.now() + this.requestTimeoutMs;
-    for (;;) {
-      try {
-        this.#node.propose(data);
-        break;
-      } catch (err) {
-        if (!(err instanceof ProposalDroppedError)) throw err;
-        if (Date.now() >= deadline) {
-          this.#waits.fail(id, new ServerUnavailableError("etcdserver: request timed out"));
-          break;
-        }
-        await this.#waitForLeader(deadline - Date.now());
-      }
-    }
-    this.#kick();
-    const timer = setTimeout(() => this.#waits.fail(id, new ServerUnavailableError("etcdserver: request timed out")), this.requestTimeoutMs);
-    try {
-      return await result;
-    } finally {
-      clearTimeout(timer);
-    }
+    return this.#proposeAndWait(this.#waits, id, () => this.#node.propose(encodeCommand(cmd)));
   }
 
   /** Proposes a v2 request; resolves with its event or throws its V2Error. */
@@ -255,28 +215,67 @@ export class KvServer {
    */
   linearizableRead(): Promise<void> {
     if (this.#stopped) return Promise.reject(new ServerUnavailableError("etcdserver: server stopped"));
-    return new Promise<void>((resolve, reject) => {
-      this.#readPending.push({ resolve, reject });
-      this.#startReadRound();
-    });
+    return this.#reads.read();
   }
 
-  #startReadRound(): void {
-    if (this.#readInFlight || this.#readPending.length === 0) return;
-    const batch = this.#readPending;
-    this.#readPending = [];
-    const ctx = `r${++this.#readCounter}`;
-    const timer = setTimeout(() => {
-      // No answer (no leader, or the request was dropped): fail this round, let the next start.
-      if (this.#readInFlight?.ctx === ctx) {
-        this.#readInFlight = undefined;
-        for (const r of batch) r.reject(new ServerUnavailableError("etcdserver: request timed out"));
-        this.#startReadRound();
+  /** Adds a voting member with these peer URLs (etcd's member add); resolves with it. */
+  async addMember(peerUrls: string[]): Promise<Member> {
+    const wanted = new Set(peerUrls.map((u) => new URL(u).href));
+    if (this.membership.list().some((m) => m.peerUrls.some((u) => wanted.has(new URL(u).href)))) {
+      throw new HttpMessageError(409, "membership: peerURL exists");
+    }
+    const member: Member = { id: memberIdFor(peerUrls, `${this.membership.clusterId.toString(16)}/${Date.now()}`), name: "", peerUrls, clientUrls: [] };
+    await this.#proposeConfChange(ConfChangeType.AddNode, member.id, member);
+    return member;
+  }
+
+  async removeMember(id: number): Promise<void> {
+    if (!this.membership.get(id)) throw new HttpMessageError(404, `No such member: ${id.toString(16)}`);
+    await this.#proposeConfChange(ConfChangeType.RemoveNode, id);
+  }
+
+  async updateMember(id: number, peerUrls: string[]): Promise<void> {
+    const m = this.membership.get(id);
+    if (!m) throw new HttpMessageError(404, `No such member: ${id.toString(16)}`);
+    await this.#proposeConfChange(ConfChangeType.UpdateNode, id, { ...m, peerUrls });
+  }
+
+  async #proposeConfChange(type: ConfChange["type"], nodeId: number, member?: Member): Promise<void> {
+    const reqId = this.#nextId();
+    const ctx: ConfChangeContext = member ? { proposer: this.#memberId, reqId, member } : { proposer: this.#memberId, reqId };
+    const res = await this.#proposeAndWait(this.#confWaits, reqId, () =>
+      this.#node.proposeConfChange({ type, nodeId, context: Buffer.from(JSON.stringify(ctx)) }),
+    );
+    if (!res.ok) throw res.error;
+  }
+
+  async #proposeAndWait(registry: WaitRegistry<ApplyResult>, id: number, proposeFn: () => void): Promise<ApplyResult> {
+    if (this.#stopped) throw new ServerUnavailableError("etcdserver: server stopped");
+    const result = registry.register(id);
+    const deadline = Date.now() + this.requestTimeoutMs;
+    for (;;) {
+      try {
+        proposeFn();
+        break;
+      } catch (err) {
+        if (!(err instanceof ProposalDroppedError)) {
+          registry.fail(id, err);
+          break;
+        }
+        if (Date.now() >= deadline) {
+          registry.fail(id, new ServerUnavailableError("etcdserver: request timed out"));
+          break;
+        }
+        await this.#waitForLeader(deadline - Date.now());
       }
-    }, this.requestTimeoutMs);
-    this.#readInFlight = { ctx, batch, timer };
-    this.#node.readIndex(Buffer.from(ctx));
+    }
     this.#kick();
+    const timer = setTimeout(() => registry.fail(id, new ServerUnavailableError("etcdserver: request timed out")), this.requestTimeoutMs);
+    try {
+      return await result;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   #waitForLeader(ms: number): Promise<void> {
@@ -288,6 +287,18 @@ export class KvServer {
       }
       this.#leaderWaiters.push(done);
     });
+  }
+
+  #receive(msgs: Message[]): void {
+    if (this.#stopped) return;
+    for (const m of msgs) {
+      try {
+        this.#node.step(m);
+      } catch (err) {
+        this.#log.warn("dropped a peer message raft refused", { from: m.from.toString(16), type: m.type, error: String(err) });
+      }
+    }
+    this.#kick();
   }
 
   #maybeSync(): void {
@@ -326,93 +337,103 @@ export class KvServer {
   }
 
   async #processReady(rd: Ready): Promise<void> {
-    if (rd.softState) this.#onSoftState(rd.softState.lead);
+    if (rd.softState) this.#onLeader(rd.softState.lead);
     if (rd.hardState) {
       this.#term = rd.hardState.term;
       this.#commitIndex = rd.hardState.commit;
     }
     if (rd.snapshot && rd.snapshot.metadata.index > 0) await this.#installSnapshot(rd.snapshot);
     // Durability first: entries and vote/term are on disk before anything depends on them.
-    if (rd.entries.length > 0 || rd.mustSync) {
-      await this.#wal.save(rd.hardState ?? null, rd.entries);
-    }
+    if (rd.entries.length > 0 || rd.mustSync) await this.#wal.save(rd.hardState ?? null, rd.entries);
     if (rd.hardState) this.#storage.setHardState(rd.hardState);
     if (rd.entries.length > 0) this.#storage.append(rd.entries);
-    if (rd.messages.length > 0) this.stats.sent(rd.messages.length);
-    // Single member: no peers to send to yet; transport arrives with several members.
-    for (const rs of rd.readStates) this.#onReadState(rs.index, Buffer.from(rs.requestCtx).toString());
+    if (rd.messages.length > 0) this.#transport.send(rd.messages);
+    for (const rs of rd.readStates) this.#reads.onReadState(rs.index, rs.requestCtx);
     for (const e of rd.committedEntries) this.#applyEntry(e);
-    this.#releaseReads();
+    this.#reads.release();
     this.#node.advance(rd);
     if (this.#appliedIndex - this.#snapshotIndex >= this.config.snapshotCount) await this.#snapshot();
   }
 
-  #onSoftState(lead: number): void {
-    if (lead !== this.#lead) {
-      this.#lead = lead;
-      this.stats.leaderChanged(lead);
-      if (lead !== 0) {
-        const ws = this.#leaderWaiters;
-        this.#leaderWaiters = [];
-        for (const w of ws) w();
-      }
+  #onLeader(lead: number): void {
+    if (lead === this.#lead) return;
+    const previous = this.#lead;
+    this.#lead = lead;
+    this.stats.leaderChanged(lead);
+    if (previous !== 0) this.#log.info("leader changed", { from: previous.toString(16), to: lead.toString(16), term: this.#term });
+    if (lead !== 0) {
+      const ws = this.#leaderWaiters;
+      this.#leaderWaiters = [];
+      for (const w of ws) w();
+      this.#reads.retry();
     }
-  }
-
-  #onReadState(index: number, ctx: string): void {
-    const f = this.#readInFlight;
-    if (!f || f.ctx !== ctx) return;
-    clearTimeout(f.timer);
-    this.#readInFlight = undefined;
-    this.#readsAwaitingApply.push({ index, batch: f.batch });
-    this.#startReadRound();
-  }
-
-  #releaseReads(): void {
-    if (this.#readsAwaitingApply.length === 0) return;
-    const keep: PendingReadIndex[] = [];
-    for (const r of this.#readsAwaitingApply) {
-      if (r.index <= this.#appliedIndex) for (const x of r.batch) x.resolve();
-      else keep.push(r);
-    }
-    this.#readsAwaitingApply = keep;
   }
 
   #applyEntry(e: Entry): void {
     if (e.index <= this.#appliedIndex) return;
-    if (e.type === EntryType.ConfChange) {
-      const cc = decodeConfChange(e.data);
-      this.#confState = this.#node.applyConfChange(cc);
-      // etcd records membership in the v2 store, so a conf change consumes a v2 index.
-      this.store.consumeIndex();
-    } else if (e.data.length > 0) {
+    if (e.type === EntryType.ConfChange) this.#applyConfChange(decodeConfChange(e.data));
+    else if (e.data.length > 0) {
       const cmd = decodeCommand(e.data);
-      const result = applyCommand({ store: this.store, membership: this.membership }, cmd);
+      const result = applyCommand({ store: this.store, membership: this.membership, auth: this.auth }, cmd);
       if (cmd.m === this.#memberId) this.#waits.trigger(cmd.id, result);
     }
     this.#appliedIndex = e.index;
   }
 
+  #applyConfChange(cc: ConfChange): void {
+    this.#confState = this.#node.applyConfChange(cc);
+    // etcd records membership in the v2 store, so a conf change consumes a v2 index.
+    this.store.consumeIndex();
+    const ctx = cc.context.length > 0 ? (JSON.parse(Buffer.from(cc.context).toString("utf8")) as ConfChangeContext) : undefined;
+    switch (cc.type) {
+      case ConfChangeType.AddNode:
+      case ConfChangeType.AddLearnerNode:
+        if (ctx?.member) this.membership.add(ctx.member);
+        if (cc.nodeId !== this.#memberId && ctx?.member) this.#transport.addPeer(cc.nodeId, ctx.member.peerUrls);
+        break;
+      case ConfChangeType.UpdateNode:
+        if (ctx?.member) {
+          this.membership.add(ctx.member);
+          if (cc.nodeId !== this.#memberId) this.#transport.updatePeer(cc.nodeId, ctx.member.peerUrls);
+        }
+        break;
+      case ConfChangeType.RemoveNode:
+        this.membership.remove(cc.nodeId);
+        if (cc.nodeId === this.#memberId) {
+          this.#log.warn("this member was removed from the cluster; stopping");
+          queueMicrotask(() => this.#onRemoved());
+        } else {
+          this.#transport.removePeer(cc.nodeId);
+        }
+        break;
+    }
+    if (ctx && ctx.proposer === this.#memberId) this.#confWaits.trigger(ctx.reqId, { ok: true });
+  }
+
   async #installSnapshot(snap: Snapshot): Promise<void> {
     // A snapshot from the leader replaces the whole state machine (followers only).
-    await this.#snapshotter.save({ index: snap.metadata.index, term: snap.metadata.term, data: snap.data, meta: Buffer.from(JSON.stringify(snap.metadata.confState)) });
-    await this.#wal.saveSnapshotRef({ index: snap.metadata.index, term: snap.metadata.term });
+    const ref = { index: snap.metadata.index, term: snap.metadata.term };
+    await this.#snapshotter.save({ ...ref, data: snap.data, meta: encodeConfState(snap.metadata.confState) });
+    await this.#wal.saveSnapshotRef(ref);
     this.#storage.applySnapshot(snap);
-    const image = JSON.parse(Buffer.from(snap.data).toString("utf8")) as SnapshotImage;
+    const image = decodeSnapshotImage(snap.data);
     // In place: open watches stay registered across a snapshot install.
     this.store.recovery(image.store);
+    this.auth.recovery(image.auth ?? new V2AuthState().save());
     this.membership = Membership.fromJSON(image.membership);
+    for (const m of this.membership.list()) if (m.id !== this.#memberId) this.#transport.updatePeer(m.id, m.peerUrls);
     this.#confState = snap.metadata.confState;
-    this.#appliedIndex = snap.metadata.index;
-    this.#snapshotIndex = snap.metadata.index;
+    this.#appliedIndex = ref.index;
+    this.#snapshotIndex = ref.index;
+    this.#log.info("installed snapshot from the leader", ref);
   }
 
   async #snapshot(): Promise<void> {
     const index = this.#appliedIndex;
-    const image: SnapshotImage = { store: this.store.save(), membership: this.membership.toJSON() };
+    const image: SnapshotImage = { store: this.store.save(), membership: this.membership.toJSON(), auth: this.auth.save() };
     const data = Buffer.from(JSON.stringify(image));
     const snap = this.#storage.createSnapshot(index, this.#confState, data);
-    await this.#snapshotter.save({ index, term: snap.metadata.term, data, meta: Buffer.from(JSON.stringify(this.#confState)) });
+    await this.#snapshotter.save({ index, term: snap.metadata.term, data, meta: encodeConfState(this.#confState) });
     await this.#wal.saveSnapshotRef({ index, term: snap.metadata.term });
     this.#snapshotIndex = index;
     const compactTo = index - SNAPSHOT_CATCHUP_ENTRIES;
@@ -428,17 +449,44 @@ export class KvServer {
     process.exit(1);
   }
 
-  /** Stops ticking, fails pending requests, closes the WAL. */
+  /**
+   * Hands leadership to the most up-to-date follower before this member stops, so the
+   * cluster does not wait an election timeout (etcd does the same on graceful shutdown).
+   */
+  async transferLeadership(): Promise<void> {
+    if (!this.isLeader) return;
+    const progress = this.#node.status().progress;
+    if (!progress) return;
+    let best = 0;
+    let bestMatch = -1;
+    for (const [n, p] of progress) {
+      if (n !== this.#memberId && p.match > bestMatch && this.#confState.voters.includes(n)) {
+        best = n;
+        bestMatch = p.match;
+      }
+    }
+    if (best === 0) return;
+    this.#log.info("transferring leadership before stopping", { to: best.toString(16) });
+    this.#node.transferLeader(best);
+    this.#kick();
+    const deadline = Date.now() + 2 * this.config.electionTimeout;
+    while (this.isLeader && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  }
+
+  /** Stops ticking, fails pending requests, closes the peer links and the WAL. */
   async stop(): Promise<void> {
     if (this.#stopped) return;
+    await this.transferLeadership().catch(() => undefined);
     this.#stopped = true;
     clearInterval(this.#tickTimer);
     clearInterval(this.#syncTimer);
-    this.#waits.failAll(new ServerUnavailableError("etcdserver: server stopped"));
-    for (const r of this.#readPending) r.reject(new ServerUnavailableError("etcdserver: server stopped"));
-    this.#readPending = [];
+    const stopped = new ServerUnavailableError("etcdserver: server stopped");
+    this.#waits.failAll(stopped);
+    this.#confWaits.failAll(stopped);
+    this.#reads.failAll(stopped);
     // Let an in-flight Ready finish its fsync before closing the file.
     while (this.#draining) await new Promise((r) => setTimeout(r, 5));
+    await this.#transport.stop();
     await this.#wal.close();
   }
 }

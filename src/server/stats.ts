@@ -1,5 +1,6 @@
-// Member statistics for /v2/stats/self and /v2/stats/leader (etcd's v2stats). Rates are
-// kept as etcd does: counts over a sliding window of recent sends/receives.
+// Member statistics for /v2/stats/self and /v2/stats/leader (etcd's v2stats). The
+// transport counts messages, bytes and latencies; this module shapes them as etcd does.
+import type { PeerStats, SelfTransportStats } from "../transport/index.ts";
 
 /** Go's time.Duration.String() for a duration in milliseconds (fractional ms allowed). */
 export function goDuration(ms: number): string {
@@ -49,14 +50,17 @@ export interface SelfStatsJSON {
   sendBandwidthRate?: number;
 }
 
+export interface LeaderStatsJSON {
+  leader: string;
+  followers: Record<string, { latency: PeerStats["latencyMs"]; counts: { fail: number; success: number } }>;
+}
+
 export class ServerStats {
   #name = "";
   #id = 0;
   #startTime = 0;
   #leader = 0;
   #leaderStart = 0;
-  #recvAppend = 0;
-  #sendAppend = 0;
 
   start(name: string, id: number): void {
     this.#name = name;
@@ -69,17 +73,10 @@ export class ServerStats {
     this.#leaderStart = Date.now();
   }
 
-  sent(n: number): void {
-    this.#sendAppend += n;
-  }
-
-  received(n: number): void {
-    this.#recvAppend += n;
-  }
-
-  self(): SelfStatsJSON {
+  /** /v2/stats/self: rates are shown only where etcd shows them (non-zero, by role). */
+  self(t: SelfTransportStats): SelfStatsJSON {
     const isLeader = this.#leader === this.#id && this.#id !== 0;
-    return {
+    const out: SelfStatsJSON = {
       name: this.#name,
       id: this.#id.toString(16),
       state: isLeader ? "StateLeader" : "StateFollower",
@@ -89,12 +86,23 @@ export class ServerStats {
         uptime: goDuration(this.#leader === 0 ? 0 : Date.now() - this.#leaderStart),
         startTime: goTime(this.#leaderStart || this.#startTime),
       },
-      recvAppendRequestCnt: this.#recvAppend,
-      sendAppendRequestCnt: isLeader ? 0 : this.#sendAppend,
+      recvAppendRequestCnt: t.recvAppendRequestCnt,
+      sendAppendRequestCnt: t.sendAppendRequestCnt,
     };
+    if (!isLeader) {
+      if (t.recvPkgRate > 0) out.recvPkgRate = t.recvPkgRate;
+      if (t.recvBandwidthRate > 0) out.recvBandwidthRate = t.recvBandwidthRate;
+    } else {
+      if (t.sendPkgRate > 0) out.sendPkgRate = t.sendPkgRate;
+      if (t.sendBandwidthRate > 0) out.sendBandwidthRate = t.sendBandwidthRate;
+    }
+    return out;
   }
 
-  leader(): { leader: string; followers: Record<string, unknown> } {
-    return { leader: this.#id.toString(16), followers: {} };
+  /** /v2/stats/leader: one entry per follower, keyed by hex id. */
+  leader(peers: Record<string, PeerStats>): LeaderStatsJSON {
+    const followers: LeaderStatsJSON["followers"] = {};
+    for (const [id, p] of Object.entries(peers)) followers[id] = { latency: p.latencyMs, counts: { fail: p.failed, success: p.sent } };
+    return { leader: this.#id.toString(16), followers };
   }
 }

@@ -35,7 +35,7 @@ export function handleHealth(req: IncomingMessage, res: ServerResponse, ctx: Inf
 export function handleStats(req: IncomingMessage, res: ServerResponse, which: "store" | "self" | "leader", ctx: InfoContext): void {
   onlyGet(req);
   const s = ctx.server;
-  const body = which === "store" ? s.store.statsJSON() : which === "self" ? s.stats.self() : s.stats.leader();
+  const body = which === "store" ? s.store.statsJSON() : which === "self" ? s.stats.self(s.transport.selfStats()) : s.stats.leader(s.transport.stats());
   if (which === "leader" && !s.isLeader) throw new HttpMessageError(403, "not current leader");
   writeJson(res, 200, {}, JSON.stringify(body));
 }
@@ -111,10 +111,10 @@ export async function handleMembers(req: IncomingMessage, res: ServerResponse, s
   }
   if (method === "POST") {
     if (id !== "") throw new HttpMessageError(404, "Not found", headers);
-    await readMemberRequest(req, headers);
-    // Adding a member needs the peer transport (several members): refuse clearly rather than
-    // wedge a single member by adding a voter it can never reach.
-    throw new HttpMessageError(500, "etcdserver: adding members is not supported by this single-member server yet", headers);
+    const urls = await readMemberRequest(req, headers);
+    const m = await withHeaders(s.addMember(urls), headers);
+    writeJson(res, 201, headers, JSON.stringify(memberJSON(m)));
+    return;
   }
   if (id === "") {
     // etcd answers a DELETE/PUT without an id with a bare 405 (no Allow header).
@@ -122,10 +122,22 @@ export async function handleMembers(req: IncomingMessage, res: ServerResponse, s
     throw new HttpTextError(405, "Method Not Allowed", headers);
   }
   const numeric = /^[0-9a-fA-F]{1,16}$/.test(id) ? parseInt(id, 16) : NaN;
-  if (method === "PUT") await readMemberRequest(req, headers);
-  else req.resume();
+  const urls = method === "PUT" ? await readMemberRequest(req, headers) : (req.resume(), []);
   if (Number.isNaN(numeric) || !s.membership.get(numeric)) throw new HttpMessageError(404, `No such member: ${id}`, headers);
-  throw new HttpMessageError(500, "etcdserver: changing members is not supported by this single-member server yet", headers);
+  if (method === "DELETE") await withHeaders(s.removeMember(numeric), headers);
+  else await withHeaders(s.updateMember(numeric, urls), headers);
+  res.writeHead(204, { ...corsHeaders, ...headers });
+  res.end();
+}
+
+/** Member writes answer their errors with the cluster id header, as etcd's members handler does. */
+async function withHeaders<T>(p: Promise<T>, headers: OutgoingHttpHeaders): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    if (err instanceof HttpMessageError) throw new HttpMessageError(err.status, err.message, { ...headers, ...err.headers });
+    throw err;
+  }
 }
 
 export { notFound };

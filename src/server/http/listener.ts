@@ -9,10 +9,10 @@ export interface Listener {
   server: Server;
 }
 
-export async function listen(urls: readonly URL[], handler: Parameters<typeof createServer>[1], log: Logger): Promise<Listener[]> {
+export async function listen(urls: readonly URL[], handler: Parameters<typeof createServer>[1], log: Logger, traffic: "client" | "peer" = "client"): Promise<Listener[]> {
   const out: Listener[] = [];
   for (const url of urls) {
-    if (url.protocol === "https:") throw new Error(`Cannot listen on ${url.href}: TLS for clients is not supported yet (use http://)`);
+    if (url.protocol === "https:") throw new Error(`Cannot listen on ${url.href}: TLS is not supported yet (use http://)`);
     const server = createServer({ keepAliveTimeout: 30_000, headersTimeout: 60_000, requestTimeout: 0, maxHeaderSize: 16 * 1024 }, handler);
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -23,7 +23,7 @@ export async function listen(urls: readonly URL[], handler: Parameters<typeof cr
         resolve();
       });
     });
-    log.info("serving client traffic", { address: url.origin });
+    log.info(`serving ${traffic} traffic`, { address: url.origin });
     out.push({ url, server });
   }
   return out;

@@ -1,0 +1,171 @@
+// Opening a member's data dir, in one of three ways:
+// - restart: the newest valid snapshot, then the WAL entries after it (torn tail repaired);
+// - new cluster (--initial-cluster-state new): the membership is derived from the flags,
+//   identically on every member, and Raft is bootstrapped with the same conf changes;
+// - join (--initial-cluster-state existing): the membership (and so the cluster id and our
+//   member id, assigned when `member add` ran) is fetched from a running member's peer URL;
+//   Raft starts empty and the leader sends it the log or a snapshot.
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { MemoryStorage, EntryType, type ConfState } from "../raft/index.ts";
+import { Wal, Snapshotter } from "../wal/index.ts";
+import { V2Store } from "../store/v2/store.ts";
+import { V2AuthState, type V2AuthImage } from "../auth/index.ts";
+import { Membership, type Member } from "./membership.ts";
+import type { Logger } from "./logger.ts";
+import type { ServerConfig } from "./config.ts";
+
+/** What the WAL metadata records: who this member is, in which cluster. */
+export interface WalMetadata {
+  memberId: number;
+  clusterId: number;
+  members: Member[];
+}
+
+/** What a snapshot holds: the whole replicated state machine. */
+export interface SnapshotImage {
+  store: string;
+  membership: ReturnType<Membership["toJSON"]>;
+  /** v2 users, roles and the enabled flag (absent in images written before access control). */
+  auth?: V2AuthImage;
+}
+
+export interface OpenedMember {
+  wal: Wal;
+  snapshotter: Snapshotter;
+  storage: MemoryStorage;
+  store: V2Store;
+  auth: V2AuthState;
+  membership: Membership;
+  memberId: number;
+  appliedIndex: number;
+  confState: ConfState;
+  /** Voters to bootstrap Raft with: only for the very first start of a new cluster. */
+  bootstrapPeers?: number[];
+}
+
+export function decodeSnapshotImage(data: Uint8Array): SnapshotImage {
+  return JSON.parse(Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString("utf8")) as SnapshotImage;
+}
+
+export function encodeConfState(cs: ConfState): Buffer {
+  return Buffer.from(JSON.stringify(cs));
+}
+
+export async function openMember(config: ServerConfig, log: Logger): Promise<OpenedMember> {
+  const memberDir = join(config.dataDir, "member");
+  const walDir = join(memberDir, "wal");
+  const snapDir = join(memberDir, "snap");
+  await mkdir(snapDir, { recursive: true, mode: 0o700 });
+  const snapshotter = new Snapshotter(snapDir, { logger: log });
+  if (Wal.exists(walDir)) return restart(walDir, snapshotter, log);
+  if (config.initialClusterState === "new") return createNew(config, walDir, snapshotter, log);
+  return joinExisting(config, walDir, snapshotter, log);
+}
+
+async function restart(walDir: string, snapshotter: Snapshotter, log: Logger): Promise<OpenedMember> {
+  const storage = new MemoryStorage();
+  const snap = await snapshotter.loadNewest();
+  let store = new V2Store();
+  let auth = new V2AuthState();
+  let membership: Membership | undefined;
+  let confState: ConfState = { voters: [], learners: [] };
+  let ref = { index: 0, term: 0 };
+  if (snap) {
+    const image = decodeSnapshotImage(snap.data);
+    store = V2Store.recover(image.store);
+    if (image.auth !== undefined) auth = V2AuthState.recover(image.auth);
+    membership = Membership.fromJSON(image.membership);
+    confState = JSON.parse(Buffer.from(snap.meta).toString("utf8")) as ConfState;
+    storage.applySnapshot({ data: snap.data, metadata: { index: snap.index, term: snap.term, confState } });
+    ref = { index: snap.index, term: snap.term };
+  }
+  const opened = await Wal.open(walDir, { snapshot: ref, logger: log });
+  if (opened.repaired) {
+    log.warn("repaired a torn WAL tail", { file: opened.repaired.file, offset: opened.repaired.offset, droppedBytes: opened.repaired.droppedBytes });
+  }
+  const meta = JSON.parse(Buffer.from(opened.metadata).toString("utf8")) as WalMetadata;
+  storage.setHardState(opened.hardState);
+  // The WAL stores the entry type as a plain number; Raft's type is the 0|1 union.
+  storage.append(opened.entries.map((e) => ({ ...e, type: e.type === 1 ? EntryType.ConfChange : EntryType.Normal })));
+  log.info("restarted member", {
+    memberId: meta.memberId.toString(16),
+    clusterId: meta.clusterId.toString(16),
+    snapshotIndex: ref.index,
+    walEntries: opened.entries.length,
+    commit: opened.hardState.commit,
+  });
+  return {
+    wal: opened.wal,
+    snapshotter,
+    storage,
+    store,
+    auth,
+    membership: membership ?? new Membership(meta.clusterId, meta.members),
+    memberId: meta.memberId,
+    appliedIndex: ref.index,
+    confState,
+  };
+}
+
+async function createNew(config: ServerConfig, walDir: string, snapshotter: Snapshotter, log: Logger): Promise<OpenedMember> {
+  const membership = Membership.bootstrap(config.initialCluster, config.initialClusterToken);
+  const me = membership.list().find((m) => m.name === config.name);
+  if (!me) throw new Error(`couldn't find local name "${config.name}" in the initial cluster configuration`);
+  const meta: WalMetadata = { memberId: me.id, clusterId: membership.clusterId, members: membership.list() };
+  const wal = await Wal.create(walDir, Buffer.from(JSON.stringify(meta)), { logger: log });
+  log.info("started new member", { memberId: me.id.toString(16), clusterId: membership.clusterId.toString(16), members: membership.ids().length });
+  return {
+    wal,
+    snapshotter,
+    storage: new MemoryStorage(),
+    store: new V2Store(),
+    auth: new V2AuthState(),
+    membership,
+    memberId: me.id,
+    appliedIndex: 0,
+    confState: { voters: [], learners: [] },
+    bootstrapPeers: membership.ids(),
+  };
+}
+
+/** The peer-port endpoint a joining member reads the cluster's membership from. */
+export const PEER_MEMBERS_PATH = "/members";
+
+async function joinExisting(config: ServerConfig, walDir: string, snapshotter: Snapshotter, log: Logger): Promise<OpenedMember> {
+  const mine = new Set(config.initialAdvertisePeerUrls.map((u) => new URL(u).href));
+  const others = [...config.initialCluster.entries()].filter(([name]) => name !== config.name).flatMap(([, urls]) => urls);
+  if (others.length === 0) {
+    throw new Error("--initial-cluster-state=existing needs the running members' peer URLs in --initial-cluster");
+  }
+  const errors: string[] = [];
+  for (const url of others) {
+    try {
+      const res = await fetch(new URL(PEER_MEMBERS_PATH, url), { signal: AbortSignal.timeout(2000) });
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      const membership = Membership.fromJSON((await res.json()) as ReturnType<Membership["toJSON"]>);
+      const me = membership.list().find((m) => m.peerUrls.some((u) => mine.has(new URL(u).href)));
+      if (!me) {
+        throw new Error(`this member (peer URLs ${config.initialAdvertisePeerUrls.join(",")}) is not in the cluster: add it first with 'kvctl member add'`);
+      }
+      const meta: WalMetadata = { memberId: me.id, clusterId: membership.clusterId, members: membership.list() };
+      const wal = await Wal.create(walDir, Buffer.from(JSON.stringify(meta)), { logger: log });
+      log.info("joining existing cluster", { memberId: me.id.toString(16), clusterId: membership.clusterId.toString(16), via: url });
+      return {
+        wal,
+        snapshotter,
+        storage: new MemoryStorage(),
+        store: new V2Store(),
+        auth: new V2AuthState(),
+        membership,
+        memberId: me.id,
+        appliedIndex: 0,
+        confState: { voters: [], learners: [] },
+      };
+    } catch (err) {
+      errors.push(`${url}: ${err instanceof Error ? err.message : String(err)}`);
+      if (err instanceof Error && err.message.includes("is not in the cluster")) throw err;
+    }
+  }
+  throw new Error(`cannot join the existing cluster: no member answered (${errors.join("; ")})`);
+}

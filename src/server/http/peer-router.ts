@@ -1,0 +1,27 @@
+// The peer port: Raft messages between members (the transport's endpoints under /raft),
+// and the membership a joining member reads before it starts (bootstrap.ts). Nothing else
+// is served there.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { KvServer } from "../kv-server.ts";
+import { PEER_MEMBERS_PATH } from "../bootstrap.ts";
+import { Header } from "../../api/headers.ts";
+
+export function createPeerRouter(server: KvServer): (req: IncomingMessage, res: ServerResponse) => void {
+  const raft = server.transport.handler();
+  return (req, res) => {
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    if (path === "/raft" || path.startsWith("/raft/")) {
+      raft(req, res);
+      return;
+    }
+    req.resume();
+    if (path === PEER_MEMBERS_PATH && req.method === "GET") {
+      const body = JSON.stringify(server.membership.toJSON());
+      res.writeHead(200, { "Content-Type": "application/json", [Header.kvClusterId]: server.clusterId.toString(16), "Content-Length": Buffer.byteLength(body) });
+      res.end(body);
+      return;
+    }
+    res.writeHead(404, { "Content-Type": "text/plain; charset=utf-8" });
+    res.end("404 page not found\n");
+  };
+}

@@ -1,0 +1,100 @@
+// Linearizable reads through Raft's ReadIndex, batched: every read that arrives while a
+// ReadIndex round is in flight joins the next round, so a burst of quorum reads costs one
+// leadership confirmation (a heartbeat round with several members) instead of one each.
+//
+// Invariant: a read resolves only once the member has applied at least the commit index
+// the leader reported for a round that STARTED after the read arrived.
+import { ServerUnavailableError } from "./http/respond.ts";
+
+interface PendingRead {
+  resolve: () => void;
+  reject: (e: unknown) => void;
+}
+
+export interface ReadIndexHost {
+  /** Asks Raft for a read index; the answer comes back through onReadState. */
+  requestReadIndex(ctx: Uint8Array): void;
+  appliedIndex(): number;
+}
+
+export class ReadIndexBatcher {
+  #host: ReadIndexHost;
+  #timeoutMs: number;
+  #pending: PendingRead[] = [];
+  #inFlight: { ctx: string; batch: PendingRead[]; timer: NodeJS.Timeout } | undefined;
+  #counter = 0;
+  #awaitingApply: Array<{ index: number; batch: PendingRead[] }> = [];
+
+  constructor(host: ReadIndexHost, timeoutMs: number) {
+    this.#host = host;
+    this.#timeoutMs = timeoutMs;
+  }
+
+  read(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.#pending.push({ resolve, reject });
+      this.#startRound();
+    });
+  }
+
+  /** A ReadState from Raft: `index` must be applied before the round's reads may run. */
+  onReadState(index: number, ctx: Uint8Array): void {
+    const f = this.#inFlight;
+    if (!f || f.ctx !== Buffer.from(ctx).toString()) return;
+    clearTimeout(f.timer);
+    this.#inFlight = undefined;
+    this.#awaitingApply.push({ index, batch: f.batch });
+    this.#startRound();
+  }
+
+  /** Called after apply: releases the rounds whose index is applied. */
+  release(): void {
+    if (this.#awaitingApply.length === 0) return;
+    const applied = this.#host.appliedIndex();
+    const keep: Array<{ index: number; batch: PendingRead[] }> = [];
+    for (const r of this.#awaitingApply) {
+      if (r.index <= applied) for (const x of r.batch) x.resolve();
+      else keep.push(r);
+    }
+    this.#awaitingApply = keep;
+  }
+
+  /**
+   * Leadership changed: a request in flight may never be answered (the old leader dropped
+   * it). Retry it at once rather than wait for the timeout.
+   */
+  retry(): void {
+    const f = this.#inFlight;
+    if (!f) return;
+    clearTimeout(f.timer);
+    this.#inFlight = undefined;
+    this.#pending = f.batch.concat(this.#pending);
+    this.#startRound();
+  }
+
+  failAll(err: unknown): void {
+    const all = [...this.#pending, ...(this.#inFlight?.batch ?? []), ...this.#awaitingApply.flatMap((r) => r.batch)];
+    if (this.#inFlight) clearTimeout(this.#inFlight.timer);
+    this.#pending = [];
+    this.#inFlight = undefined;
+    this.#awaitingApply = [];
+    for (const r of all) r.reject(err);
+  }
+
+  #startRound(): void {
+    if (this.#inFlight || this.#pending.length === 0) return;
+    const batch = this.#pending;
+    this.#pending = [];
+    const ctx = `r${++this.#counter}`;
+    const timer = setTimeout(() => {
+      // No answer (no leader, or the request was dropped): fail this round, start the next.
+      if (this.#inFlight?.ctx === ctx) {
+        this.#inFlight = undefined;
+        for (const r of batch) r.reject(new ServerUnavailableError("etcdserver: request timed out"));
+        this.#startRound();
+      }
+    }, this.#timeoutMs);
+    this.#inFlight = { ctx, batch, timer };
+    this.#host.requestReadIndex(Buffer.from(ctx));
+  }
+}
