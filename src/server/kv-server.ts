@@ -169,6 +169,7 @@ export class KvServer {
         this.#node.reportSnapshot(id, failed);
         this.#kick();
       },
+      onRemoved: () => this.#removedFromCluster(),
     });
     for (const peer of this.membership.list()) if (peer.id !== this.#memberId) this.#transport.addPeer(peer.id, peer.peerUrls);
 
@@ -399,15 +400,23 @@ export class KvServer {
         break;
       case ConfChangeType.RemoveNode:
         this.membership.remove(cc.nodeId);
-        if (cc.nodeId === this.#memberId) {
-          this.#log.warn("this member was removed from the cluster; stopping");
-          queueMicrotask(() => this.#onRemoved());
-        } else {
+        if (cc.nodeId === this.#memberId) this.#removedFromCluster();
+        else {
           this.#transport.removePeer(cc.nodeId);
         }
         break;
     }
     if (ctx && ctx.proposer === this.#memberId) this.#confWaits.trigger(ctx.reqId, { ok: true });
+  }
+
+  #removedNotified = false;
+
+  /** This member is no longer part of the cluster (it applied its removal, or a peer said so). */
+  #removedFromCluster(): void {
+    if (this.#removedNotified) return;
+    this.#removedNotified = true;
+    this.#log.warn("the member has been permanently removed from the cluster; stopping");
+    queueMicrotask(() => this.#onRemoved());
   }
 
   async #installSnapshot(snap: Snapshot): Promise<void> {

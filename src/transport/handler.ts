@@ -32,9 +32,14 @@ export interface HandlerContext {
   readonly logger: TransportLogger;
   readonly limits: TransportLimits;
   isStopped(): boolean;
+  /** True for a member removed from the cluster: its requests are answered 410 Gone. */
+  isRemoved(id: number): boolean;
   /** Hands decoded messages to Raft; may throw (answered 500). */
   deliver(d: Delivery): void;
 }
+
+/** The body a removed member's requests get (etcd's wording). */
+export const REMOVED_MESSAGE = "the member has been permanently removed from the cluster";
 
 function reply(res: ServerResponse, status: number, text: string, extra: Record<string, string> = {}): void {
   if (res.headersSent || res.destroyed) return;
@@ -125,6 +130,12 @@ export function createHandler(ctx: HandlerContext): (req: IncomingMessage, res: 
     }
     const from = parseIdHex(fromHeader);
     if (from === undefined) return reply(res, 400, `missing or invalid ${PeerHeader.from} header`);
+    // A removed member does not learn of its removal through Raft (the leader stops talking
+    // to it): peers tell it when it next writes, as etcd's rafthttp does, and it stops.
+    if (ctx.isRemoved(from)) {
+      req.resume();
+      return reply(res, 410, REMOVED_MESSAGE);
+    }
     const to = parseIdHex(header(req, PeerHeader.to));
     if (to !== ctx.memberId) {
       ctx.logger.warn("refused peer request: addressed to another member", {

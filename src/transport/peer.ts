@@ -28,6 +28,8 @@ export interface PeerContext {
   headers(to: number): Record<string, string>;
   now(): number;
   onUnreachable(id: number): void;
+  /** The peer answered 410: this member was removed from the cluster. */
+  onRemoved(): void;
   onSnapshotStatus(id: number, failed: boolean): void;
   /** Delivered messages with their frame sizes (self stats). */
   onDelivered(msgs: readonly Message[], sizes: readonly number[]): void;
@@ -240,6 +242,10 @@ export class Peer {
       this.#pump();
     }, this.#backoffMs);
     this.#setActive(false, r.err);
+    if (r.err instanceof TransportError && r.err.code === "ERR_PEER_REMOVED") {
+      this.#ctx.logger.error("peer says this member was removed from the cluster", { remotePeerId: this.#hex() });
+      this.#ctx.onRemoved();
+    }
     this.#ctx.onUnreachable(this.id);
   }
 
@@ -304,6 +310,7 @@ export class Peer {
 function checkStatus(r: PostResult): void {
   if (r.status >= 200 && r.status < 300) return;
   // 412 with "cluster ID mismatch" is the one refusal worth a distinct code: it never heals.
-  const code = r.status === 412 && r.body.startsWith("cluster ID mismatch") ? "ERR_PEER_CLUSTER_MISMATCH" : "ERR_PEER_STATUS";
+  const code =
+    r.status === 410 ? "ERR_PEER_REMOVED" : r.status === 412 && r.body.startsWith("cluster ID mismatch") ? "ERR_PEER_CLUSTER_MISMATCH" : "ERR_PEER_STATUS";
   throw new TransportError(code, `peer answered ${r.status}${r.body === "" ? "" : `: ${r.body}`}`);
 }

@@ -42,6 +42,8 @@ export interface Member {
   snapshots: Message[];
   unreachable: number[];
   snapshotStatus: { id: number; failed: boolean }[];
+  /** How often a peer told this member it was removed from the cluster. */
+  removed: number;
   lines: LogLine[];
   /** While set, incoming requests wait for it before reaching the handler. */
   gate: Promise<void> | undefined;
@@ -68,6 +70,7 @@ export async function startMember(o: MemberOptions): Promise<Member> {
     onMessages: (msgs) => void mem.batches.push(msgs),
     onUnreachable: (id) => void mem.unreachable.push(id),
     onSnapshotStatus: (id, failed) => void mem.snapshotStatus.push({ id, failed }),
+    onRemoved: () => void (mem.removed += 1),
   };
   if (o.limits !== undefined) opts.limits = o.limits;
   if (o.withSnapshotHandler === true) opts.onSnapshot = (m) => void mem.snapshots.push(m);
@@ -93,6 +96,7 @@ export async function startMember(o: MemberOptions): Promise<Member> {
     snapshots: [],
     unreachable: [],
     snapshotStatus: [],
+    removed: 0,
     lines,
     gate: undefined,
     received: () => mem.batches.flat(),

@@ -176,3 +176,14 @@ test("updatePeer moves later messages to the new URL", async () => {
   assert.deepStrictEqual(b1.received().map((m) => m.index), [1]);
   assert.deepStrictEqual(b2.received().map((m) => m.index), [2]);
 });
+
+test("a removed member's requests are answered 410 and it is told it was removed", async () => {
+  const a = await member({ id: 1 });
+  const b = await member({ id: 2 });
+  mesh([a, b]);
+  a.transport.removePeer(2);
+  b.transport.send([app(2, 1, 1)]);
+  await waitFor("b to learn it was removed", () => b.removed > 0);
+  assert.equal(a.received().length, 0, "nothing from a removed member reaches raft");
+  assert.ok(b.lines.some((l) => l.msg.includes("removed from the cluster")));
+});

@@ -29,6 +29,8 @@ export interface PeerTransportOptions {
   onSnapshot?(m: Message): void;
   /** A peer failed a request (or its queue overflowed): raft's reportUnreachable(id). */
   onUnreachable?(id: number): void;
+  /** A peer answered that THIS member was removed from the cluster: stop serving. */
+  onRemoved?(): void;
   /** Outcome of a MsgSnap we sent: raft's reportSnapshot(id, failed). */
   onSnapshotStatus?(id: number, failed: boolean): void;
   /** Passed to both keep-alive agents (messages, snapshots). */
@@ -77,6 +79,7 @@ export class PeerTransport {
       headers: (to) => ({ ...base, [PeerHeader.to]: idHex(to) }),
       now: () => performance.now(),
       onUnreachable: (id) => this.#opts.onUnreachable?.(id),
+      onRemoved: () => this.#opts.onRemoved?.(),
       onSnapshotStatus: (id, failed) => this.#opts.onSnapshotStatus?.(id, failed),
       onDelivered: (msgs, sizes) => this.#onDelivered(msgs, sizes),
     };
@@ -146,6 +149,7 @@ export class PeerTransport {
       logger: this.#log,
       limits: this.#limits,
       isStopped: () => this.#stopped,
+      isRemoved: (id) => this.#removed.has(id),
       deliver: (d) => this.#deliver(d),
     });
   }

@@ -1,0 +1,116 @@
+// Several `kvctl serve` members on loopback for integration tests. Each member gets free
+// client and peer ports; stop() kills every process by PID and removes the data dirs.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { freePort, kvctlBin, repoRoot } from "./server.ts";
+
+export interface ClusterMember {
+  name: string;
+  clientUrl: string;
+  peerUrl: string;
+  dataDir: string;
+  process: ChildProcess | undefined;
+  log: string[];
+}
+
+export interface TestCluster {
+  members: ClusterMember[];
+  /** Starts (or restarts) a member with its original flags plus `extra`. */
+  start(m: ClusterMember, opts?: { state?: "new" | "existing"; initialCluster?: string }): Promise<void>;
+  kill(m: ClusterMember, signal?: NodeJS.Signals): Promise<void>;
+  /** A new member's ports and dir, not started and not yet in the cluster. */
+  spare(name: string): Promise<ClusterMember>;
+  leader(): Promise<ClusterMember | undefined>;
+  initialCluster(): string;
+  stop(): Promise<void>;
+}
+
+async function healthy(url: string, deadlineMs: number): Promise<boolean> {
+  const deadline = Date.now() + deadlineMs;
+  while (Date.now() < deadline) {
+    try {
+      const r = await fetch(`${url}/health`, { signal: AbortSignal.timeout(500) });
+      await r.arrayBuffer();
+      if (r.status === 200) return true;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return false;
+}
+
+async function newMember(root: string, name: string): Promise<ClusterMember> {
+  const cp = await freePort();
+  const pp = await freePort();
+  return { name, clientUrl: `http://127.0.0.1:${cp}`, peerUrl: `http://127.0.0.1:${pp}`, dataDir: join(root, name), process: undefined, log: [] };
+}
+
+export async function startCluster(n: number, flags: string[] = ["--heartbeat-interval", "50", "--election-timeout", "500"]): Promise<TestCluster> {
+  const root = mkdtempSync(join(tmpdir(), "kvctl-cluster-"));
+  const members: ClusterMember[] = [];
+  for (let i = 0; i < n; i++) members.push(await newMember(root, `m${i}`));
+  const initialCluster = (): string => members.map((m) => `${m.name}=${m.peerUrl}`).join(",");
+  const kill = async (m: ClusterMember, signal: NodeJS.Signals = "SIGKILL"): Promise<void> => {
+    const p = m.process;
+    if (!p || p.exitCode !== null || p.signalCode !== null) return;
+    const done = new Promise<void>((r) => p.once("exit", () => r()));
+    p.kill(signal);
+    const t = setTimeout(() => p.kill("SIGKILL"), 8000);
+    await done;
+    clearTimeout(t);
+  };
+  const cluster: TestCluster = {
+    members,
+    initialCluster,
+    async start(m, opts = {}) {
+      const args = [
+        kvctlBin, "serve", "--name", m.name, "--data-dir", m.dataDir,
+        "--listen-client-urls", m.clientUrl, "--advertise-client-urls", m.clientUrl,
+        "--listen-peer-urls", m.peerUrl, "--initial-advertise-peer-urls", m.peerUrl,
+        "--initial-cluster", opts.initialCluster ?? initialCluster(), "--initial-cluster-state", opts.state ?? "new", ...flags,
+      ];
+      const p = spawn(process.execPath, args, { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] });
+      const keep = (c: Buffer): void => {
+        m.log.push(c.toString());
+        if (m.log.length > 300) m.log.splice(0, 100);
+      };
+      p.stdout.on("data", keep);
+      p.stderr.on("data", keep);
+      m.process = p;
+    },
+    kill,
+    async spare(name) {
+      return newMember(root, name);
+    },
+    async leader() {
+      for (const m of members) {
+        if (!m.process || m.process.exitCode !== null || m.process.signalCode !== null) continue;
+        try {
+          const r = await fetch(`${m.clientUrl}/v2/stats/self`, { signal: AbortSignal.timeout(1000) });
+          const j = (await r.json()) as { state: string };
+          if (j.state === "StateLeader") return m;
+        } catch {
+          // down or slow: not the leader we can use
+        }
+      }
+      return undefined;
+    },
+    async stop() {
+      await Promise.all(members.map((m) => kill(m, "SIGKILL")));
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+  for (const m of members) await cluster.start(m);
+  for (const m of members) {
+    if (!(await healthy(m.clientUrl, 20_000))) {
+      await cluster.stop();
+      throw new Error(`member ${m.name} not healthy:\n${m.log.join("").slice(-3000)}`);
+    }
+  }
+  return cluster;
+}
+
+export { healthy };
