@@ -131,7 +131,8 @@ export function parseArgv(argv: readonly string[]): ParseOutcome {
   }
   const flags: Record<string, RawValue> = {};
   const args = parseCommandTokens(spec, argv.slice(i), flags, globals);
-  if (flags["help"] === true || globals["help"] === true) return { kind: "delegate", reason: "help" };
+  // parseCommandTokens may have set a global --help after the command.
+  if (flags["help"] === true || wantsHelp(globals)) return { kind: "delegate", reason: "help" };
   return ok(name, subcommand, globals, flags, args);
 }
 
@@ -213,4 +214,8 @@ export function globalsFromEnv(given: Readonly<Record<string, RawValue>>, env: N
     out[f.name] = f.type === "bool" ? parseGoBool(v, envName(f.name)) : v;
   }
   return out;
+}
+
+function wantsHelp(globals: Readonly<Record<string, RawValue>>): boolean {
+  return globals["help"] === true;
 }

@@ -10,17 +10,9 @@ import { V2Error } from "../api/v2-errors.ts";
 import { CliExit, ExitCode } from "./exit-codes.ts";
 import type { GlobalOptions, Invocation } from "./invocation.ts";
 import { promptPassword, startSpinner } from "./tty.ts";
+import type { Io } from "./io.ts";
 
-/** Where a command writes: process streams in the CLI, buffers in tests. */
-export interface Io {
-  stdout(text: string): void;
-  stderr(text: string): void;
-}
-
-export const processIo: Io = {
-  stdout: (t) => void process.stdout.write(t),
-  stderr: (t) => void process.stderr.write(t),
-};
+export type { Io } from "./io.ts";
 
 /** The text after etcdctl's `Error: ` for any failure. */
 export function errorText(err: unknown): string {

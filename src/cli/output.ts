@@ -67,7 +67,20 @@ function goJsonNode(n: V2NodeJSON | undefined): string {
 
 /** A JSON string as Go's encoding/json writes it (escapes <, >, &, U+2028/9, \b, \f). */
 export function goString(s: string): string {
-  return JSON.stringify(s).replace(/[<>&\u2028\u2029\b\f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  let out = '"';
+  for (const ch of s) {
+    const c = ch.codePointAt(0) ?? 0;
+    if (ch === '"') out += '\\"';
+    else if (ch === "\\") out += "\\\\";
+    else if (ch === "\n") out += "\\n";
+    else if (ch === "\r") out += "\\r";
+    else if (ch === "\t") out += "\\t";
+    else if (c < 0x20 || ch === "<" || ch === ">" || ch === "&" || c === 0x2028 || c === 0x2029) {
+      out += `\\u${c.toString(16).padStart(4, "0")}`;
+    } else if (c >= 0xd800 && c <= 0xdfff) out += "\\ufffd"; // a lone surrogate: Go writes U+FFFD
+    else out += ch;
+  }
+  return `${out}"`;
 }
 
 /** Colours for terminal output; `plainPaint` is the identity. */
@@ -112,7 +125,9 @@ export function formatLsTree(result: PrintableResult, opts: { slash: boolean; pa
   const label = (n: V2NodeJSON, name: string): string =>
     n.dir === true ? paint.dir(opts.slash ? `${name}/` : name) : paint.key(name);
   const lines = [label(root, root.key ?? "/")];
-  const walk = (nodes: readonly V2NodeJSON[], indent: string): void => {
+  const walk = (unsorted: readonly V2NodeJSON[], indent: string): void => {
+    // A tree is read by people: siblings in key order, whatever order the server used.
+    const nodes = [...unsorted].sort((a, b) => ((a.key ?? "") < (b.key ?? "") ? -1 : (a.key ?? "") > (b.key ?? "") ? 1 : 0));
     nodes.forEach((n, i) => {
       const last = i === nodes.length - 1;
       const name = (n.key ?? "").split("/").pop() ?? "";

@@ -28,7 +28,9 @@ export interface Spinner {
  * a watch is printing.
  */
 export function startSpinner(opts: { text: string; enabled: boolean; delayMs?: number }): Spinner {
-  if (!opts.enabled || process.stdout.isTTY !== true || process.stderr.isTTY !== true) return { stop() {} };
+  // A terminal that reports no width (a pty nobody sized) sends ora into a redraw loop.
+  const sized = (process.stderr.columns ?? 0) > 0;
+  if (!opts.enabled || !sized || process.stdout.isTTY !== true || process.stderr.isTTY !== true) return { stop() {} };
   let stopped = false;
   let spinner: { stop(): unknown } | undefined;
   const timer = setTimeout(() => {

@@ -1,0 +1,70 @@
+// Dispatch: parse argv (fast parser), hand help to yargs, load the one command module the
+// invocation names, and turn every failure into etcdctl's stderr text and exit code.
+
+import { parseArgv } from "./argv.ts";
+import { buildInvocation, type Invocation } from "./invocation.ts";
+import { CliExit, ExitCode, UsageError } from "./exit-codes.ts";
+import type { Io } from "./io.ts";
+
+type CommandModule = { run(inv: Invocation, io: Io): Promise<number> };
+
+/** Which module implements each command; imported on demand only. */
+const loaders: Readonly<Record<string, () => Promise<CommandModule>>> = {
+  get: () => import("./commands/keys.ts"),
+  set: () => import("./commands/keys.ts"),
+  mk: () => import("./commands/keys.ts"),
+  mkdir: () => import("./commands/keys.ts"),
+  setdir: () => import("./commands/keys.ts"),
+  update: () => import("./commands/keys.ts"),
+  updatedir: () => import("./commands/keys.ts"),
+  rm: () => import("./commands/keys.ts"),
+  rmdir: () => import("./commands/keys.ts"),
+  ls: () => import("./commands/ls.ts"),
+  watch: () => import("./commands/watch.ts"),
+  "exec-watch": () => import("./commands/watch.ts"),
+  "cluster-health": () => import("./commands/cluster.ts"),
+  member: () => import("./commands/cluster.ts"),
+  stats: () => import("./commands/stats.ts"),
+  version: () => import("./commands/version.ts"),
+  completion: () => import("./commands/completion.ts"),
+};
+
+/** Runs kvctl with argv (no node/script), returns the exit code. */
+export async function runCli(argv: readonly string[], io: Io, env: NodeJS.ProcessEnv): Promise<number> {
+  try {
+    const outcome = parseArgv(argv);
+    if (outcome.kind === "delegate") {
+      if (outcome.reason === "unknown-command") {
+        // urfave/cli's wording and exit code for an unknown command.
+        io.stderr(`No help topic for '${outcome.name ?? ""}'\n`);
+        return ExitCode.BadAuth;
+      }
+      const { helpText } = await import("./yargs-app.ts");
+      io.stdout(await helpText(helpPath(argv)));
+      return ExitCode.Success;
+    }
+    const inv = buildInvocation(outcome.raw, env);
+    const load = outcome.raw.globals["version"] === true ? loaders["version"] : loaders[inv.command];
+    if (load === undefined) throw new CliExit(ExitCode.BadAuth, `No help topic for '${inv.command}'\n`);
+    const mod = await load();
+    return await mod.run(inv, io);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.stderr(`Incorrect Usage: ${err.message}\n`);
+      return ExitCode.BadArgs;
+    }
+    if (err instanceof CliExit) {
+      io.stderr(err.stderr);
+      return err.exitCode;
+    }
+    io.stderr(`Error:  ${err instanceof Error ? err.message : String(err)}\n`);
+    return ExitCode.BadArgs;
+  }
+}
+
+/** The command words of argv (`member list`), for command-specific help. */
+function helpPath(argv: readonly string[]): string[] {
+  const words = argv.filter((a) => !a.startsWith("-"));
+  const first = words[0] === "help" || words[0] === "h" ? words.slice(1) : words;
+  return first.slice(0, 2).filter((w, i) => i === 0 || first[0] === "member");
+}
