@@ -5,12 +5,16 @@ import { V2Error } from "../api/v2-errors.ts";
 import type { V2Event, V2Store } from "../store/v2/store.ts";
 import type { Command, V2Request } from "./request.ts";
 import type { Membership } from "./membership.ts";
+import type { V2AuthResult, V2AuthState } from "../auth/index.ts"; // v2 access control (issue 3)
 
-export type ApplyResult = { ok: true; event?: V2Event } | { ok: false; error: V2Error };
+/** `auth` is set for auth commands: their own success or typed failure (status + etcd message). */
+export type ApplyResult = { ok: true; event?: V2Event; auth?: V2AuthResult } | { ok: false; error: V2Error };
 
 export interface StateMachine {
   store: V2Store;
   membership: Membership;
+  /** v2 users, roles and the enabled flag (issue 3). */
+  auth: V2AuthState;
 }
 
 function applyV2(store: V2Store, r: V2Request, now: number): V2Event {
@@ -58,5 +62,11 @@ export function applyCommand(sm: StateMachine, cmd: Command): ApplyResult {
       sm.membership.setAttributes(cmd.a.id, cmd.a.name, cmd.a.clientUrls);
       sm.store.consumeIndex();
       return { ok: true };
+    case "auth": {
+      // etcd keeps auth data in its v2 store, so auth writes spend v2 indexes (REFERENCE "v2 auth").
+      const applied = sm.auth.apply(cmd.op);
+      for (let i = 0; i < applied.consumedIndexes; i++) sm.store.consumeIndex();
+      return { ok: true, auth: applied.result };
+    }
   }
 }

@@ -3,6 +3,8 @@
 // commands on every member, so a command carries everything apply needs: no clock reads,
 // no environment (the proposer stamps `time`, and TTLs travel as absolute expirations).
 
+import type { V2AuthOp } from "../auth/index.ts"; // v2 access control (issue 3)
+
 /** A v2 key-space request, after validation at the HTTP edge (etcd's etcdserverpb.Request). */
 export interface V2Request {
   method: "PUT" | "POST" | "DELETE" | "QGET";
@@ -36,7 +38,9 @@ export type Command =
   | { t: "v2"; m: number; id: number; time: number; r: V2Request }
   /** The leader's clock, replicated so that TTL expiry is the same on every member. */
   | { t: "sync"; m: number; id: number; time: number }
-  | { t: "attr"; m: number; id: number; time: number; a: MemberAttributes };
+  | { t: "attr"; m: number; id: number; time: number; a: MemberAttributes }
+  /** v2 access control (issue 3): a user/role/enable change; passwords travel only as KDF hashes. */
+  | { t: "auth"; m: number; id: number; time: number; op: V2AuthOp };
 
 /** A command before the server gives it its proposer and id. */
 export type CommandBody = Command extends infer C ? (C extends Command ? Omit<C, "m" | "id"> : never) : never;

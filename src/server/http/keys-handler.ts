@@ -8,6 +8,7 @@ import type { V2Event } from "../../store/v2/store.ts";
 import type { KvServer } from "../kv-server.ts";
 import { parseKeyRequest } from "./parse-key-request.ts";
 import { parseForm } from "./body.ts";
+import { authorizeKeyRequest, type KeyAccess } from "./auth-handlers.ts";
 import { corsHeaders, methodNotAllowed, sendJson } from "./respond.ts";
 
 /** etcd closes an idle long-poll watch after 5 minutes with 200 and an empty body. */
@@ -58,6 +59,8 @@ export async function handleKeys(req: IncomingMessage, res: ServerResponse, keyP
   const now = Date.now();
   const kr = parseKeyRequest(method, keyPath, form, now);
   const server = ctx.server;
+  // v2 access control (issue 3): after parameter errors, before the log, the store or a watch.
+  const access = await authorizeKeyRequest(req, { server, key: keyPath, recursive: kr.kind === "write" ? kr.request.recursive : kr.recursive });
 
   switch (kr.kind) {
     case "write": {
@@ -86,7 +89,7 @@ export async function handleKeys(req: IncomingMessage, res: ServerResponse, keyP
       return;
     }
     case "watch":
-      handleWatch(req, res, kr, ctx);
+      handleWatch(req, res, kr, ctx, access);
       return;
   }
 }
@@ -96,6 +99,7 @@ function handleWatch(
   res: ServerResponse,
   kr: { path: string; recursive: boolean; stream: boolean; sinceIndex: number },
   ctx: KeysContext,
+  access: KeyAccess,
 ): void {
   let finished = false;
   let timer: NodeJS.Timeout | undefined;
@@ -110,6 +114,8 @@ function handleWatch(
   // Throws V2Error 401 (history cleared) before anything is written: answered as an error.
   const watcher = ctx.server.store.watch(kr.path, { recursive: kr.recursive, stream: kr.stream, sinceIndex: kr.sinceIndex }, (ev) => {
     if (finished) return;
+    // Checked at delivery: a caller who lost read access since the watch began gets the empty close, not the event.
+    if (!access.stillAllowed()) return finish();
     res.write(eventJSON(ev));
     if (!kr.stream) finish();
   });

@@ -7,6 +7,7 @@ import { unescape } from "./form.ts";
 import { muxCleanPath, escapePath } from "./path.ts";
 import { corsHeaders, notFound, writeError, writeText, HttpTextError } from "./respond.ts";
 import { handleKeys } from "./keys-handler.ts";
+import { handleAuth, requireRootForWrite } from "./auth-handlers.ts";
 import { handleV3, v3Route } from "./v3-routes.ts";
 import { handleHealth, handleMachines, handleMembers, handleStats, handleVersion } from "./info-handlers.ts";
 
@@ -84,9 +85,14 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterConte
     case "/v2/machines":
       return handleMachines(req, res, ctx);
     case "/v2/members":
+      await requireRootForWrite(req, ctx.server); // member writes need root when auth is on (issue 3)
       return handleMembers(req, res, "", ctx);
   }
-  if (path.startsWith("/v2/members/")) return handleMembers(req, res, path.slice("/v2/members".length), ctx);
+  if (path.startsWith("/v2/members/")) {
+    await requireRootForWrite(req, ctx.server); // issue 3
+    return handleMembers(req, res, path.slice("/v2/members".length), ctx);
+  }
+  if (path.startsWith("/v2/auth/")) return handleAuth(req, res, path, rawQuery, ctx); // issue 3
   const v3 = v3Route(path);
   if (v3 !== undefined) handleV3(req, v3);
   req.resume();

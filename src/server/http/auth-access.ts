@@ -1,0 +1,191 @@
+// Who is calling, and may they do this? HTTP Basic credentials on /v2/keys, /v2/auth and
+// member writes, decided as etcd's v2http does (client_auth.go):
+// - auth disabled: nothing is checked, credentials are not even parsed;
+// - no `Authorization` header (or an empty one): the guest role decides;
+// - any other header must be valid Basic credentials of an existing user with the right
+//   password, otherwise 401 even where guest would have been allowed;
+// - a denied key request is a v2 error 110 (401, index 0); a denied admin request is
+//   `{"message":"Insufficient credentials"}` (401).
+// Password checks go through the server's PasswordVerifier: the KDF runs once per distinct
+// credential (the whole Authorization value), later requests cost one SHA-256 and a map lookup.
+import type { IncomingMessage } from "node:http";
+import { V2Error, V2ErrorCode } from "../../api/v2-errors.ts";
+import { PasswordVerifier, type V2AuthState, type V2Principal } from "../../auth/index.ts";
+import type { KvServer } from "../kv-server.ts";
+import { unescape } from "./form.ts";
+import { HttpMessageError } from "./respond.ts";
+
+/**
+ * The server's replicated auth state, read afresh at each use: a snapshot install may
+ * replace the object, so nothing here keeps it across an await.
+ */
+export function authStateOf(server: KvServer): V2AuthState {
+  return server.auth;
+}
+
+const verifiers = new WeakMap<KvServer, PasswordVerifier>();
+
+/** The server's credential cache (edge state, not replicated: one per process). */
+export function verifierOf(server: KvServer): PasswordVerifier {
+  let v = verifiers.get(server);
+  if (!v) {
+    v = new PasswordVerifier({ capacity: 1024 });
+    verifiers.set(server, v);
+  }
+  return v;
+}
+
+export type Credential = { kind: "none" } | { kind: "basic"; user: string; password: Buffer } | { kind: "malformed" };
+
+const MALFORMED: Credential = { kind: "malformed" };
+const NONE: Credential = { kind: "none" };
+const fatalUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** Go's base64.StdEncoding.DecodeString: padded, strict alphabet, CR/LF ignored. */
+function decodeStdBase64(s: string): Buffer | undefined {
+  const t = s.replace(/[\r\n]/g, "");
+  if (t.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(t)) return undefined;
+  return Buffer.from(t, "base64");
+}
+
+/** Go's Request.BasicAuth on the `Authorization` header (scheme case-insensitive). */
+export function parseAuthorization(header: string | undefined): Credential {
+  if (header === undefined || header === "") return NONE;
+  if (header.length < 6 || header.slice(0, 6).toLowerCase() !== "basic ") return MALFORMED;
+  const bytes = decodeStdBase64(header.slice(6));
+  if (bytes === undefined) return MALFORMED;
+  const colon = bytes.indexOf(0x3a);
+  if (colon < 0) return MALFORMED;
+  let user: string;
+  try {
+    // A name that is not UTF-8 can name no user (user names come from JSON and URLs).
+    user = fatalUtf8.decode(bytes.subarray(0, colon));
+  } catch {
+    return MALFORMED;
+  }
+  return { kind: "basic", user, password: bytes.subarray(colon + 1) };
+}
+
+/** Who is calling; for a user, also the stored hash the password matched (a change revokes). */
+export interface Identity {
+  principal: V2Principal;
+  hash: string | undefined;
+}
+
+const GUEST: Identity = Object.freeze({ principal: Object.freeze({ kind: "guest" as const }), hash: undefined });
+
+/** From the credential cache only: the identity, or undefined when the token is not cached. */
+function cachedIdentity(server: KvServer, auth: V2AuthState, header: string): Identity | undefined {
+  const verifier = verifierOf(server);
+  const user = verifier.cachedUser(verifier.tokenKey(header), (u) => auth.passwordHash(u));
+  return user === undefined ? undefined : { principal: { kind: "user", name: user }, hash: auth.passwordHash(user) };
+}
+
+async function verifyCredentials(server: KvServer, header: string): Promise<Identity | undefined> {
+  const cred = parseAuthorization(header);
+  if (cred.kind !== "basic") return undefined;
+  const verifier = verifierOf(server);
+  const hash = authStateOf(server).passwordHash(cred.user);
+  const ok = await verifier.verify(verifier.tokenKey(header), cred.user, cred.password, hash);
+  // The password may have changed while the KDF ran: only the current hash counts.
+  if (!ok || authStateOf(server).passwordHash(cred.user) !== hash) return undefined;
+  return { principal: { kind: "user", name: cred.user }, hash };
+}
+
+/**
+ * Authenticates a request (auth enabled): the guest, a verified user, or undefined (401).
+ * Synchronous for the guest and for a credential already verified (the hot path); a
+ * promise only when the password must go through the KDF.
+ */
+export function authenticate(server: KvServer, header: string | undefined): Identity | undefined | Promise<Identity | undefined> {
+  if (header === undefined || header === "") return GUEST;
+  return cachedIdentity(server, authStateOf(server), header) ?? verifyCredentials(server, header);
+}
+
+/** Synchronous authentication from the credential cache only (a miss counts as a failure). */
+function authenticateCached(server: KvServer, auth: V2AuthState, header: string | undefined): Identity | undefined {
+  if (header === undefined || header === "") return GUEST;
+  return cachedIdentity(server, auth, header);
+}
+
+/** Is this still the same caller: the guest, or a user that exists with the same password hash? */
+function stillValid(auth: V2AuthState, id: Identity): boolean {
+  return id.principal.kind === "guest" || auth.passwordHash(id.principal.name) === id.hash;
+}
+
+export function insufficientCredentials(): HttpMessageError {
+  return new HttpMessageError(401, "Insufficient credentials");
+}
+
+/** etcd's hasRootAccess, for /v2/auth/users* and /v2/auth/roles*: throws 401 unless root (or auth disabled). */
+export async function requireRoot(req: IncomingMessage, server: KvServer): Promise<void> {
+  if (!authStateOf(server).enabled) return;
+  const id = await authenticate(server, req.headers.authorization);
+  if (id?.principal.kind !== "user" || !authStateOf(server).isRoot(id.principal.name)) throw insufficientCredentials();
+}
+
+/**
+ * etcd's hasWriteRootAccess (/v2/auth/enable, /v2/members): reads are free, writes need
+ * root. Only the write methods those endpoints allow are guarded, so a method they refuse
+ * still gets its 405 (etcd checks the method first).
+ */
+export async function requireRootForWrite(req: IncomingMessage, server: KvServer): Promise<void> {
+  if (req.method !== "POST" && req.method !== "PUT" && req.method !== "DELETE") return;
+  await requireRoot(req, server);
+}
+
+/** What a key request was allowed; watches ask again when they deliver. */
+export interface KeyAccess {
+  /**
+   * Synchronous re-check against the current auth state (for watch delivery): false when
+   * the caller has lost the access since (permission or role revoked, user deleted,
+   * password changed, auth enabled over an unauthorised watch).
+   */
+  stillAllowed(): boolean;
+}
+
+function deniedKeyAccess(): V2Error {
+  return new V2Error(V2ErrorCode.Unauthorized, "Insufficient credentials", 0);
+}
+
+/** The key etcd checks: the decoded request path after `/v2/keys`, so bare `/v2/keys` is "". */
+function requestKey(req: IncomingMessage, key: string): string {
+  if (key !== "/") return key;
+  const url = req.url ?? "";
+  const q = url.indexOf("?");
+  const decoded = unescape(q < 0 ? url : url.slice(0, q), false);
+  return "value" in decoded && decoded.value === "/v2/keys" ? "" : key;
+}
+
+/**
+ * etcd's hasKeyPrefixAccess for a /v2/keys request, called after parameter validation and
+ * before the store, the log or the watcher hub. Throws (or rejects with) V2Error 110 when
+ * denied. Synchronous unless a password must be verified: the keys hot path stays cheap.
+ * @param opts.key the decoded key path the keys handler uses
+ * @param opts.recursive the request's `recursive` flag (recursive access needs a `*` pattern)
+ */
+export function authorizeKeyRequest(req: IncomingMessage, opts: { server: KvServer; key: string; recursive: boolean }): KeyAccess | Promise<KeyAccess> {
+  const { server } = opts;
+  const access = { write: req.method !== "GET" && req.method !== "HEAD", recursive: opts.recursive };
+  const key = requestKey(req, opts.key);
+  /** Set when auth was enabled at the start: the identity the request was allowed for. */
+  let allowed: Identity | undefined;
+  const result: KeyAccess = {
+    stillAllowed(): boolean {
+      const now = authStateOf(server);
+      if (!now.enabled) return true;
+      // A watch that started while auth was disabled was never authenticated: do it now.
+      const id = allowed ?? authenticateCached(server, now, req.headers.authorization);
+      return id !== undefined && stillValid(now, id) && now.canAccess(id.principal, key, access);
+    },
+  };
+  if (!authStateOf(server).enabled) return result;
+  const decide = (id: Identity | undefined): KeyAccess => {
+    // Decided on the state after the (possibly slow) password check, not the one before it.
+    if (id === undefined || !authStateOf(server).canAccess(id.principal, key, access)) throw deniedKeyAccess();
+    allowed = id;
+    return result;
+  };
+  const id = authenticate(server, req.headers.authorization);
+  return id instanceof Promise ? id.then(decide) : decide(id);
+}
