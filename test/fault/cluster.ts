@@ -1,0 +1,267 @@
+// N real members on loopback, each behind a fault proxy on its peer port, and the
+// process-level faults: kill (any signal), restart on the same data, pause/resume.
+//
+// Ports, from `portBase` (b): member i serves clients on b+i, listens for peers on b+10+i
+// and advertises its proxy at b+20+i. Every child is tracked by PID and killed on
+// destroy(); destroy() also removes the data root. Nothing here waits without a deadline.
+
+import { spawn, type ChildProcess } from "node:child_process";
+import { createWriteStream, mkdtempSync, rmSync, type WriteStream } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { FaultProxy, Network, type ProxyStats } from "./proxy.ts";
+
+export const ServerKind = { kvctl: "kvctl", etcd: "etcd" } as const;
+export type ServerKind = (typeof ServerKind)[keyof typeof ServerKind];
+
+const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
+
+export const MemberState = { running: "running", paused: "paused", stopped: "stopped" } as const;
+export type MemberState = (typeof MemberState)[keyof typeof MemberState];
+
+export interface Member {
+  index: number;
+  name: string;
+  clientUrl: string;
+  peerPort: number;
+  proxyPort: number;
+  dataDir: string;
+  state: MemberState;
+  pid: number | undefined;
+}
+
+export interface ClusterOptions {
+  members: number;
+  server: ServerKind;
+  portBase: number;
+  log: (line: string) => void;
+  /** Keep the data root (with member logs) instead of removing it. */
+  keep?: { value: boolean };
+}
+
+/** Thrown when the processes run but do not form an N-member cluster with a leader. */
+export class ClusterNotReadyError extends Error {
+  readonly code = "CLUSTER_NOT_READY";
+}
+
+export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return;
+  await new Promise<void>((resolve) => {
+    const t = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(t);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
+async function getJson(url: string, timeoutMs: number): Promise<{ status: number; body: unknown } | undefined> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+    const text = await res.text();
+    let body: unknown = text;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // not JSON
+    }
+    return { status: res.status, body };
+  } catch {
+    return undefined;
+  }
+}
+
+export class Cluster {
+  readonly members: Member[];
+  readonly network: Network;
+  readonly root: string;
+  #opts: ClusterOptions;
+  #children = new Map<number, ChildProcess>();
+  #logs = new Map<number, WriteStream>();
+  #proxies: FaultProxy[] = [];
+
+  constructor(opts: ClusterOptions) {
+    this.#opts = opts;
+    this.root = mkdtempSync(join(tmpdir(), "kvctl-fault-"));
+    this.network = new Network(opts.members);
+    this.members = Array.from({ length: opts.members }, (_, i) => ({
+      index: i,
+      name: `m${i}`,
+      clientUrl: `http://127.0.0.1:${opts.portBase + i}`,
+      peerPort: opts.portBase + 10 + i,
+      proxyPort: opts.portBase + 20 + i,
+      dataDir: join(this.root, `m${i}`),
+      state: MemberState.stopped,
+      pid: undefined,
+    }));
+  }
+
+  /** pid → member index of the members whose process is alive. */
+  owners(): Map<number, number> {
+    const out = new Map<number, number>();
+    for (const m of this.members) if (m.pid !== undefined) out.set(m.pid, m.index);
+    return out;
+  }
+
+  #flags(m: Member): string[] {
+    const cluster = this.members.map((x) => `${x.name}=http://127.0.0.1:${x.proxyPort}`).join(",");
+    return [
+      "--name", m.name,
+      "--data-dir", m.dataDir,
+      "--listen-client-urls", m.clientUrl,
+      "--advertise-client-urls", m.clientUrl,
+      "--listen-peer-urls", `http://127.0.0.1:${m.peerPort}`,
+      "--initial-advertise-peer-urls", `http://127.0.0.1:${m.proxyPort}`,
+      "--initial-cluster", cluster,
+      "--initial-cluster-state", "new",
+      "--heartbeat-interval", "50",
+      "--election-timeout", "500",
+    ];
+  }
+
+  /** Starts the proxies and every member; resolves once all answer /health (or throws). */
+  async start(timeoutMs = 30_000): Promise<void> {
+    for (const m of this.members) {
+      const proxy = new FaultProxy({ member: m.index, listenPort: m.proxyPort, targetPort: m.peerPort, network: this.network, owners: () => this.owners() });
+      await proxy.start();
+      this.#proxies.push(proxy);
+    }
+    for (const m of this.members) this.startMember(m.index);
+    const deadline = Date.now() + timeoutMs;
+    for (const m of this.members) {
+      while (!(await this.healthy(m.index))) {
+        if (m.state === MemberState.stopped) throw new ClusterNotReadyError(`${m.name} exited during start-up (see ${this.root}/${m.name}.log)`);
+        if (Date.now() > deadline) throw new ClusterNotReadyError(`${m.name} not healthy after ${timeoutMs} ms`);
+        await sleep(100);
+      }
+    }
+  }
+
+  startMember(i: number): void {
+    const m = this.members[i]!;
+    if (m.state !== MemberState.stopped) return;
+    const flags = this.#flags(m);
+    const [file, args] =
+      this.#opts.server === ServerKind.etcd ? ["etcd", ["--enable-v2=true", ...flags]] : [process.execPath, [join(repoRoot, "bin", "kvctl"), "serve", ...flags]];
+    let log = this.#logs.get(i);
+    if (log === undefined) {
+      log = createWriteStream(join(this.root, `${m.name}.log`), { flags: "a" });
+      this.#logs.set(i, log);
+    }
+    log.write(`--- start ${new Date().toISOString()}\n`);
+    const child = spawn(file, args, { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] });
+    const pid = child.pid;
+    child.stdout?.pipe(log, { end: false });
+    child.stderr?.pipe(log, { end: false });
+    if (pid === undefined) throw new Error(`Cannot start ${m.name}: spawn failed`);
+    m.pid = pid;
+    m.state = MemberState.running;
+    this.#children.set(pid, child);
+    child.once("exit", (code, signal) => {
+      this.#children.delete(pid);
+      if (m.pid === pid) {
+        m.pid = undefined;
+        m.state = MemberState.stopped;
+      }
+      this.#opts.log(`${m.name} (pid ${pid}) exited: ${code ?? signal}`);
+    });
+  }
+
+  /** Sends `signal` and waits (≤ 10 s, then SIGKILL) for the member to exit. */
+  async stopMember(i: number, signal: NodeJS.Signals): Promise<void> {
+    const m = this.members[i]!;
+    const child = m.pid === undefined ? undefined : this.#children.get(m.pid);
+    if (child === undefined || m.pid === undefined) return;
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    if (m.state === MemberState.paused) process.kill(m.pid, "SIGCONT");
+    process.kill(m.pid, signal);
+    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  pause(i: number): void {
+    const m = this.members[i]!;
+    if (m.state !== MemberState.running || m.pid === undefined) return;
+    process.kill(m.pid, "SIGSTOP");
+    m.state = MemberState.paused;
+  }
+
+  resume(i: number): void {
+    const m = this.members[i]!;
+    if (m.state !== MemberState.paused || m.pid === undefined) return;
+    process.kill(m.pid, "SIGCONT");
+    m.state = MemberState.running;
+  }
+
+  async healthy(i: number): Promise<boolean> {
+    const r = await getJson(`${this.members[i]!.clientUrl}/health`, 1000);
+    return r?.status === 200;
+  }
+
+  /** The index of a member that says it is the leader (GET /v2/stats/self), if any. */
+  async leader(): Promise<number | undefined> {
+    const answers = await Promise.all(
+      this.members.map(async (m) => (m.state === MemberState.running ? getJson(`${m.clientUrl}/v2/stats/self`, 1000) : undefined)),
+    );
+    const i = answers.findIndex((a) => typeof a?.body === "object" && a.body !== null && (a.body as { state?: unknown }).state === "StateLeader");
+    return i < 0 ? undefined : i;
+  }
+
+  /** Waits until a leader exists and member `via` lists all N members; throws ClusterNotReadyError. */
+  async waitReady(timeoutMs: number): Promise<number> {
+    const deadline = Date.now() + timeoutMs;
+    let seen = "";
+    for (;;) {
+      const leader = await this.leader();
+      if (leader !== undefined) {
+        const r = await getJson(`${this.members[leader]!.clientUrl}/v2/members`, 1000);
+        const list = (r?.body as { members?: unknown[] } | undefined)?.members;
+        if (Array.isArray(list) && list.length === this.members.length) return leader;
+        seen = `leader m${leader} lists ${Array.isArray(list) ? list.length : "no"} members`;
+      } else {
+        seen = "no member reports StateLeader";
+      }
+      if (Date.now() > deadline) throw new ClusterNotReadyError(`not a ${this.members.length}-member cluster after ${timeoutMs} ms: ${seen}`);
+      await sleep(200);
+    }
+  }
+
+  /** Kills every process by PID, closes the proxies, removes the data root. Idempotent. */
+  async destroy(): Promise<void> {
+    for (const [pid, child] of this.#children) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+    }
+    this.#children.clear();
+    await Promise.all(this.#proxies.map((p) => p.close()));
+    this.#proxies = [];
+    for (const log of this.#logs.values()) log.end();
+    this.#logs.clear();
+    if (this.#opts.keep?.value !== true) rmSync(this.root, { recursive: true, force: true });
+  }
+
+  /** Synchronous last resort for process exit handlers. */
+  killAllSync(): void {
+    for (const pid of this.#children.keys()) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+    if (this.#opts.keep?.value !== true) rmSync(this.root, { recursive: true, force: true });
+  }
+
+  proxyStats(): ProxyStats[] {
+    return this.#proxies.map((p) => p.stats);
+  }
+}

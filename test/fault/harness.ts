@@ -1,0 +1,195 @@
+// One fault run: start N members, drive clients while the nemesis injects faults, heal,
+// read every key, check the history for linearizability per key, restart all members and
+// check that no acknowledged write was lost. Every phase has a deadline; the cluster is
+// destroyed (processes killed by PID, data removed) whatever happens.
+
+import { checkOperations, Verdict, type CheckResult } from "../linearizability/checker.ts";
+import { Anomaly, injectAnomaly, mulberry32 } from "../linearizability/history-gen.ts";
+import { registerModel, type RegisterOperation } from "../linearizability/register-model.ts";
+import { Cluster, ClusterNotReadyError, sleep, type ServerKind } from "./cluster.ts";
+import { findLostWrites, type LostWrite } from "./durability.ts";
+import { healAll, runNemesis, type FaultKind, type FaultRecord } from "./nemesis.ts";
+import type { ProxyStats } from "./proxy.ts";
+import { closeClientConnections, Outcome, runOp } from "./v2-client.ts";
+import { runWorkload, type WorkloadCounts } from "./workload.ts";
+
+export const Injection = { staleRead: "stale-read", lostWrite: "lost-write" } as const;
+export type Injection = (typeof Injection)[keyof typeof Injection];
+
+export interface FaultTestOptions {
+  members: number;
+  durationMs: number;
+  faults: readonly FaultKind[];
+  seed: number;
+  server: ServerKind;
+  /** First of the 25 ports the run uses (see cluster.ts). */
+  portBase: number;
+  clients: number;
+  keys: number;
+  opTimeoutMs: number;
+  /** Budget of the checker per key. */
+  checkTimeoutMs: number;
+  /** Corrupt the recorded history on purpose, to prove the checks catch it. */
+  inject?: Injection;
+  /** Keep the data root and member logs. */
+  keep?: boolean;
+  log: (line: string) => void;
+  signal?: AbortSignal;
+  /** Receives the cluster as soon as it exists (so a caller's SIGINT handler can kill it). */
+  onCluster?: (cluster: Cluster) => void;
+}
+
+export const RunVerdict = { ok: "ok", violation: "violation", unknown: "unknown", notRecovered: "not-recovered" } as const;
+export type RunVerdict = (typeof RunVerdict)[keyof typeof RunVerdict];
+
+export interface FaultReport {
+  verdict: RunVerdict;
+  seed: number;
+  elapsedMs: number;
+  workloadMs: number;
+  ops: number;
+  counts: WorkloadCounts;
+  faults: FaultRecord[];
+  proxies: ProxyStats[];
+  check: CheckResult | undefined;
+  lost: LostWrite[];
+  /** Values read after all members restarted. */
+  finals: Record<string, string | null>;
+  problems: string[];
+  injected?: string;
+}
+
+async function readUntilOk(opts: { cluster: Cluster; key: string; now: () => number; timeoutMs: number; history: RegisterOperation[] }): Promise<RegisterOperation> {
+  const deadline = Date.now() + opts.timeoutMs;
+  for (let attempt = 0; Date.now() < deadline; attempt++) {
+    const m = opts.cluster.members[attempt % opts.cluster.members.length]!;
+    const input = { op: "get" as const, key: opts.key };
+    const call = opts.now();
+    const res = await runOp(m.clientUrl, input, 3000);
+    if (res.outcome === Outcome.definite) {
+      const op: RegisterOperation = { client: -1, input, call, output: res.output, return: opts.now() };
+      opts.history.push(op);
+      return op;
+    }
+    await sleep(200);
+  }
+  throw new Error(`Cannot read ${opts.key}: no quorum read succeeded within ${opts.timeoutMs} ms`);
+}
+
+export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport> {
+  const t0 = Date.now();
+  // Operation and fault times are milliseconds since the workload started.
+  let origin = process.hrtime.bigint();
+  const now = (): number => Number(process.hrtime.bigint() - origin) / 1e6;
+  const abort = new AbortController();
+  const signal = opts.signal === undefined ? abort.signal : AbortSignal.any([abort.signal, opts.signal]);
+  const keys = Array.from({ length: opts.keys }, (_, i) => `lin/k${i}`);
+  const cluster = new Cluster({ members: opts.members, server: opts.server, portBase: opts.portBase, log: opts.log, keep: { value: opts.keep ?? false } });
+  opts.onCluster?.(cluster);
+  const report: FaultReport = {
+    verdict: RunVerdict.ok, seed: opts.seed, elapsedMs: 0, workloadMs: 0, ops: 0, counts: { get: { ok: 0, fail: 0, unknown: 0 }, set: { ok: 0, fail: 0, unknown: 0 }, cas: { ok: 0, fail: 0, unknown: 0 }, refused: 0, reasons: {} },
+    faults: [], proxies: [], check: undefined, lost: [], finals: {}, problems: [],
+  };
+  try {
+    opts.log(`starting ${opts.members} ${opts.server} members (data in ${cluster.root})`);
+    await cluster.start();
+    const leader = await cluster.waitReady(30_000);
+    opts.log(`cluster ready, leader m${leader}; running ${opts.clients} clients for ${opts.durationMs} ms, faults: ${opts.faults.join(",") || "none"}`);
+
+    const until = Date.now() + opts.durationMs;
+    origin = process.hrtime.bigint();
+    const w0 = now();
+    const [work, faults] = await Promise.all([
+      runWorkload({ clients: opts.clients, keys, urls: cluster.members.map((m) => m.clientUrl), rng: mulberry32(opts.seed), timeoutMs: opts.opTimeoutMs, until, maxOpsPerClient: 100_000, now, signal }),
+      runNemesis({ cluster, faults: opts.faults, rng: mulberry32(opts.seed ^ 0x5bd1e995), until, now, signal, log: opts.log }),
+    ]);
+    report.workloadMs = now() - w0;
+    report.counts = work.counts;
+    report.faults = faults;
+    const history = work.history;
+    report.ops = history.length;
+
+    opts.log("healing all faults");
+    healAll(cluster);
+    try {
+      await cluster.waitReady(30_000);
+    } catch (err) {
+      if (!(err instanceof ClusterNotReadyError)) throw err;
+      report.verdict = RunVerdict.notRecovered;
+      report.problems.push(`cluster did not recover after healing: ${err.message}`);
+      return report;
+    }
+    for (const key of keys) await readUntilOk({ cluster, key, now, timeoutMs: 20_000, history });
+
+    opts.log("restarting all members (SIGTERM)");
+    await Promise.all(cluster.members.map((m) => cluster.stopMember(m.index, "SIGTERM")));
+    for (const m of cluster.members) cluster.startMember(m.index);
+    try {
+      await cluster.waitReady(30_000);
+    } catch (err) {
+      if (!(err instanceof ClusterNotReadyError)) throw err;
+      report.verdict = RunVerdict.notRecovered;
+      report.problems.push(`cluster did not come back after a full restart: ${err.message}`);
+      return report;
+    }
+    const finals = new Map<string, string | null>();
+    const finalOps = new Map<string, RegisterOperation>();
+    for (const key of keys) {
+      const op = await readUntilOk({ cluster, key, now, timeoutMs: 20_000, history });
+      finalOps.set(key, op);
+      finals.set(key, op.output.type === "value" ? op.output.value : null);
+    }
+    report.proxies = cluster.proxyStats();
+
+    if (opts.inject !== undefined) report.injected = inject(opts.inject, { history, keys, finals, finalOps, seed: opts.seed });
+    report.finals = Object.fromEntries(finals);
+    opts.log(`checking ${history.length} operations`);
+    report.check = checkOperations(registerModel, history, { timeoutMs: opts.checkTimeoutMs });
+    report.lost = findLostWrites(history, finals);
+    report.verdict =
+      report.check.verdict === Verdict.illegal || report.lost.length > 0
+        ? RunVerdict.violation
+        : report.check.verdict === Verdict.unknown
+          ? RunVerdict.unknown
+          : RunVerdict.ok;
+    return report;
+  } finally {
+    abort.abort();
+    closeClientConnections();
+    await cluster.destroy();
+    report.elapsedMs = Date.now() - t0;
+  }
+}
+
+/**
+ * Corrupts the recorded history the way a broken server would: a read returns a value
+ * that a completed, acknowledged write had already overwritten (stale-read), or after the
+ * full restart a key holds such a value (lost-write). Returns what was done.
+ */
+function inject(
+  kind: Injection,
+  ctx: { history: RegisterOperation[]; keys: string[]; finals: Map<string, string | null>; finalOps: Map<string, RegisterOperation>; seed: number },
+): string {
+  const rng = mulberry32(ctx.seed);
+  for (const key of ctx.keys) {
+    const finalOp = ctx.finalOps.get(key);
+    const keyOps = ctx.history.filter((op) => op.input.key === key && op !== finalOp);
+    if (kind === Injection.lostWrite) {
+      const bad = injectAnomaly(keyOps, Anomaly.lostWrite, rng);
+      const added = bad?.at(-1);
+      if (finalOp === undefined || added === undefined || added.output.type !== "value") continue;
+      finalOp.output = added.output;
+      ctx.finals.set(key, added.output.value);
+      return `lost-write: ${key} reads ${JSON.stringify(added.output.value)} after the restart`;
+    }
+    const bad = injectAnomaly(keyOps, Anomaly.staleRead, rng);
+    if (bad === undefined) continue;
+    const i = bad.findIndex((op, j) => op.output !== keyOps[j]!.output);
+    const victim = keyOps[i];
+    const changed = bad[i];
+    if (victim === undefined || changed === undefined) continue;
+    victim.output = changed.output;
+    return `stale-read: ${key} op at ${victim.call.toFixed(1)} ms now returns ${JSON.stringify(changed.output)}`;
+  }
+  return `${kind}: no place to inject (too few acknowledged writes)`;
+}

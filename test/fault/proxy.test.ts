@@ -1,0 +1,140 @@
+// The fault proxy against a local echo server, with this test process playing member 0
+// and the echo server behind member 1's proxy.
+
+import assert from "node:assert/strict";
+import { after, test } from "node:test";
+import { createConnection, createServer, type Socket } from "node:net";
+import { findSocketInode } from "./proc-net.ts";
+import { FaultProxy, Network } from "./proxy.ts";
+
+const echo = createServer((s) => {
+  s.on("error", () => {});
+  s.pipe(s);
+});
+await new Promise<void>((r) => echo.listen(0, "127.0.0.1", () => r()));
+const echoPort = (echo.address() as { port: number }).port;
+after(() => echo.close());
+
+async function startProxy(network: Network, owners: Map<number, number>): Promise<FaultProxy> {
+  const proxy = new FaultProxy({ member: 1, listenPort: 0, targetPort: echoPort, network, owners: () => owners });
+  await proxy.start();
+  after(() => proxy.close());
+  return proxy;
+}
+
+function connect(port: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const s = createConnection({ host: "127.0.0.1", port }, () => resolve(s));
+    s.once("error", reject);
+  });
+}
+
+/** Resolves with the first data within `ms`, or undefined if none came (a bounded wait for an absence). */
+function firstData(s: Socket, ms: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const t = setTimeout(() => resolve(undefined), ms);
+    s.once("data", (d: Buffer) => {
+      clearTimeout(t);
+      resolve(d.toString());
+    });
+  });
+}
+
+function closed(s: Socket, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (s.destroyed) return resolve(true);
+    const t = setTimeout(() => resolve(false), ms);
+    s.once("close", () => {
+      clearTimeout(t);
+      resolve(true);
+    });
+  });
+}
+
+test("proxy forwards a connection from a member that is not partitioned away", async () => {
+  const proxy = await startProxy(new Network(3), new Map([[process.pid, 0]]));
+  const s = await connect(proxy.port);
+  s.write("ping");
+  assert.equal(await firstData(s, 5000), "ping");
+  s.destroy();
+});
+
+test("proxy cuts open connections and black-holes new ones when the source is isolated, until heal", async () => {
+  const network = new Network(3);
+  const proxy = await startProxy(network, new Map([[process.pid, 0]]));
+  const open = await connect(proxy.port);
+  open.write("a");
+  assert.equal(await firstData(open, 5000), "a");
+
+  network.isolate(0);
+  assert.equal(await closed(open, 5000), true, "the open connection is cut");
+  const held = await connect(proxy.port);
+  held.on("error", () => {});
+  held.write("b");
+  assert.equal(await firstData(held, 300), undefined, "nothing crosses the partition");
+  assert.equal(proxy.stats.held, 1);
+
+  network.heal();
+  assert.equal(await closed(held, 5000), true, "held connections are dropped on heal so members redial");
+  const again = await connect(proxy.port);
+  again.write("c");
+  assert.equal(await firstData(again, 5000), "c");
+  again.destroy();
+});
+
+test("proxy blocks by pair: a partition between other members does not touch this one", async () => {
+  const network = new Network(3);
+  const proxy = await startProxy(network, new Map([[process.pid, 0]]));
+  network.split([0, 1], [2]);
+  const s = await connect(proxy.port);
+  s.write("x");
+  assert.equal(await firstData(s, 5000), "x");
+  s.destroy();
+  network.split([0], [1, 2]);
+  const t = await connect(proxy.port);
+  t.on("error", () => {});
+  t.write("y");
+  assert.equal(await firstData(t, 300), undefined);
+  t.destroy();
+});
+
+test("proxy forwards an unknown source without a partition, cuts and holds it during one", async () => {
+  const network = new Network(3);
+  const proxy = await startProxy(network, new Map());
+  const s = await connect(proxy.port);
+  s.write("u");
+  assert.equal(await firstData(s, 5000), "u");
+  s.destroy();
+  const open = await connect(proxy.port);
+  open.write("w");
+  assert.equal(await firstData(open, 5000), "w");
+  network.split([1], [2]);
+  assert.equal(await closed(open, 5000), true, "an unknown source is cut when a partition starts");
+  const t = await connect(proxy.port);
+  t.on("error", () => {});
+  t.write("v");
+  assert.equal(await firstData(t, 300), undefined);
+  assert.ok(proxy.stats.unknownSource >= 2);
+  t.destroy();
+});
+
+test("network isolate blocks exactly the pairs with the isolated member", () => {
+  const n = new Network(4);
+  n.isolate(2);
+  const blocked = [];
+  for (let a = 0; a < 4; a++) for (let b = a + 1; b < 4; b++) if (n.isBlocked(a, b)) blocked.push(`${a}-${b}`);
+  assert.deepEqual(blocked, ["0-2", "1-2", "2-3"]);
+  assert.equal(n.isBlocked(2, 0), true, "pairs are unordered");
+  n.heal();
+  assert.equal(n.partitioned, false);
+});
+
+test("findSocketInode picks the socket by local and remote port from /proc/net/tcp text", () => {
+  const text = [
+    "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode",
+    "   0: 0100007F:900B 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 215475 1 0",
+    "   1: 0100007F:D431 0100007F:5C4C 01 00000000:00000000 00:00000000 00000000  1000        0 777001 1 0",
+  ].join("\n");
+  assert.equal(findSocketInode(text, 0xd431, 0x5c4c), "777001");
+  assert.equal(findSocketInode(text, 0xd431, 1), undefined);
+});

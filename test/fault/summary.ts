@@ -1,0 +1,41 @@
+// The run summary printed by run.ts (plain text; the runner owns stdout).
+
+import type { FaultReport, FaultTestOptions } from "./harness.ts";
+
+export function formatReport(r: FaultReport, opts: Pick<FaultTestOptions, "members" | "server" | "seed" | "clients">): string {
+  const lines: string[] = [];
+  const secs = r.workloadMs / 1000;
+  const c = r.counts;
+  lines.push(`fault run: ${opts.members} × ${opts.server}, seed ${opts.seed}, ${opts.clients} clients`);
+  lines.push(`  operations  ${r.ops} recorded in ${secs.toFixed(1)} s (${secs > 0 ? (r.ops / secs).toFixed(0) : 0} ops/s); ${c.refused} refused (not recorded)`);
+  for (const op of ["get", "set", "cas"] as const) {
+    lines.push(`    ${op.padEnd(4)} ok ${c[op].ok}  failed ${c[op].fail}  unknown ${c[op].unknown}`);
+  }
+  const reasons = Object.entries(c.reasons).sort((a, b) => b[1] - a[1]);
+  if (reasons.length > 0) lines.push(`    unknown because: ${reasons.map(([k, v]) => `${k} ×${v}`).join(", ")}`);
+  const byKind = new Map<string, number>();
+  for (const f of r.faults) byKind.set(f.kind, (byKind.get(f.kind) ?? 0) + 1);
+  lines.push(`  faults      ${r.faults.length} (${[...byKind].map(([k, v]) => `${k} ×${v}`).join(", ") || "none"})`);
+  for (const f of r.faults) lines.push(`    ${(f.start / 1000).toFixed(1).padStart(6)}–${(f.end / 1000).toFixed(1)} s  ${f.kind} ${f.target}`);
+  if (r.proxies.length > 0) {
+    const sum = r.proxies.reduce((a, p) => ({ forwarded: a.forwarded + p.forwarded, held: a.held + p.held, cut: a.cut + p.cut, unknownSource: a.unknownSource + p.unknownSource }));
+    lines.push(`  proxies     ${sum.forwarded} peer connections forwarded, ${sum.cut} cut, ${sum.held} held by partitions, ${sum.unknownSource} of unknown source`);
+  }
+  if (r.injected !== undefined) lines.push(`  injected    ${r.injected}`);
+  if (r.check !== undefined) {
+    lines.push(`  checker     ${r.check.verdict}`);
+    for (const p of r.check.partitions) {
+      lines.push(`    ${p.label.padEnd(8)} ${p.verdict.padEnd(8)} ${p.operations} ops, ${p.steps} steps, ${p.elapsedMs.toFixed(0)} ms`);
+      if (p.explanation !== undefined) lines.push(p.explanation.replace(/^/gm, "      "));
+    }
+  }
+  const finals = Object.entries(r.finals);
+  if (finals.length > 0) {
+    lines.push(`  durability  ${r.lost.length === 0 ? "every acknowledged write survived a full restart" : `${r.lost.length} key(s) lost acknowledged writes`}`);
+    for (const l of r.lost) lines.push(`    ${l.key}: ${l.reason}`);
+  }
+  for (const p of r.problems) lines.push(`  problem     ${p}`);
+  lines.push(`  time        ${(r.elapsedMs / 1000).toFixed(1)} s in all`);
+  lines.push(`  verdict     ${r.verdict.toUpperCase()}${r.verdict === "ok" ? "" : ` (seed ${opts.seed})`}`);
+  return `${lines.join("\n")}\n`;
+}
