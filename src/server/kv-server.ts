@@ -170,6 +170,9 @@ export class KvServer {
         this.#kick();
       },
       onRemoved: () => this.#removedFromCluster(),
+      // Retry a failed peer well within an election timeout: a member that comes back after
+      // a crash or a partition must hear heartbeats before it starts disrupting elections.
+      limits: { backoffMaxMs: Math.max(100, Math.min(2000, Math.floor(this.config.electionTimeout / 4))) },
     });
     for (const peer of this.membership.list()) if (peer.id !== this.#memberId) this.#transport.addPeer(peer.id, peer.peerUrls);
 

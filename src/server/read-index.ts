@@ -17,17 +17,26 @@ export interface ReadIndexHost {
   appliedIndex(): number;
 }
 
+/**
+ * How long one ReadIndex request may go unanswered before it is sent again (etcd's
+ * readIndexRetryTime). A request lost with a dead or partitioned leader must not hold the
+ * batch (and every read queued behind it) until the whole request times out.
+ */
+export const READ_INDEX_RETRY_MS = 500;
+
 export class ReadIndexBatcher {
   #host: ReadIndexHost;
   #timeoutMs: number;
+  #retryMs: number;
   #pending: PendingRead[] = [];
-  #inFlight: { ctx: string; batch: PendingRead[]; timer: NodeJS.Timeout } | undefined;
+  #inFlight: { ctx: string; batch: PendingRead[]; timer: NodeJS.Timeout; deadline: number } | undefined;
   #counter = 0;
   #awaitingApply: Array<{ index: number; batch: PendingRead[] }> = [];
 
-  constructor(host: ReadIndexHost, timeoutMs: number) {
+  constructor(host: ReadIndexHost, timeoutMs: number, retryMs = READ_INDEX_RETRY_MS) {
     this.#host = host;
     this.#timeoutMs = timeoutMs;
+    this.#retryMs = Math.min(retryMs, timeoutMs);
   }
 
   read(): Promise<void> {
@@ -85,16 +94,23 @@ export class ReadIndexBatcher {
     if (this.#inFlight || this.#pending.length === 0) return;
     const batch = this.#pending;
     this.#pending = [];
+    this.#send(batch, Date.now() + this.#timeoutMs);
+  }
+
+  /** Sends one ReadIndex request for `batch`, re-sent every retry interval until the deadline. */
+  #send(batch: PendingRead[], deadline: number): void {
     const ctx = `r${++this.#counter}`;
     const timer = setTimeout(() => {
-      // No answer (no leader, or the request was dropped): fail this round, start the next.
-      if (this.#inFlight?.ctx === ctx) {
-        this.#inFlight = undefined;
+      if (this.#inFlight?.ctx !== ctx) return;
+      this.#inFlight = undefined;
+      if (Date.now() >= deadline) {
         for (const r of batch) r.reject(new ServerUnavailableError("etcdserver: request timed out"));
         this.#startRound();
+      } else {
+        this.#send(batch.concat(this.#pending.splice(0)), deadline);
       }
-    }, this.#timeoutMs);
-    this.#inFlight = { ctx, batch, timer };
+    }, Math.max(1, Math.min(this.#retryMs, deadline - Date.now())));
+    this.#inFlight = { ctx, batch, timer, deadline };
     this.#host.requestReadIndex(Buffer.from(ctx));
   }
 }
