@@ -1,9 +1,9 @@
 # fish completion for kvctl. Install: kvctl completion fish > ~/.config/fish/completions/kvctl.fish
 
-set -l kvctl_commands cluster-health mk mkdir rm rmdir get ls set setdir update updatedir watch exec-watch member stats version completion serve
+set -l kvctl_commands cluster-health mk mkdir rm rmdir get ls set setdir update updatedir watch exec-watch member user role auth endpoint stats version completion serve
 
 function __kvctl_no_command
-    set -l cmds cluster-health mk mkdir rm rmdir get ls set setdir update updatedir watch exec-watch member stats version completion serve
+    set -l cmds cluster-health mk mkdir rm rmdir get ls set setdir update updatedir watch exec-watch member user role auth endpoint stats version completion serve
     for w in (commandline -opc)[2..-1]
         contains -- $w $cmds; and return 1
     end
@@ -43,6 +43,10 @@ complete -c kvctl -n __kvctl_no_command -f -a updatedir -d 'update an existing d
 complete -c kvctl -n __kvctl_no_command -f -a watch -d 'watch a key for changes'
 complete -c kvctl -n __kvctl_no_command -f -a exec-watch -d 'watch a key for changes and exec an executable'
 complete -c kvctl -n __kvctl_no_command -f -a member -d 'member add, remove, update and list subcommands'
+complete -c kvctl -n __kvctl_no_command -f -a user -d 'user add, get, list, remove, grant, revoke and passwd subcommands'
+complete -c kvctl -n __kvctl_no_command -f -a role -d 'role add, get, list, remove, grant and revoke subcommands'
+complete -c kvctl -n __kvctl_no_command -f -a auth -d 'overall auth controls (enable, disable, status)'
+complete -c kvctl -n __kvctl_no_command -f -a endpoint -d 'endpoint status subcommand'
 complete -c kvctl -n __kvctl_no_command -f -a stats -d 'print store, self or leader statistics as JSON'
 complete -c kvctl -n __kvctl_no_command -f -a version -d 'print the version of kvctl'
 complete -c kvctl -n __kvctl_no_command -f -a completion -d 'print a shell completion script'
@@ -64,6 +68,16 @@ complete -c kvctl -n '__fish_seen_subcommand_from watch cluster-health' -s f -l 
 complete -c kvctl -n '__fish_seen_subcommand_from watch exec-watch' -l after-index -x -d 'watch after the given index'
 complete -c kvctl -n '__fish_seen_subcommand_from member' -f -a 'list add remove update'
 complete -c kvctl -n '__fish_seen_subcommand_from stats' -f -a 'store self leader'
+complete -c kvctl -n '__fish_seen_subcommand_from user; and not __fish_seen_subcommand_from add get list remove grant revoke passwd' -f -a 'add get list remove grant revoke passwd'
+complete -c kvctl -n '__fish_seen_subcommand_from role; and not __fish_seen_subcommand_from add get list remove grant revoke' -f -a 'add get list remove grant revoke'
+complete -c kvctl -n '__fish_seen_subcommand_from auth' -f -a 'enable disable status'
+complete -c kvctl -n '__fish_seen_subcommand_from endpoint' -f -a 'status'
+complete -c kvctl -n '__fish_seen_subcommand_from user; and __fish_seen_subcommand_from grant revoke' -l roles -x -d 'role to grant or revoke (repeat for several)'
+complete -c kvctl -n '__fish_seen_subcommand_from role; and __fish_seen_subcommand_from grant revoke' -l path -x -d 'path or prefix (ending in *)'
+complete -c kvctl -n '__fish_seen_subcommand_from role; and __fish_seen_subcommand_from grant revoke' -l read -d 'read access'
+complete -c kvctl -n '__fish_seen_subcommand_from role; and __fish_seen_subcommand_from grant revoke' -l write -d 'write access'
+complete -c kvctl -n '__fish_seen_subcommand_from role; and __fish_seen_subcommand_from grant revoke' -l readwrite -l rw -d 'read-write access'
+complete -c kvctl -n '__fish_seen_subcommand_from endpoint' -l cluster -d 'use all endpoints from the cluster member list'
 complete -c kvctl -n '__fish_seen_subcommand_from completion' -f -a 'bash zsh fish'
 
 # serve flags

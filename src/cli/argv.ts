@@ -12,7 +12,8 @@
 import { commands, findCommand, globalFlags, envName, type CommandSpec, type FlagSpec } from "./spec.ts";
 import { UsageError } from "./exit-codes.ts";
 
-export type RawValue = string | boolean;
+/** A flag's raw value; a `strings` flag collects every occurrence, in order. */
+export type RawValue = string | boolean | string[];
 
 /** What the command line said, before defaults and type conversion. */
 export interface RawInvocation {
@@ -78,12 +79,16 @@ function takeFlag(
     out[spec.name] = value === undefined ? true : parseGoBool(value, `-${name}`);
     return 1;
   }
+  const set = (v: string): void => {
+    const prev = out[spec.name];
+    out[spec.name] = spec.type === "strings" ? [...(Array.isArray(prev) ? prev : []), v] : v;
+  };
   if (value !== undefined) {
-    out[spec.name] = value;
+    set(value);
     return 1;
   }
   if (next === undefined) throw new UsageError(`flag needs an argument: -${name}`);
-  out[spec.name] = next;
+  set(next);
   return 2;
 }
 

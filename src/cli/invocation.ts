@@ -23,7 +23,7 @@ export interface GlobalOptions {
   keyFile: string | undefined;
 }
 
-export type FlagValue = string | number | boolean;
+export type FlagValue = string | number | boolean | readonly string[];
 
 export interface Invocation {
   command: string;
@@ -108,6 +108,9 @@ function convertFlags(specs: readonly FlagSpec[], given: Readonly<Record<string,
         break;
       case "string":
         out[f.name] = typeof v === "string" ? v : (f.default ?? "");
+        break;
+      case "strings":
+        out[f.name] = Array.isArray(v) ? v : typeof v === "string" ? [v] : [];
         break;
     }
   }

@@ -2,6 +2,7 @@
 // invocation names, and turn every failure into etcdctl's stderr text and exit code.
 
 import { parseArgv } from "./argv.ts";
+import { findCommand } from "./spec.ts";
 import { buildInvocation, type Invocation } from "./invocation.ts";
 import { CliExit, ExitCode, UsageError } from "./exit-codes.ts";
 import type { Io } from "./io.ts";
@@ -27,6 +28,10 @@ const loaders: Readonly<Record<string, () => Promise<CommandModule>>> = {
   stats: () => import("./commands/stats.ts"),
   version: () => import("./commands/version.ts"),
   completion: () => import("./commands/completion.ts"),
+  user: () => import("./commands/user.ts"),
+  role: () => import("./commands/role.ts"),
+  auth: () => import("./commands/auth.ts"),
+  endpoint: () => import("./commands/endpoint.ts"),
 };
 
 /** Runs kvctl with argv (no node/script), returns the exit code. */
@@ -62,9 +67,10 @@ export async function runCli(argv: readonly string[], io: Io, env: NodeJS.Proces
   }
 }
 
-/** The command words of argv (`member list`), for command-specific help. */
+/** The command words of argv (`member list`, `user grant`), for command-specific help. */
 function helpPath(argv: readonly string[]): string[] {
   const words = argv.filter((a) => !a.startsWith("-"));
   const first = words[0] === "help" || words[0] === "h" ? words.slice(1) : words;
-  return first.slice(0, 2).filter((w, i) => i === 0 || first[0] === "member");
+  const group = findCommand(first[0] ?? "")?.subcommands !== undefined;
+  return first.slice(0, 2).filter((_w, i) => i === 0 || group);
 }

@@ -26,6 +26,12 @@ test("the man page documents every command, flag and KV_ variable", () => {
     if (f.name !== "help" && f.name !== "version") assert.ok(man.includes(`KV_${f.name.toUpperCase().replace(/-/g, "_")}`), f.name);
   }
   for (const c of commands) for (const f of c.flags) for (const n of names(f)) assert.ok(man.includes(dashed(n)), `${c.name} ${dashed(n)}`);
+  for (const c of commands) {
+    for (const sub of c.subcommands ?? []) {
+      assert.match(man, new RegExp(`\\b${c.name} ${sub.name}\\b`), `${c.name} ${sub.name}`);
+      for (const f of sub.flags) for (const n of names(f)) assert.ok(man.includes(dashed(n)), `${c.name} ${sub.name} ${dashed(n)}`);
+    }
+  }
   for (const s of serveFlags) {
     assert.ok(man.includes(`--${s}`), `serve --${s}`);
     assert.ok(man.includes(`KV_${s.toUpperCase().replace(/-/g, "_")}`), `serve KV_ for ${s}`);
@@ -37,6 +43,12 @@ for (const [shell, text] of Object.entries(completions)) {
     for (const c of commands) assert.ok(text.includes(c.name), `${shell}: command ${c.name}`);
     for (const f of globalFlags) assert.ok(text.includes(f.name), `${shell}: --${f.name}`);
     for (const c of commands) for (const f of c.flags) assert.ok(text.includes(f.name), `${shell}: ${c.name} --${f.name}`);
+    for (const c of commands) {
+      for (const sub of c.subcommands ?? []) {
+        assert.ok(text.includes(sub.name), `${shell}: ${c.name} ${sub.name}`);
+        for (const f of sub.flags) for (const n of names(f)) assert.ok(text.includes(n), `${shell}: ${c.name} ${sub.name} --${n}`);
+      }
+    }
     for (const s of serveFlags) assert.ok(text.includes(s), `${shell}: serve --${s}`);
   });
 }

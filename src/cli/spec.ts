@@ -3,7 +3,8 @@
 // yargs-app.ts, help and errors) are built from this table, and tests check that the man
 // page and the shell completions mention every entry. Pure data: imports nothing.
 
-export type FlagType = "bool" | "string" | "int" | "duration";
+/** `strings`: repeatable, each occurrence adds a value (urfave/cli's StringSliceFlag). */
+export type FlagType = "bool" | "string" | "int" | "duration" | "strings";
 
 export interface FlagSpec {
   /** Long name without dashes (`swap-with-value`). */
@@ -39,6 +40,19 @@ const afterIndex: FlagSpec = {
   default: "0",
   description: "watch after the given index",
 };
+
+const roles: FlagSpec = { name: "roles", type: "strings", description: "List of roles to grant or revoke" };
+
+/** role grant / revoke flags: etcdctl words "Grant read-only access" / "Revoke read access". */
+function permissionFlags(verb: "Grant" | "Revoke", pathWords: string): FlagSpec[] {
+  const grant = verb === "Grant";
+  return [
+    { name: "path", type: "string", default: "", description: `Path ${pathWords} the role to access` },
+    { name: "read", type: "bool", description: `${verb} ${grant ? "read-only" : "read"} access` },
+    { name: "write", type: "bool", description: `${verb} ${grant ? "write-only" : "write"} access` },
+    { name: "readwrite", aliases: ["rw"], type: "bool", description: `${verb} read-write access` },
+  ];
+}
 
 export const defaultEndpoints = "http://127.0.0.1:2379,http://127.0.0.1:4001";
 
@@ -128,6 +142,33 @@ export const commands: readonly CommandSpec[] = [
     { name: "add", args: "<name> <peerURL>", description: "add a new member to the etcd cluster", flags: [] },
     { name: "remove", args: "<memberID>", description: "remove an existing member from the etcd cluster", flags: [] },
     { name: "update", args: "<memberID> <peerURLs>", description: "update an existing member in the etcd cluster", flags: [] },
+  ] },
+  { name: "user", args: "<subcommand>", description: "user add, grant and revoke subcommands", flags: [], subcommands: [
+    { name: "add", args: "<user>", description: "add a new user for the etcd cluster", flags: [] },
+    { name: "get", args: "<user>", description: "get details for a user", flags: [] },
+    { name: "list", args: "", description: "list all current users", flags: [] },
+    { name: "remove", args: "<user>", description: "remove a user for the etcd cluster", flags: [] },
+    { name: "grant", args: "<user>", description: "grant roles to an etcd user", flags: [roles] },
+    { name: "revoke", args: "<user>", description: "revoke roles for an etcd user", flags: [roles] },
+    { name: "passwd", args: "<user>", description: "change password for a user", flags: [] },
+  ] },
+  { name: "role", args: "<subcommand>", description: "role add, grant and revoke subcommands", flags: [], subcommands: [
+    { name: "add", args: "<role>", description: "add a new role for the etcd cluster", flags: [] },
+    { name: "get", args: "<role>", description: "get details for a role", flags: [] },
+    { name: "list", args: "", description: "list all roles", flags: [] },
+    { name: "remove", args: "<role>", description: "remove a role from the etcd cluster", flags: [] },
+    { name: "grant", args: "<role>", description: "grant path matches to an etcd role", flags: permissionFlags("Grant", "granted for") },
+    { name: "revoke", args: "<role>", description: "revoke path matches for an etcd role", flags: permissionFlags("Revoke", "revoked for") },
+  ] },
+  { name: "auth", args: "<subcommand>", description: "overall auth controls", flags: [], subcommands: [
+    { name: "enable", args: "", description: "enable auth access controls", flags: [] },
+    { name: "disable", args: "", description: "disable auth access controls", flags: [] },
+    { name: "status", args: "", description: "print whether auth is enabled (Authentication Status: true|false)", flags: [] },
+  ] },
+  { name: "endpoint", args: "<subcommand>", description: "endpoint status subcommand", flags: [], subcommands: [
+    { name: "status", args: "", description: "print the member id, leadership, raft term and raft index of each endpoint", flags: [
+      { name: "cluster", type: "bool", description: "use all endpoints from the cluster member list" },
+    ] },
   ] },
   { name: "stats", args: "<store|self|leader>", description: "print the store, member (self) or leader statistics as JSON", flags: [] },
   { name: "version", args: "", description: "print the version of kvctl", flags: [] },

@@ -28,6 +28,10 @@ function option(f: FlagSpec): Options {
     type: f.type === "bool" ? "boolean" : "string",
     describe: f.description,
   };
+  // One value per occurrence (nargs 1: never the following arguments). Unlike argv.ts,
+  // yargs keeps only the last of a repeated `strings` flag (duplicate-arguments-array is
+  // off for all flags); help is what this parser is for.
+  if (f.type === "strings") Object.assign(o, { array: true, nargs: 1 });
   if (f.aliases !== undefined) o.alias = [...f.aliases];
   if (f.default !== undefined && f.default !== "" && f.default !== "0") o.defaultDescription = f.default;
   return o;
@@ -73,6 +77,7 @@ function addCommand(y: Argv, spec: CommandSpec, parents: string[], onRun: Handle
         for (const f of flags) {
           const v = a[f.name];
           if (typeof v === "string" || v === true) out[f.name] = v;
+          else if (Array.isArray(v)) out[f.name] = v.map(String);
         }
         return out;
       };

@@ -1,5 +1,7 @@
 // cluster-health and member list|add|remove|update, with etcdctl v2's output and exits
-// (ctlv2/command/cluster_health.go, member_commands.go).
+// (ctlv2/command/cluster_health.go, member_commands.go). One deliberate difference:
+// member add prints KV_NAME / KV_INITIAL_CLUSTER / KV_INITIAL_CLUSTER_STATE, the
+// variables `kvctl serve` reads, where etcdctl prints ETCD_*.
 
 import { setTimeout as sleep } from "node:timers/promises";
 import type { V2MemberJSON } from "../../api/v2-types.ts";
@@ -71,15 +73,43 @@ async function memberAdd(inv: Invocation, io: Io): Promise<number> {
       const list = await members(ctx, d.signal).catch((err: unknown) => {
         throw bare(err);
       });
-      const conf = list.flatMap((m) => m.peerURLs.map((u) => `${m.id === added.id ? name : m.name}=${u}`));
-      io.stdout(`\nETCD_NAME=${JSON.stringify(name)}\n`);
-      io.stdout(`ETCD_INITIAL_CLUSTER=${JSON.stringify(conf.join(","))}\n`);
-      io.stdout(`ETCD_INITIAL_CLUSTER_STATE="existing"\n`);
+      io.stdout(formatJoinSettings(name, added.id, list));
       return ExitCode.Success;
     } finally {
       d.clear();
     }
   });
+}
+
+/**
+ * The settings to start an added member with, as etcdctl's member add prints them but
+ * with kvctl serve's variable names (KV_* where etcdctl prints ETCD_*). The new member
+ * (not started, so nameless) is listed under the name given to `member add`.
+ */
+export function formatJoinSettings(name: string, newId: string, members: readonly V2MemberJSON[]): string {
+  const conf = members.flatMap((m) => m.peerURLs.map((u) => `${m.id === newId ? name : m.name}=${u}`));
+  return (
+    `\nKV_NAME=${goQuote(name)}\n` +
+    `KV_INITIAL_CLUSTER=${goQuote(conf.join(","))}\n` +
+    `KV_INITIAL_CLUSTER_STATE="existing"\n`
+  );
+}
+
+/** Go's %q (strconv.Quote): printable runes kept, the rest escaped Go's way. */
+export function goQuote(s: string): string {
+  const named: Readonly<Record<string, string>> = { "\x07": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v", '"': '\\"', "\\": "\\\\" };
+  let out = '"';
+  for (const ch of s) {
+    const cp = ch.codePointAt(0) ?? 0;
+    const esc = named[ch];
+    if (esc !== undefined) out += esc;
+    else if (ch === " " || /^[\p{L}\p{M}\p{N}\p{P}\p{S}]$/u.test(ch)) out += ch;
+    else if (cp < 0x80) out += `\\x${cp.toString(16).padStart(2, "0")}`;
+    else if (cp >= 0xd800 && cp <= 0xdfff) out += "\ufffd"; // a lone surrogate: Go decodes it as U+FFFD
+    else if (cp <= 0xffff) out += `\\u${cp.toString(16).padStart(4, "0")}`;
+    else out += `\\U${cp.toString(16).padStart(8, "0")}`;
+  }
+  return `${out}"`;
 }
 
 async function memberRemove(inv: Invocation, io: Io): Promise<number> {
