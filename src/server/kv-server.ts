@@ -12,6 +12,7 @@
 //   unstable log and go out together in the next Ready (group commit).
 // - Apply is deterministic (apply.ts); everything that varies (time, ids) is in the entry.
 // - A single member runs exactly this path: it is a cluster of one, with no shortcut.
+import { createHash } from "node:crypto";
 import { RawNode, ProposalDroppedError, EntryType, ConfChangeType, decodeConfChange, type ConfChange, type ConfState, type Entry, type Message, type MemoryStorage, type Ready, type Snapshot } from "../raft/index.ts";
 import { PeerTransport } from "../transport/index.ts";
 import type { Wal, Snapshotter } from "../wal/index.ts";
@@ -220,6 +221,16 @@ export class KvServer {
   linearizableRead(): Promise<void> {
     if (this.#stopped) return Promise.reject(new ServerUnavailableError("etcdserver: server stopped"));
     return this.#reads.read();
+  }
+
+  /**
+   * A digest of the replicated state machine (v2 store, auth, membership) and the index it
+   * was taken at: members that applied the same log prefix must report the same hash.
+   */
+  stateHash(): { appliedIndex: number; storeIndex: number; hash: string } {
+    const h = createHash("sha256");
+    h.update(this.store.save()).update(JSON.stringify(this.auth.save())).update(JSON.stringify(this.membership.toJSON()));
+    return { appliedIndex: this.#appliedIndex, storeIndex: this.store.index, hash: h.digest("hex") };
   }
 
   /** Adds a voting member with these peer URLs (etcd's member add); resolves with it. */

@@ -1,10 +1,14 @@
 // The peer port: Raft messages between members (the transport's endpoints under /raft),
-// and the membership a joining member reads before it starts (bootstrap.ts). Nothing else
-// is served there.
+// the membership a joining member reads before it starts (bootstrap.ts), and a hash of the
+// replicated state for checking that members converged (fault tests, operators). Nothing
+// else is served there.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { KvServer } from "../kv-server.ts";
 import { PEER_MEMBERS_PATH } from "../bootstrap.ts";
 import { Header } from "../../api/headers.ts";
+
+/** GET: `{ appliedIndex, storeIndex, hash }` of this member's replicated state. */
+export const PEER_HASH_PATH = "/hash";
 
 export function createPeerRouter(server: KvServer): (req: IncomingMessage, res: ServerResponse) => void {
   const raft = server.transport.handler();
@@ -18,6 +22,12 @@ export function createPeerRouter(server: KvServer): (req: IncomingMessage, res: 
     if (path === PEER_MEMBERS_PATH && req.method === "GET") {
       const body = JSON.stringify(server.membership.toJSON());
       res.writeHead(200, { "Content-Type": "application/json", [Header.kvClusterId]: server.clusterId.toString(16), "Content-Length": Buffer.byteLength(body) });
+      res.end(body);
+      return;
+    }
+    if (path === PEER_HASH_PATH && req.method === "GET") {
+      const body = JSON.stringify(server.stateHash());
+      res.writeHead(200, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body) });
       res.end(body);
       return;
     }
