@@ -8,16 +8,17 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, wri
 import { cpus, release, totalmem } from "node:os";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import { authCheckText } from "./lib/auth.ts";
 import { PORTS, errorText, startServer, type BenchContext } from "./lib/context.ts";
 import { httpRequest } from "./lib/http.ts";
-import { parseOptions, USAGE, type BenchOptions } from "./lib/options.ts";
+import { GROUP_ALIASES, parseOptions, USAGE, type BenchOptions } from "./lib/options.ts";
 import { clientPhase, etcdctlPath } from "./lib/phases-client.ts";
 import { memoryPhase } from "./lib/phases-memory.ts";
 import { throughputPhase, watchPhase } from "./lib/phases.ts";
 import type { BenchResults, ServerInfo } from "./lib/results.ts";
 import { killAllStartedSync, type ServerKind, type ServerSpec } from "./lib/server.ts";
 import { hasHyperfine } from "./lib/client-startup.ts";
-import { buildRows, renderTable } from "./lib/table.ts";
+import { authCostRows, buildRows, renderAuthCostTable, renderTable } from "./lib/table.ts";
 import { killRunningWrkSync } from "./lib/wrk.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -119,6 +120,20 @@ function report(r: BenchResults, maxSteal: number, file: string | null): string 
     `Ratio = kvctl / etcd per figure. p99 is wrk's coordinated-omission-corrected tail (noisy on this VM); ` +
       `\`(steal N%)\` marks rows where the hypervisor took more than ${maxSteal}% of the CPU.`,
   ];
+  const authCost = authCostRows(r);
+  if (authCost.length > 0) {
+    lines.push(
+      "",
+      "Cost of v2 auth on each server: the `(auth)` row divided by the same workload without auth " +
+        "(user `bencher` with a `/bench*` role, Basic credentials on every request, guest read/write revoked).",
+      "",
+      renderAuthCostTable(authCost),
+      "",
+    );
+    for (const t of r.throughput) {
+      if (t.auth_check !== undefined) lines.push(`- auth setup check ${t.row} ${t.server}: ${authCheckText(t.auth_check)}`);
+    }
+  }
   for (const sv of r.servers) {
     lines.push(`- ${sv.kind}: \`${sv.command_line}\`${sv.version ? ` — version ${JSON.stringify(sv.version)}` : ""}${sv.available ? "" : ` — NOT MEASURED: ${sv.error}`}`);
   }
@@ -181,7 +196,7 @@ async function main(argv: string[]): Promise<number> {
   const wrkVersion = toolVersion("wrk", ["-v"])?.replace(/\s*Copyright.*$/, "") ?? null;
   const loadBefore = loadAvg();
   let only = o.only;
-  if (wrkVersion === null && ["put", "put-same", "get", "quorum", "cas"].some((g) => only.has(g as never))) {
+  if (wrkVersion === null && (GROUP_ALIASES["throughput"] ?? []).some((g) => only.has(g))) {
     ctx.errors.push("wrk is not installed: throughput rows skipped (apt-get install wrk)");
     log("wrk is not installed: throughput rows skipped");
     only = new Set([...only].filter((g) => g === "watch" || g === "fill" || g === "client"));

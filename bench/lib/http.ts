@@ -14,18 +14,27 @@ export interface HttpOptions {
   readonly method?: "GET" | "PUT";
   /** Sent as application/x-www-form-urlencoded when present. */
   readonly form?: Readonly<Record<string, string>>;
+  /** Sent as application/json when present (the v2 auth API's bodies); ignored when form is set. */
+  readonly json?: unknown;
+  /** The whole Authorization header value, e.g. basicAuth(user, password). */
+  readonly authorization?: string;
   readonly timeoutMs?: number;
 }
 
 /** One request on a fresh connection; rejects on socket errors and on timeout. */
 export function httpRequest(url: string, options: HttpOptions = {}): Promise<HttpResult> {
   const u = new URL(url);
-  const body = options.form === undefined ? undefined : new URLSearchParams(options.form).toString();
   const headers: Record<string, string | number> = {};
-  if (body !== undefined) {
+  let body: string | undefined;
+  if (options.form !== undefined) {
+    body = new URLSearchParams(options.form).toString();
     headers["Content-Type"] = "application/x-www-form-urlencoded";
-    headers["Content-Length"] = Buffer.byteLength(body);
+  } else if (options.json !== undefined) {
+    body = JSON.stringify(options.json);
+    headers["Content-Type"] = "application/json";
   }
+  if (body !== undefined) headers["Content-Length"] = Buffer.byteLength(body);
+  if (options.authorization !== undefined) headers["Authorization"] = options.authorization;
   return new Promise((resolve, reject) => {
     const req = request(
       { host: u.hostname, port: u.port, path: u.pathname + u.search, method: options.method ?? "GET", agent: false, headers },
@@ -43,9 +52,14 @@ export function httpRequest(url: string, options: HttpOptions = {}): Promise<Htt
   });
 }
 
-/** PUT a v2 key (`value=`), resolving with the HTTP status. */
-export async function putKey(base: string, key: string, value: string): Promise<number> {
-  const r = await httpRequest(`${base}/v2/keys/${key}`, { method: "PUT", form: { value } });
+/** `Basic base64(user:password)`: HTTP Basic credentials as etcd's v2 API reads them. */
+export function basicAuth(user: string, password: string): string {
+  return `Basic ${Buffer.from(`${user}:${password}`, "utf8").toString("base64")}`;
+}
+
+/** PUT a v2 key (`value=`), resolving with the HTTP status; `authorization` = basicAuth(...) when auth is on. */
+export async function putKey(base: string, key: string, value: string, authorization?: string): Promise<number> {
+  const r = await httpRequest(`${base}/v2/keys/${key}`, { method: "PUT", form: { value }, ...(authorization === undefined ? {} : { authorization }) });
   return r.status;
 }
 

@@ -13,7 +13,8 @@ test("parseOptions gives the full-run defaults when no flags are passed", () => 
   assert.equal(o.clientRuns, 20);
   assert.equal(o.freshPerRow, true);
   assert.deepEqual(o.servers, ["etcd", "kvctl"]);
-  assert.equal(o.only.size, 8);
+  assert.equal(o.only.size, 9);
+  assert.ok(o.only.has("auth"));
   assert.equal(o.outDir, "bench/results");
 });
 
@@ -36,5 +37,14 @@ for (const a of badArgs) {
 }
 
 test("parseOnly expands the throughput alias and keeps named groups", () => {
-  assert.deepEqual([...parseOnly("throughput,watch")], ["put", "put-same", "get", "quorum", "cas", "watch"]);
+  assert.deepEqual([...parseOnly("throughput,watch")], ["put", "put-same", "get", "auth", "quorum", "cas", "watch"]);
+});
+
+test("parseOnly selects the auth rows alone or beside their no-auth rows", () => {
+  assert.deepEqual([...parseOnly("auth")], ["auth"]);
+  assert.deepEqual([...parseOnly("auth,get,put")], ["auth", "get", "put"]);
+});
+
+test("parseOptions keeps the auth rows in smoke mode", () => {
+  assert.ok(parseOptions(["--smoke"]).only.has("auth"));
 });

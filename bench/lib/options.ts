@@ -3,13 +3,13 @@ import { parseArgs } from "node:util";
 import { SERVER_KINDS, type ServerKind } from "./server.ts";
 
 /** Workload groups selectable with --only (each names rows of the table). */
-export const GROUPS = ["put", "put-same", "get", "quorum", "cas", "watch", "fill", "client"] as const;
+export const GROUPS = ["put", "put-same", "get", "auth", "quorum", "cas", "watch", "fill", "client"] as const;
 export type Group = (typeof GROUPS)[number];
 
 /** Shorthands accepted by --only besides the group names. */
 export const GROUP_ALIASES: Readonly<Record<string, readonly Group[]>> = {
   all: GROUPS,
-  throughput: ["put", "put-same", "get", "quorum", "cas"],
+  throughput: ["put", "put-same", "get", "auth", "quorum", "cas"],
   memory: ["fill"],
   restart: ["fill"],
   rss: ["fill"],
@@ -51,7 +51,8 @@ export const USAGE = `usage: npm run bench -- [options]
 
   --server etcd|kvctl|both   which servers (default both; etcd only when installed)
   --only LIST                comma list of ${GROUPS.join(", ")}
-                             (or throughput, memory, all; default all)
+                             (or throughput, memory, all; default all); auth = v2 GET and
+                             PUT unique with auth on (compare with get,put: --only auth,get,put)
   --duration S               measured seconds per wrk row (default 10; smoke 1)
   --warmup S                 warm-up seconds per wrk row, not counted (default 3; smoke 0)
   --label X                  name of the results file (default "bench"; smoke "smoke")

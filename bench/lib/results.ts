@@ -1,5 +1,6 @@
 // Shapes of the results JSON (bench/results/<label>-<timestamp>.json) and the list of wrk rows.
 // Field names follow the shared harness's JSON where the same figure exists there.
+import type { AuthCheck } from "./auth.ts";
 import type { TimingResult } from "./client-startup.ts";
 import type { FillResult } from "./fill.ts";
 import type { Group } from "./options.ts";
@@ -13,15 +14,28 @@ export interface WrkRowSpec {
   readonly script: string;
   readonly connections: number;
   readonly title: string;
+  /**
+   * v2 auth on: the server gets lib/auth.ts's setup (user with a /bench* role, guest
+   * revoked) and the script sends Basic credentials on every request. Key prefixes of these
+   * rows start with "bench" so the role covers them.
+   */
+  readonly auth?: true;
+  /** The same workload with auth off (its id): the auth-cost table divides by it. */
+  readonly noAuthRow?: string;
 }
 
 /** The throughput rows, in table order. */
 export const WRK_ROWS: readonly WrkRowSpec[] = [
   { id: "v2-put-unique-c1", group: "put", script: "v2-put-unique.lua", connections: 1, title: "v2 PUT unique keys, 1 conn" },
   { id: "v2-put-unique-c16", group: "put", script: "v2-put-unique.lua", connections: 16, title: "v2 PUT unique keys, 16 conns" },
+  {
+    id: "v2-put-unique-c16-auth", group: "auth", script: "v2-put-unique-auth.lua", connections: 16,
+    title: "v2 PUT unique keys, 16 conns (auth)", auth: true, noAuthRow: "v2-put-unique-c16",
+  },
   { id: "v2-put-unique-c64", group: "put", script: "v2-put-unique.lua", connections: 64, title: "v2 PUT unique keys, 64 conns" },
   { id: "v2-put-same-c16", group: "put-same", script: "v2-put-same.lua", connections: 16, title: "v2 PUT same key, 16 conns" },
   { id: "v2-get-c16", group: "get", script: "v2-get.lua", connections: 16, title: "v2 GET, 16 conns" },
+  { id: "v2-get-c16-auth", group: "auth", script: "v2-get-auth.lua", connections: 16, title: "v2 GET, 16 conns (auth)", auth: true, noAuthRow: "v2-get-c16" },
   { id: "v2-get-c64", group: "get", script: "v2-get.lua", connections: 64, title: "v2 GET, 64 conns" },
   { id: "v2-get-quorum-c16", group: "quorum", script: "v2-get-quorum.lua", connections: 16, title: "v2 quorum GET, 16 conns" },
   { id: "v2-cas-c16", group: "cas", script: "v2-cas.lua", connections: 16, title: "v2 CAS (prevValue matches), 16 conns" },
@@ -42,6 +56,8 @@ export interface ThroughputResult {
   readonly rss_kb_after: number | null;
   readonly wrk_exit: number | null;
   readonly error?: string;
+  /** Auth rows: what the server answered after the setup, with and without credentials. */
+  readonly auth_check?: AuthCheck;
 }
 
 export interface WatchPhaseResult {

@@ -42,6 +42,16 @@ function cellText(c: Cell | string | undefined): string {
   return c.note === undefined ? base : `${base} ${c.note}`;
 }
 
+/**
+ * A ratio: 2 decimals, but 2 significant digits below 0.01 (etcd's auth GET is ~0.001 of its
+ * plain GET; "0.00" would hide that) and whole numbers from 100 up.
+ */
+export function fmtRatio(x: number): string {
+  if (x !== 0 && Math.abs(x) < 0.01) return x.toPrecision(2);
+  if (Math.abs(x) >= 100) return Math.round(x).toString();
+  return x.toFixed(2);
+}
+
 /** kvctl/etcd per value with the direction that is better; "-" when not comparable. */
 export function ratioText(row: Row): string {
   if (row.ratio !== undefined) return row.ratio;
@@ -51,7 +61,7 @@ export function ratioText(row: Row): string {
   const parts = e.values.map((ev, i) => {
     const kv = k.values[i] as number;
     if (ev === 0) return kv === 0 ? "1.00" : "-";
-    return (kv / ev).toFixed(2);
+    return fmtRatio(kv / ev);
   });
   const dir = row.better === BETTER.none ? "" : ` (${row.better} is better)`;
   return parts.join(" / ") + dir;
@@ -181,4 +191,46 @@ function clientRows(r: BenchResults): Row[] {
     });
   }
   return rows;
+}
+
+/** One line of the auth-cost table: per server, the auth row's figure divided by the same workload's without auth. */
+export interface AuthCostRow {
+  readonly label: string;
+  readonly etcd: string;
+  readonly kvctl: string;
+}
+
+/**
+ * auth / no-auth per server and figure (req/s, p50), from the same run, with both numbers
+ * in brackets. "-" when a side failed; a note when the no-auth row was not selected.
+ */
+export function authCostRows(r: BenchResults): AuthCostRow[] {
+  const rows: AuthCostRow[] = [];
+  const find = (id: string, k: ServerKind): ThroughputResult | undefined => r.throughput.find((t) => t.row === id && t.server === k);
+  for (const spec of WRK_ROWS) {
+    if (spec.auth !== true || spec.noAuthRow === undefined) continue;
+    const noAuthId = spec.noAuthRow;
+    if (!r.throughput.some((t) => t.row === spec.id)) continue;
+    const cell = (k: ServerKind, figure: "rps" | "p50_ms"): string => {
+      const a = find(spec.id, k);
+      if (a === undefined) return "-";
+      const b = find(noAuthId, k);
+      if (b === undefined) return "- (no-auth row not run)";
+      const av = a[figure];
+      const bv = b[figure];
+      if (av === undefined || bv === undefined || a.error !== undefined || b.error !== undefined || bv === 0) return "-";
+      const unit = figure === "rps" ? "" : " ms";
+      return `${fmtRatio(av / bv)} (${fmt(av)} / ${fmt(bv)}${unit})`;
+    };
+    const title = spec.title.replace(/ \(auth\)$/, "");
+    rows.push({ label: `${title}: req/s (lower = auth costs throughput)`, etcd: cell("etcd", "rps"), kvctl: cell("kvctl", "rps") });
+    rows.push({ label: `${title}: p50 (higher = auth adds latency)`, etcd: cell("etcd", "p50_ms"), kvctl: cell("kvctl", "p50_ms") });
+  }
+  return rows;
+}
+
+export function renderAuthCostTable(rows: readonly AuthCostRow[]): string {
+  const out = ["| auth / no-auth, same run | etcd | kvctl |", "| --- | ---: | ---: |"];
+  for (const r of rows) out.push(`| ${r.label} | ${r.etcd} | ${r.kvctl} |`);
+  return out.join("\n");
 }

@@ -71,12 +71,14 @@ export interface WrkRunOptions {
   readonly durationS: number;
   /** Passed after `--`; v2-put-unique.lua uses it as the key prefix. */
   readonly prefix: string;
+  /** More script arguments after the prefix (the auth scripts take `user:password`). */
+  readonly scriptArgs?: readonly string[];
 }
 
 /** Threads = min(2, connections), timeout 5 s: as the shared run.sh. Resolves with wrk's stdout+stderr. */
 export function runWrkRaw(o: WrkRunOptions): Promise<{ code: number | null; output: string }> {
   const threads = Math.min(2, o.connections);
-  const args = [`-t${threads}`, `-c${o.connections}`, `-d${o.durationS}s`, "--timeout", "5s", "-s", WRK_DIR + o.script, o.url, "--", o.prefix];
+  const args = [`-t${threads}`, `-c${o.connections}`, `-d${o.durationS}s`, "--timeout", "5s", "-s", WRK_DIR + o.script, o.url, "--", o.prefix, ...(o.scriptArgs ?? [])];
   return new Promise((resolve, reject) => {
     const child = spawn("wrk", args, { stdio: ["ignore", "pipe", "pipe"] });
     running.add(child);
