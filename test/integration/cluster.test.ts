@@ -2,7 +2,7 @@
 // member, leader failure and recovery, graceful leader hand-off, membership changes.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { startCluster, healthy, type TestCluster } from "../helpers/cluster.ts";
+import { startCluster, healthy, type ClusterMember, type TestCluster } from "../helpers/cluster.ts";
 import { agent, http, json, until } from "../helpers/http.ts";
 
 after(() => agent.destroy());
@@ -81,4 +81,26 @@ test("a member added with the members API joins with --initial-cluster-state exi
   await until(() => d.process!.exitCode !== null, 10_000, "the removed member to stop");
   const after4 = await json<{ members: unknown[] }>("GET", `${m0.clientUrl}/v2/members`);
   assert.equal(after4.body.members.length, 3);
+});
+
+test("a member without a quorum answers writes with etcd's raft error after a bounded wait, and recovers", async () => {
+  const [a, b, c] = cluster.members as [ClusterMember, ClusterMember, ClusterMember];
+  await cluster.kill(b, "SIGKILL");
+  await cluster.kill(c, "SIGKILL");
+  const t0 = Date.now();
+  const r = await http("PUT", `${a.clientUrl}/v2/keys/c/noquorum`, { value: "x" });
+  const waited = Date.now() - t0;
+  assert.equal(r.status, 500);
+  const body = JSON.parse(r.body) as { errorCode: number; message: string; cause: string };
+  assert.equal(body.errorCode, 300);
+  assert.equal(body.message, "Raft Internal Error");
+  assert.match(body.cause, /request timed out/);
+  // 5 s + 2 election timeouts (500 ms here), as etcd bounds a request: never a hang.
+  assert.ok(waited < 8000, `answered after ${waited} ms`);
+  assert.equal((await http("GET", `${a.clientUrl}/health`)).status, 503);
+  await cluster.start(b);
+  await cluster.start(c);
+  assert.ok(await healthy(b.clientUrl, 20_000));
+  assert.ok(await healthy(c.clientUrl, 20_000));
+  assert.equal((await http("PUT", `${a.clientUrl}/v2/keys/c/quorum-back`, { value: "y" })).status, 201);
 });
