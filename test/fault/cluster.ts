@@ -38,7 +38,20 @@ export interface ClusterOptions {
   log: (line: string) => void;
   /** Keep the data root (with member logs) instead of removing it. */
   keep?: { value: boolean };
+  /** --election-timeout in ms (default 500); the heartbeat is a tenth of it. */
+  electionTimeoutMs?: number;
+  /** --snapshot-count passed to every member (default: the server's own). */
+  snapshotCount?: number;
 }
+
+/** What a kvctl member's peer endpoint GET /hash answers. */
+export interface StateHash {
+  appliedIndex: number;
+  storeIndex: number;
+  hash: string;
+}
+
+export const DEFAULT_ELECTION_TIMEOUT_MS = 500;
 
 /** Thrown when the processes run but do not form an N-member cluster with a leader. */
 export class ClusterNotReadyError extends Error {
@@ -117,9 +130,14 @@ export class Cluster {
       "--initial-advertise-peer-urls", `http://127.0.0.1:${m.proxyPort}`,
       "--initial-cluster", cluster,
       "--initial-cluster-state", "new",
-      "--heartbeat-interval", "50",
-      "--election-timeout", "500",
+      "--heartbeat-interval", String(Math.max(1, Math.round(this.electionTimeoutMs / 10))),
+      "--election-timeout", String(this.electionTimeoutMs),
+      ...(this.#opts.snapshotCount === undefined ? [] : ["--snapshot-count", String(this.#opts.snapshotCount)]),
     ];
+  }
+
+  get electionTimeoutMs(): number {
+    return this.#opts.electionTimeoutMs ?? DEFAULT_ELECTION_TIMEOUT_MS;
   }
 
   /** Starts the proxies and every member; resolves once all answer /health (or throws). */
@@ -202,12 +220,31 @@ export class Cluster {
     return r?.status === 200;
   }
 
+  /**
+   * GET /hash on member i's own peer port (not through its proxy, so a partition does not
+   * hide it). undefined when the member is not running, does not answer, or is etcd.
+   */
+  async stateHash(i: number): Promise<StateHash | undefined> {
+    const m = this.members[i]!;
+    if (m.state !== MemberState.running) return undefined;
+    const r = await getJson(`http://127.0.0.1:${m.peerPort}/hash`, 1000);
+    const b = r?.body as Partial<StateHash> | undefined;
+    if (r?.status !== 200 || typeof b?.appliedIndex !== "number" || typeof b.storeIndex !== "number" || typeof b.hash !== "string") return undefined;
+    return { appliedIndex: b.appliedIndex, storeIndex: b.storeIndex, hash: b.hash };
+  }
+
+  /** Whether member i answers GET /v2/stats/self with state StateLeader (1 s deadline). */
+  async saysLeader(i: number, timeoutMs = 1000): Promise<boolean> {
+    const m = this.members[i]!;
+    if (m.state !== MemberState.running) return false;
+    const r = await getJson(`${m.clientUrl}/v2/stats/self`, timeoutMs);
+    return typeof r?.body === "object" && r.body !== null && (r.body as { state?: unknown }).state === "StateLeader";
+  }
+
   /** The index of a member that says it is the leader (GET /v2/stats/self), if any. */
   async leader(): Promise<number | undefined> {
-    const answers = await Promise.all(
-      this.members.map(async (m) => (m.state === MemberState.running ? getJson(`${m.clientUrl}/v2/stats/self`, 1000) : undefined)),
-    );
-    const i = answers.findIndex((a) => typeof a?.body === "object" && a.body !== null && (a.body as { state?: unknown }).state === "StateLeader");
+    const answers = await Promise.all(this.members.map((m) => this.saysLeader(m.index)));
+    const i = answers.indexOf(true);
     return i < 0 ? undefined : i;
   }
 

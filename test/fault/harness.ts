@@ -1,12 +1,15 @@
-// One fault run: start N members, drive clients while the nemesis injects faults, heal,
-// read every key, check the history for linearizability per key, restart all members and
-// check that no acknowledged write was lost. Every phase has a deadline; the cluster is
+// One fault run: start N members, drive clients while the nemesis injects faults (timing
+// each leader-kill's election), heal, read every key, check that all members converged to
+// the same state hash, restart all members, check convergence again, then check the
+// history for linearizability per key and that no acknowledged write was lost. Every phase has a deadline; the cluster is
 // destroyed (processes killed by PID, data removed) whatever happens.
 
 import { checkOperations, Verdict, type CheckResult } from "../linearizability/checker.ts";
 import { Anomaly, injectAnomaly, mulberry32 } from "../linearizability/history-gen.ts";
 import { registerModel, type RegisterOperation } from "../linearizability/register-model.ts";
 import { Cluster, ClusterNotReadyError, sleep, type ServerKind } from "./cluster.ts";
+import { checkConvergence, ConvergenceVerdict, describeConvergence, type ConvergenceResult } from "./convergence.ts";
+import { summarizeElections, type ElectionSummary } from "./election.ts";
 import { findLostWrites, type LostWrite } from "./durability.ts";
 import { healAll, runNemesis, type FaultKind, type FaultRecord } from "./nemesis.ts";
 import type { ProxyStats } from "./proxy.ts";
@@ -29,6 +32,12 @@ export interface FaultTestOptions {
   opTimeoutMs: number;
   /** Budget of the checker per key. */
   checkTimeoutMs: number;
+  /** --snapshot-count for every member (default: the server's). */
+  snapshotCount?: number;
+  /** --election-timeout in ms (default 500; heartbeat a tenth). */
+  electionTimeoutMs?: number;
+  /** Bound on the wait for all members to reach one applied index (default 10 s). */
+  convergenceTimeoutMs?: number;
   /** Corrupt the recorded history on purpose, to prove the checks catch it. */
   inject?: Injection;
   /** Keep the data root and member logs. */
@@ -55,6 +64,11 @@ export interface FaultReport {
   lost: LostWrite[];
   /** Values read after all members restarted. */
   finals: Record<string, string | null>;
+  /** After healing, and after the full restart. */
+  convergence: ConvergenceResult[];
+  /** Leader-kill elections, against the limit 3 × election timeout. */
+  elections: ElectionSummary | undefined;
+  electionTimeoutMs: number;
   problems: string[];
   injected?: string;
 }
@@ -84,11 +98,20 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
   const abort = new AbortController();
   const signal = opts.signal === undefined ? abort.signal : AbortSignal.any([abort.signal, opts.signal]);
   const keys = Array.from({ length: opts.keys }, (_, i) => `lin/k${i}`);
-  const cluster = new Cluster({ members: opts.members, server: opts.server, portBase: opts.portBase, log: opts.log, keep: { value: opts.keep ?? false } });
+  const cluster = new Cluster({
+    members: opts.members, server: opts.server, portBase: opts.portBase, log: opts.log, keep: { value: opts.keep ?? false },
+    ...(opts.snapshotCount === undefined ? {} : { snapshotCount: opts.snapshotCount }),
+    ...(opts.electionTimeoutMs === undefined ? {} : { electionTimeoutMs: opts.electionTimeoutMs }),
+  });
+  const converge = async (phase: string): Promise<void> => {
+    const r = await checkConvergence({ cluster, server: opts.server, phase, timeoutMs: opts.convergenceTimeoutMs ?? 10_000 });
+    report.convergence.push(r);
+    for (const line of describeConvergence(r)) opts.log(`convergence ${line}`);
+  };
   opts.onCluster?.(cluster);
   const report: FaultReport = {
     verdict: RunVerdict.ok, seed: opts.seed, elapsedMs: 0, workloadMs: 0, ops: 0, counts: { get: { ok: 0, fail: 0, unknown: 0 }, set: { ok: 0, fail: 0, unknown: 0 }, cas: { ok: 0, fail: 0, unknown: 0 }, refused: 0, reasons: {} },
-    faults: [], proxies: [], check: undefined, lost: [], finals: {}, problems: [],
+    faults: [], proxies: [], check: undefined, lost: [], finals: {}, convergence: [], elections: undefined, electionTimeoutMs: cluster.electionTimeoutMs, problems: [],
   };
   try {
     opts.log(`starting ${opts.members} ${opts.server} members (data in ${cluster.root})`);
@@ -106,6 +129,10 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
     report.workloadMs = now() - w0;
     report.counts = work.counts;
     report.faults = faults;
+    report.elections = summarizeElections(
+      faults.flatMap((f) => (f.election === undefined ? [] : [{ target: f.target, timing: f.election }])),
+      3 * cluster.electionTimeoutMs,
+    );
     const history = work.history;
     report.ops = history.length;
 
@@ -120,6 +147,8 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
       return report;
     }
     for (const key of keys) await readUntilOk({ cluster, key, now, timeoutMs: 20_000, history });
+    // No client runs now: every member must reach one applied index with one state hash.
+    await converge("after healing");
 
     opts.log("restarting all members (SIGTERM)");
     await Promise.all(cluster.members.map((m) => cluster.stopMember(m.index, "SIGTERM")));
@@ -139,6 +168,7 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
       finalOps.set(key, op);
       finals.set(key, op.output.type === "value" ? op.output.value : null);
     }
+    await converge("after full restart");
     report.proxies = cluster.proxyStats();
 
     if (opts.inject !== undefined) report.injected = inject(opts.inject, { history, keys, finals, finalOps, seed: opts.seed });
@@ -146,8 +176,11 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
     opts.log(`checking ${history.length} operations`);
     report.check = checkOperations(registerModel, history, { timeoutMs: opts.checkTimeoutMs });
     report.lost = findLostWrites(history, finals);
+    const diverged = report.convergence.filter((c) => c.verdict === ConvergenceVerdict.diverged || c.verdict === ConvergenceVerdict.stuck);
+    for (const c of diverged) report.problems.push(`members did not converge ${describeConvergence(c)[0] ?? ""}`);
+    for (const s of report.elections?.slow ?? []) report.problems.push(`election slower than 3 × ${cluster.electionTimeoutMs} ms: ${s}`);
     report.verdict =
-      report.check.verdict === Verdict.illegal || report.lost.length > 0
+      report.check.verdict === Verdict.illegal || report.lost.length > 0 || diverged.length > 0 || (report.elections?.slow.length ?? 0) > 0
         ? RunVerdict.violation
         : report.check.verdict === Verdict.unknown
           ? RunVerdict.unknown

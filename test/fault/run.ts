@@ -1,10 +1,14 @@
 // The fault-test runner:
-//   node --import tsx test/fault/run.ts --members 3|5 --duration 30 \
+//   node --import tsx test/fault/run.ts --members 3|5 --duration 30|90s|30m \
 //     --faults kill,pause,partition,leader-kill --seed N --server kvctl|etcd
 // Other flags: --clients 8 --keys 4 --op-timeout 2000 (ms) --port-base 23600
 //   --check-timeout 20000 (ms per key) --inject stale-read|lost-write --keep --quiet
+//   --snapshot-count N (members snapshot every N applied entries) --election-timeout 500 (ms)
 // Exit status: 0 linearizable and nothing lost; 1 violation; 2 usage error or the servers
 // never formed a cluster; 3 checker budget exhausted (unknown); 4 no recovery after faults.
+// A violation is any of: a non-linearizable key, a lost acknowledged write, members that
+// do not converge to one state hash (kvctl only), a leader-kill election slower than 3 ×
+// the election timeout.
 
 import { parseArgs } from "node:util";
 import { ServerKind, type Cluster } from "./cluster.ts";
@@ -13,7 +17,7 @@ import { allFaults, parseFaults } from "./nemesis.ts";
 import { formatReport } from "./summary.ts";
 
 function usage(message: string): never {
-  process.stderr.write(`${message}\nusage: node --import tsx test/fault/run.ts --members 3|5 --duration SECONDS --faults ${allFaults.join(",")} --seed N --server kvctl|etcd\n`);
+  process.stderr.write(`${message}\nusage: node --import tsx test/fault/run.ts --members 3|5 --duration 60|90s|30m --faults ${allFaults.join(",")} --seed N --server kvctl|etcd\n`);
   process.exit(2);
 }
 
@@ -22,6 +26,15 @@ function intFlag(value: string | undefined, name: string, fallback: number): num
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0) usage(`Cannot parse --${name}: "${value}" is not a non-negative integer`);
   return n;
+}
+
+/** "90" and "90s" are seconds, "30m" minutes, "1h" hours, "500ms" milliseconds; → ms. */
+function durationFlag(value: string | undefined, fallbackMs: number): number {
+  if (value === undefined) return fallbackMs;
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(value.trim());
+  if (m === null) usage(`Cannot parse --duration: "${value}" (e.g. 60, 90s, 30m, 1h)`);
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? "s") as "ms" | "s" | "m" | "h"];
+  return Math.round(Number(m[1]) * unit);
 }
 
 function parse(argv: string[]): FaultTestOptions {
@@ -33,7 +46,7 @@ function parse(argv: string[]): FaultTestOptions {
         members: { type: "string" }, duration: { type: "string" }, faults: { type: "string" }, seed: { type: "string" },
         server: { type: "string" }, clients: { type: "string" }, keys: { type: "string" }, "op-timeout": { type: "string" },
         "port-base": { type: "string" }, "check-timeout": { type: "string" }, inject: { type: "string" },
-        keep: { type: "boolean" }, quiet: { type: "boolean" },
+        keep: { type: "boolean" }, quiet: { type: "boolean" }, "snapshot-count": { type: "string" }, "election-timeout": { type: "string" },
       },
     }));
   } catch (err) {
@@ -54,7 +67,7 @@ function parse(argv: string[]): FaultTestOptions {
   const quiet = values.quiet ?? false;
   const opts: FaultTestOptions = {
     members,
-    durationMs: intFlag(values.duration, "duration", 30) * 1000,
+    durationMs: durationFlag(values.duration, 30_000),
     faults,
     seed: intFlag(values.seed, "seed", Date.now() % 1_000_000),
     server,
@@ -69,6 +82,14 @@ function parse(argv: string[]): FaultTestOptions {
     },
   };
   if (inject !== undefined) opts.inject = inject;
+  if (values["snapshot-count"] !== undefined) {
+    opts.snapshotCount = intFlag(values["snapshot-count"], "snapshot-count", 0);
+    if (opts.snapshotCount < 1) usage("Cannot parse --snapshot-count: must be at least 1");
+  }
+  if (values["election-timeout"] !== undefined) {
+    opts.electionTimeoutMs = intFlag(values["election-timeout"], "election-timeout", 0);
+    if (opts.electionTimeoutMs < 50) usage("Cannot parse --election-timeout: must be at least 50 (ms)");
+  }
   return opts;
 }
 

@@ -1,12 +1,14 @@
 // The run summary printed by run.ts (plain text; the runner owns stdout).
 
+import { describeConvergence } from "./convergence.ts";
 import type { FaultReport, FaultTestOptions } from "./harness.ts";
 
-export function formatReport(r: FaultReport, opts: Pick<FaultTestOptions, "members" | "server" | "seed" | "clients">): string {
+export function formatReport(r: FaultReport, opts: Pick<FaultTestOptions, "members" | "server" | "seed" | "clients" | "snapshotCount">): string {
   const lines: string[] = [];
   const secs = r.workloadMs / 1000;
   const c = r.counts;
-  lines.push(`fault run: ${opts.members} × ${opts.server}, seed ${opts.seed}, ${opts.clients} clients`);
+  const snap = opts.snapshotCount === undefined ? "" : `, --snapshot-count ${opts.snapshotCount}`;
+  lines.push(`fault run: ${opts.members} × ${opts.server}, seed ${opts.seed}, ${opts.clients} clients, election timeout ${r.electionTimeoutMs} ms${snap}`);
   lines.push(`  operations  ${r.ops} recorded in ${secs.toFixed(1)} s (${secs > 0 ? (r.ops / secs).toFixed(0) : 0} ops/s); ${c.refused} refused (not recorded)`);
   for (const op of ["get", "set", "cas"] as const) {
     lines.push(`    ${op.padEnd(4)} ok ${c[op].ok}  failed ${c[op].fail}  unknown ${c[op].unknown}`);
@@ -16,7 +18,17 @@ export function formatReport(r: FaultReport, opts: Pick<FaultTestOptions, "membe
   const byKind = new Map<string, number>();
   for (const f of r.faults) byKind.set(f.kind, (byKind.get(f.kind) ?? 0) + 1);
   lines.push(`  faults      ${r.faults.length} (${[...byKind].map(([k, v]) => `${k} ×${v}`).join(", ") || "none"})`);
-  for (const f of r.faults) lines.push(`    ${(f.start / 1000).toFixed(1).padStart(6)}–${(f.end / 1000).toFixed(1)} s  ${f.kind} ${f.target}`);
+  for (const f of r.faults) {
+    const e = f.election === undefined ? "" : f.election.newLeaderMs === undefined ? `  (no new leader within ${f.election.capMs} ms)` : `  (new leader after ${f.election.newLeaderMs.toFixed(0)} ms)`;
+    lines.push(`    ${(f.start / 1000).toFixed(1).padStart(6)}–${(f.end / 1000).toFixed(1)} s  ${f.kind} ${f.target}${e}`);
+  }
+  const el = r.elections;
+  if (el !== undefined && el.count > 0) {
+    const ms = (x: number | undefined): string => (x === undefined ? "–" : `${x.toFixed(0)} ms`);
+    lines.push(`  elections   ${el.count} leader kills: new leader after max ${ms(el.maxMs)}, median ${ms(el.medianMs)} (limit 3 × ${r.electionTimeoutMs} = ${el.limitMs} ms); ${el.slow.length === 0 ? "all within the limit" : `${el.slow.length} too slow`}`);
+  } else if (el !== undefined) {
+    lines.push("  elections   no leader was killed (no leader-kill fault hit a leader)");
+  }
   if (r.proxies.length > 0) {
     const sum = r.proxies.reduce((a, p) => ({ forwarded: a.forwarded + p.forwarded, held: a.held + p.held, cut: a.cut + p.cut, unknownSource: a.unknownSource + p.unknownSource }));
     lines.push(`  proxies     ${sum.forwarded} peer connections forwarded, ${sum.cut} cut, ${sum.held} held by partitions, ${sum.unknownSource} of unknown source`);
@@ -33,6 +45,10 @@ export function formatReport(r: FaultReport, opts: Pick<FaultTestOptions, "membe
   if (finals.length > 0) {
     lines.push(`  durability  ${r.lost.length === 0 ? "every acknowledged write survived a full restart" : `${r.lost.length} key(s) lost acknowledged writes`}`);
     for (const l of r.lost) lines.push(`    ${l.key}: ${l.reason}`);
+  }
+  for (const c of r.convergence) {
+    const [head, ...rest] = describeConvergence(c);
+    lines.push(`  convergence ${head ?? ""}`, ...rest.map((l) => `   ${l}`));
   }
   for (const p of r.problems) lines.push(`  problem     ${p}`);
   lines.push(`  time        ${(r.elapsedMs / 1000).toFixed(1)} s in all`);
