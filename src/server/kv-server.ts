@@ -7,7 +7,8 @@
 // Invariants:
 // - A write is acknowledged (its waiter resolved) only after its entry was fsynced and
 //   applied: the WAL save of a Ready completes before that Ready's entries are applied,
-//   and messages (votes, acks) leave only after what they promise is on disk.
+//   and a follower's messages (votes, acks) leave only after what they promise is on disk;
+//   the leader's appends go out in parallel with its own write, as in etcd.
 // - Only one Ready is in flight. While its fsync runs, new proposals accumulate in Raft's
 //   unstable log and go out together in the next Ready (group commit).
 // - Apply is deterministic (apply.ts); everything that varies (time, ids) is in the entry.
@@ -358,11 +359,16 @@ export class KvServer {
       this.#commitIndex = rd.hardState.commit;
     }
     if (rd.snapshot && rd.snapshot.metadata.index > 0) await this.#installSnapshot(rd.snapshot);
-    // Durability first: entries and vote/term are on disk before anything depends on them.
+    // A leader may replicate before its own disk write completes (Raft thesis §10.2.1; etcd
+    // does the same): its entries count towards a quorum only once its own append is
+    // accounted, and nothing it sends promises its own durability. Everyone else persists
+    // first: a vote or an append acknowledgement promises that the state is on disk.
+    const sendFirst = this.isLeader;
+    if (sendFirst && rd.messages.length > 0) this.#transport.send(rd.messages);
     if (rd.entries.length > 0 || rd.mustSync) await this.#wal.save(rd.hardState ?? null, rd.entries);
     if (rd.hardState) this.#storage.setHardState(rd.hardState);
     if (rd.entries.length > 0) this.#storage.append(rd.entries);
-    if (rd.messages.length > 0) this.#transport.send(rd.messages);
+    if (!sendFirst && rd.messages.length > 0) this.#transport.send(rd.messages);
     for (const rs of rd.readStates) this.#reads.onReadState(rs.index, rs.requestCtx);
     for (const e of rd.committedEntries) this.#applyEntry(e);
     this.#reads.release();

@@ -15,8 +15,13 @@ export class TransportError extends Error {
 
 /** A keep-alive agent: one per transport and per traffic class (messages, snapshots). */
 export function createAgent(options: AgentOptions | undefined): http.Agent {
-  return new http.Agent({ keepAlive: true, keepAliveMsecs: 1000, scheduling: "lifo", ...options });
+  // noDelay: a Raft message is latency-critical; with Nagle on, the second small write of a
+  // request waited for the peer's delayed ACK (a replicated write measured ~2 ms per hop).
+  return new http.Agent({ keepAlive: true, keepAliveMsecs: 1000, scheduling: "lifo", noDelay: true, ...options });
 }
+
+/** Bodies up to this size are sent as one buffer (one write); larger ones chunk by chunk. */
+const coalesceLimit = 1 << 20;
 
 /** Parses a peer URL; only http: until the TLS options arrive. */
 export function parsePeerUrl(u: string): URL {
@@ -79,8 +84,16 @@ function postOnce(o: PostOptions): Promise<PostResult> {
       res.on("error", reject);
       res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text.trimEnd() }));
     });
-    for (const c of o.chunks) req.write(c);
-    req.end();
+    if (length <= coalesceLimit) {
+      // One write for head and body: no small segments waiting on each other.
+      req.end(o.chunks.length === 1 ? o.chunks[0] : Buffer.concat(o.chunks, length));
+    } else {
+      // A snapshot: written chunk by chunk without copying, corked so frames go out together.
+      req.cork();
+      for (const c of o.chunks) req.write(c);
+      req.uncork();
+      req.end();
+    }
   });
 }
 
