@@ -112,9 +112,15 @@ async function createNew(config: ServerConfig, walDir: string, snapshotter: Snap
   const membership = Membership.bootstrap(config.initialCluster, config.initialClusterToken);
   const me = membership.list().find((m) => m.name === config.name);
   if (!me) throw new Error(`couldn't find local name "${config.name}" in the initial cluster configuration`);
-  const meta: WalMetadata = { memberId: me.id, clusterId: membership.clusterId, members: membership.list() };
-  const wal = await Wal.create(walDir, Buffer.from(JSON.stringify(meta)), { logger: log });
+  const m = await freshMember(walDir, snapshotter, membership, me.id, log);
   log.info("started new member", { memberId: me.id.toString(16), clusterId: membership.clusterId.toString(16), members: membership.ids().length });
+  return { ...m, bootstrapPeers: membership.ids() };
+}
+
+/** An empty state machine and a new WAL whose metadata says who this member is. */
+async function freshMember(walDir: string, snapshotter: Snapshotter, membership: Membership, memberId: number, log: Logger): Promise<OpenedMember> {
+  const meta: WalMetadata = { memberId, clusterId: membership.clusterId, members: membership.list() };
+  const wal = await Wal.create(walDir, Buffer.from(JSON.stringify(meta)), { logger: log });
   return {
     wal,
     snapshotter,
@@ -122,10 +128,9 @@ async function createNew(config: ServerConfig, walDir: string, snapshotter: Snap
     store: new V2Store(),
     auth: new V2AuthState(),
     membership,
-    memberId: me.id,
+    memberId,
     appliedIndex: 0,
     confState: { voters: [], learners: [] },
-    bootstrapPeers: membership.ids(),
   };
 }
 
@@ -148,20 +153,9 @@ async function joinExisting(config: ServerConfig, walDir: string, snapshotter: S
       if (!me) {
         throw new Error(`this member (peer URLs ${config.initialAdvertisePeerUrls.join(",")}) is not in the cluster: add it first with 'kvctl member add'`);
       }
-      const meta: WalMetadata = { memberId: me.id, clusterId: membership.clusterId, members: membership.list() };
-      const wal = await Wal.create(walDir, Buffer.from(JSON.stringify(meta)), { logger: log });
+      const m = await freshMember(walDir, snapshotter, membership, me.id, log);
       log.info("joining existing cluster", { memberId: me.id.toString(16), clusterId: membership.clusterId.toString(16), via: url });
-      return {
-        wal,
-        snapshotter,
-        storage: new MemoryStorage(),
-        store: new V2Store(),
-        auth: new V2AuthState(),
-        membership,
-        memberId: me.id,
-        appliedIndex: 0,
-        confState: { voters: [], learners: [] },
-      };
+      return m;
     } catch (err) {
       errors.push(`${url}: ${err instanceof Error ? err.message : String(err)}`);
       if (err instanceof Error && err.message.includes("is not in the cluster")) throw err;

@@ -13,17 +13,7 @@ import type { RegisterInput, RegisterOperation, RegisterOutput } from "./registe
 
 export type Rng = () => number;
 
-/** mulberry32: a small seeded PRNG, [0, 1). */
-export function mulberry32(seed: number): Rng {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { mulberry32 } from "../helpers/prng.ts";
 
 export interface GenerateOptions {
   rng: Rng;
