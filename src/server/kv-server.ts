@@ -25,7 +25,7 @@ import { Membership, memberIdFor, type Member } from "./membership.ts";
 import { WaitRegistry, requestIdGenerator } from "./wait.ts";
 import { HttpMessageError, ServerUnavailableError } from "./http/respond.ts";
 import { ReadIndexBatcher } from "./read-index.ts";
-import { openMember, decodeSnapshotImage, encodeConfState, type SnapshotImage } from "./bootstrap.ts";
+import { openMember, decodeSnapshotImage, encodeConfState, PEER_MEMBERS_PATH, type SnapshotImage } from "./bootstrap.ts";
 import type { Logger } from "./logger.ts";
 import type { ServerConfig } from "./config.ts";
 import { ServerStats } from "./stats.ts";
@@ -192,6 +192,39 @@ export class KvServer {
       this.#kick();
     }, this.config.heartbeatInterval);
     this.#syncTimer = setInterval(() => this.#maybeSync(), SYNC_INTERVAL_MS);
+    if (ids.length > 1) void this.#advanceTicksWhenPeersUp();
+  }
+
+  /**
+   * etcd's adjustTicks: once another member answers on its peer port, fast-forward the
+   * election clock to two ticks short of a timeout, so a cluster started together elects a
+   * leader in a fraction of a second instead of after a whole (randomized) election timeout.
+   * Only time passes faster; the election itself is unchanged (pre-vote, randomization).
+   */
+  async #advanceTicksWhenPeersUp(): Promise<void> {
+    const peers = this.membership.list().filter((m) => m.id !== this.#memberId);
+    const deadline = Date.now() + 5000;
+    while (!this.#stopped && this.#lead === 0 && Date.now() < deadline) {
+      const answers = await Promise.all(
+        peers.map(async (m) => {
+          try {
+            const res = await fetch(new URL(PEER_MEMBERS_PATH, m.peerUrls[0]), { signal: AbortSignal.timeout(250) });
+            await res.arrayBuffer();
+            return res.ok;
+          } catch {
+            return false;
+          }
+        }),
+      );
+      if (answers.some((ok) => ok)) {
+        if (this.#stopped || this.#lead !== 0) return;
+        const ticks = Math.max(0, Math.round(this.config.electionTimeout / this.config.heartbeatInterval) - 2);
+        for (let i = 0; i < ticks; i++) this.#node.tick();
+        this.#kick();
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
   }
 
   /** Publishes this member's name and client URLs through the log (etcd's publish). */
