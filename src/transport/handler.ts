@@ -165,8 +165,16 @@ export function createHandler(ctx: HandlerContext): (req: IncomingMessage, res: 
     }
     const urls = header(req, PeerHeader.peerUrls);
     const fromUrls = urls === undefined || urls === "" ? [] : urls.split(",");
-    ctx.deliver({ from, fromUrls, messages, sizes, snapshot });
+    // Acknowledge receipt first, then hand the messages to Raft. Delivery can itself send a
+    // reply (a follower's append response) and the sender's next request waits for this
+    // answer: answering after delivery put a whole extra hop on every replicated write. A
+    // failure inside Raft after the 204 is a lost message, which Raft already tolerates.
     res.writeHead(204);
     res.end();
+    try {
+      ctx.deliver({ from, fromUrls, messages, sizes, snapshot });
+    } catch (err) {
+      ctx.logger.error("failed to process raft messages", { localMemberId: local, remotePeerId: idHex(from), error: String(err) });
+    }
   }
 }
