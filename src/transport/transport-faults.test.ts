@@ -1,24 +1,16 @@
-import { after, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 import { MessageType, message } from "../raft/index.ts";
 import { encodeBatch } from "./codec.ts";
 import { PeerTransport } from "./transport.ts";
-import { app, gate, mesh, recordingLogger, startMember, waitFor, type Member } from "./transport.test-helper.ts";
+import { app, gate, mesh, recordingLogger, memberFactory, startMember, waitFor, type Member } from "./transport.test-helper.ts";
 
 // Ports from this helper's range (23500-23599), for the one test that needs a known
 // address before anything listens on it.
 const downPort = 23510;
 
-const open: Member[] = [];
-async function member(o: Parameters<typeof startMember>[0]): Promise<Member> {
-  const m = await startMember(o);
-  open.push(m);
-  return m;
-}
-after(async () => {
-  await Promise.all(open.map((m) => m.close()));
-});
+const member = memberFactory();
 
 /** A raw POST to a member's endpoint, answering status and body text. */
 async function rawPost(url: string, path: string, headers: Record<string, string>, body: Uint8Array, method = "POST"): Promise<{ status: number; text: string }> {

@@ -2,6 +2,7 @@
 // recording what it receives and what it reports. Test-only (imported by *.test.ts).
 
 import http from "node:http";
+import { after } from "node:test";
 import type { AddressInfo } from "node:net";
 import { MessageType, message, type Message } from "../raft/index.ts";
 import { PeerTransport, type PeerTransportOptions } from "./transport.ts";
@@ -124,4 +125,17 @@ export function app(from: number, to: number, i: number): Message {
 /** Link every member to every other. */
 export function mesh(members: readonly Member[]): void {
   for (const a of members) for (const b of members) if (a !== b) a.transport.addPeer(b.id, [b.url]);
+}
+
+/** startMember for one test file: every member it starts is closed when the file's tests end. */
+export function memberFactory(): (o: MemberOptions) => Promise<Member> {
+  const open: Member[] = [];
+  after(async () => {
+    await Promise.all(open.map((m) => m.close()));
+  });
+  return async (o) => {
+    const m = await startMember(o);
+    open.push(m);
+    return m;
+  };
 }

@@ -1,17 +1,9 @@
-import { after, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { EntryType, MessageType, message, type Message } from "../raft/index.ts";
-import { app, gate, mesh, startMember, waitFor, type Member } from "./transport.test-helper.ts";
+import { app, gate, mesh, memberFactory, startMember, waitFor, type Member } from "./transport.test-helper.ts";
 
-const open: Member[] = [];
-async function member(o: Parameters<typeof startMember>[0]): Promise<Member> {
-  const m = await startMember(o);
-  open.push(m);
-  return m;
-}
-after(async () => {
-  await Promise.all(open.map((m) => m.close()));
-});
+const member = memberFactory();
 
 test("two transports exchange batches in both directions", async () => {
   const a = await member({ id: 1 });

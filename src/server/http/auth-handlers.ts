@@ -115,13 +115,19 @@ async function enableDisable(req: IncomingMessage, res: ServerResponse, ctx: Aut
   await proposeAuth(ctx, req.method === "PUT" ? { kind: "enable" } : { kind: "disable" }, res, headers);
 }
 
-async function listUsers(req: IncomingMessage, res: ServerResponse, rawQuery: string, ctx: AuthContext): Promise<void> {
+/** The common start of the root-only list endpoints: GET only, root only, no query. */
+async function rootList(req: IncomingMessage, rawQuery: string, ctx: AuthContext): Promise<{ headers: ReturnType<typeof clusterHeaders>; auth: V2AuthState }> {
   allowMethod(req, "GET");
   req.resume();
   await requireRoot(req, ctx.server);
   const headers = clusterHeaders(ctx);
   const auth = state(ctx);
   checkQuery(rawQuery, headers);
+  return { headers, auth };
+}
+
+async function listUsers(req: IncomingMessage, res: ServerResponse, rawQuery: string, ctx: AuthContext): Promise<void> {
+  const { headers, auth } = await rootList(req, rawQuery, ctx);
   const users: Array<Record<string, unknown>> = [];
   for (const name of auth.userNames()) {
     const u = auth.getUser(name)!;
@@ -136,12 +142,7 @@ async function listUsers(req: IncomingMessage, res: ServerResponse, rawQuery: st
 }
 
 async function listRoles(req: IncomingMessage, res: ServerResponse, rawQuery: string, ctx: AuthContext): Promise<void> {
-  allowMethod(req, "GET");
-  req.resume();
-  await requireRoot(req, ctx.server);
-  const headers = clusterHeaders(ctx);
-  const auth = state(ctx);
-  checkQuery(rawQuery, headers);
+  const { headers, auth } = await rootList(req, rawQuery, ctx);
   writeBody(res, 200, headers, { roles: auth.roleNames().map((n) => roleJSON(auth.getRole(n)!)) });
 }
 
