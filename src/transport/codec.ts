@@ -28,6 +28,9 @@ export class CodecError extends Error {
   readonly code = "ERR_RAFT_CODEC";
 }
 
+/** A frame declares a length above the receiver's bound (answered 413 when still possible). */
+export class FrameTooLargeError extends CodecError {}
+
 const maxMessageType = MessageType.MsgPreVoteResp;
 const flagReject = 1;
 const flagSnapshot = 2;
@@ -244,28 +247,68 @@ function decodeSnapshot(r: Reader): Snapshot {
 }
 
 /**
+ * Decodes a stream of frames as it arrives: the version byte first, then frames that
+ * may be split across chunks in any way. Each push() returns the messages completed by
+ * that chunk, in order. Throws CodecError on an unknown version or a malformed frame; a
+ * reader that threw is done (the stream it reads is broken).
+ */
+export class FrameReader {
+  #pending: Uint8Array = new Uint8Array(0);
+  #versionSeen = false;
+  #maxFrame: number;
+
+  /** `maxFrameBytes` bounds one frame: a larger declared length is refused before buffering it. */
+  constructor(maxFrameBytes = maxFrame) {
+    this.#maxFrame = maxFrameBytes;
+  }
+
+  /** True when a partial frame (or only part of the stream head) is buffered. */
+  get partial(): boolean {
+    return this.#pending.length > 0;
+  }
+
+  push(chunk: Uint8Array, sizes?: number[]): Message[] {
+    // A plain Uint8Array view, so decoded fields are Uint8Array (not Buffer) and
+    // slice() copies (Buffer.prototype.slice would be a view).
+    let buf = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    if (this.#pending.length > 0) {
+      const joined = new Uint8Array(this.#pending.length + buf.length);
+      joined.set(this.#pending, 0);
+      joined.set(buf, this.#pending.length);
+      buf = joined;
+    }
+    let pos = 0;
+    if (!this.#versionSeen && buf.length > 0) {
+      if (buf[0] !== codecVersion) throw new CodecError(`Cannot decode raft batch: unsupported codec version ${buf[0]}`);
+      this.#versionSeen = true;
+      pos = 1;
+    }
+    const out: Message[] = [];
+    while (buf.length - pos >= 4) {
+      const len = ((buf[pos]! << 24) >>> 0) + (buf[pos + 1]! << 16) + (buf[pos + 2]! << 8) + buf[pos + 3]!;
+      if (len > this.#maxFrame) throw new FrameTooLargeError(`Cannot decode raft batch: frame of ${len} bytes exceeds the limit of ${this.#maxFrame}`);
+      if (buf.length - pos - 4 < len) break;
+      const r = new Reader(buf, pos + 4, pos + 4 + len);
+      out.push(decodeMessage(r));
+      if (r.pos !== r.end) throw new CodecError(`Cannot decode raft batch: ${r.end - r.pos} stray bytes in frame at offset ${pos + 4}`);
+      pos += 4 + len;
+      sizes?.push(4 + len);
+    }
+    // Keep only the incomplete tail (a copy: the chunk's buffer may be reused by the caller).
+    this.#pending = pos === buf.length ? new Uint8Array(0) : buf.slice(pos);
+    return out;
+  }
+}
+
+/**
  * Decodes a whole batch body. Throws CodecError on an unknown version, a truncated frame
  * or a frame whose message does not use exactly its declared length. When `sizes` is
  * given, each message's frame size (prefix included) is pushed onto it (for stats).
  */
 export function decodeBatch(body: Uint8Array, sizes?: number[]): Message[] {
-  // A plain Uint8Array view, so decoded fields are Uint8Array (not Buffer) and
-  // slice() copies (Buffer.prototype.slice would be a view).
-  const buf = new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
-  if (buf.length === 0) throw new CodecError("Cannot decode raft batch: empty body");
-  if (buf[0] !== codecVersion) throw new CodecError(`Cannot decode raft batch: unsupported codec version ${buf[0]}`);
-  const out: Message[] = [];
-  let pos = 1;
-  while (pos < buf.length) {
-    if (buf.length - pos < 4) throw new CodecError(`Cannot decode raft batch: truncated frame length at offset ${pos}`);
-    const len = ((buf[pos]! << 24) >>> 0) + (buf[pos + 1]! << 16) + (buf[pos + 2]! << 8) + buf[pos + 3]!;
-    pos += 4;
-    if (buf.length - pos < len) throw new CodecError(`Cannot decode raft batch: frame of ${len} bytes truncated at offset ${pos}`);
-    const r = new Reader(buf, pos, pos + len);
-    out.push(decodeMessage(r));
-    if (r.pos !== r.end) throw new CodecError(`Cannot decode raft batch: ${r.end - r.pos} stray bytes in frame at offset ${pos}`);
-    pos += len;
-    sizes?.push(4 + len);
-  }
+  if (body.length === 0) throw new CodecError("Cannot decode raft batch: empty body");
+  const reader = new FrameReader();
+  const out = reader.push(body, sizes);
+  if (reader.partial) throw new CodecError(`Cannot decode raft batch: truncated frame at the end of ${body.length} bytes`);
   return out;
 }

@@ -1,19 +1,26 @@
-// The peer-side endpoint: POST /raft (a batch) and POST /raft/snapshot (one MsgSnap).
+// The peer-side endpoint: POST /raft (the message stream) and POST /raft/snapshot (one MsgSnap).
 // Checks, in order, each answered like etcd's rafthttp handlers (text bodies, Go-style):
 //   unknown path → 404; not POST → 405; stopped → 503;
 //   X-Kv-Cluster-Id differs → 412 "cluster ID mismatch" (members of different clusters
-//   refuse to talk; logged); X-Server-From missing → 400; X-Raft-To not us → 412
-//   "to field mismatch"; body too large → 413; undecodable → 400; a message not from the
-//   sender, not to us, or of a local type → 400; wrong snapshot request → 400.
-// A request is all or nothing: onMessages sees a batch only when every message passed.
+//   refuse to talk; logged); X-Server-From missing → 400; removed sender → 410;
+//   X-Raft-To not us → 412 "to field mismatch"; a frame too large → 413; undecodable →
+//   400; a message not from the sender, not to us, or of a local type → 400.
+// /raft delivers frames as they arrive (a one-shot POST of a whole batch is just a short
+// stream); a bad frame after the stream was accepted cuts it. A snapshot request is all
+// or nothing: Raft sees it only when the whole body decoded and passed the checks.
 
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Header } from "../api/headers.ts";
 import { MessageType, isLocalMsg, messageTypeName, type Message } from "../raft/index.ts";
-import { CodecError, decodeBatch } from "./codec.ts";
+import { performance } from "node:perf_hooks";
+import { CodecError, FrameReader, FrameTooLargeError, decodeBatch } from "./codec.ts";
 import { PeerHeader, idHex, parseIdHex, type TransportLimits, type TransportLogger } from "./types.ts";
 
 export const raftPath = "/raft";
+/** One byte on the stream's answer: "received and read". */
+const ACK = Buffer.from([0x0a]);
+/** Acknowledgements are at most this frequent (and at most this late). */
+export const ackIntervalMs = 100;
 export const snapshotPath = "/raft/snapshot";
 
 export interface Delivery {
@@ -146,8 +153,26 @@ export function createHandler(ctx: HandlerContext): (req: IncomingMessage, res: 
       return reply(res, 412, "to field mismatch");
     }
 
-    const limit = snapshot ? ctx.limits.maxReceiveSnapshotBytes : ctx.limits.maxReceiveBatchBytes;
-    const body = await readBody(req, res, limit);
+    const urls = header(req, PeerHeader.peerUrls);
+    const fromUrls = urls === undefined || urls === "" ? [] : urls.split(",");
+    if (snapshot) return receiveSnapshot(req, res, from, fromUrls);
+    receiveStream(req, res, from, fromUrls);
+  }
+
+  function refuse(from: number, why: string): void {
+    ctx.logger.warn("refused raft messages", { localMemberId: local, remotePeerId: idHex(from), reason: why });
+  }
+
+  function deliver(d: Delivery): void {
+    try {
+      ctx.deliver(d);
+    } catch (err) {
+      ctx.logger.error("failed to process raft messages", { localMemberId: local, remotePeerId: idHex(d.from), error: String(err) });
+    }
+  }
+
+  async function receiveSnapshot(req: IncomingMessage, res: ServerResponse, from: number, fromUrls: string[]): Promise<void> {
+    const body = await readBody(req, res, ctx.limits.maxReceiveSnapshotBytes);
     if (body === undefined) return;
     let messages: Message[];
     const sizes: number[] = [];
@@ -158,23 +183,90 @@ export function createHandler(ctx: HandlerContext): (req: IncomingMessage, res: 
       ctx.logger.warn("failed to decode raft messages", { localMemberId: local, remotePeerId: idHex(from), error: err.message });
       return reply(res, 400, err.message);
     }
-    const why = refusal(ctx, from, messages, snapshot);
+    const why = refusal(ctx, from, messages, true);
     if (why !== undefined) {
-      ctx.logger.warn("refused raft messages", { localMemberId: local, remotePeerId: idHex(from), reason: why });
+      refuse(from, why);
       return reply(res, 400, why);
     }
-    const urls = header(req, PeerHeader.peerUrls);
-    const fromUrls = urls === undefined || urls === "" ? [] : urls.split(",");
-    // Acknowledge receipt first, then hand the messages to Raft. Delivery can itself send a
-    // reply (a follower's append response) and the sender's next request waits for this
-    // answer: answering after delivery put a whole extra hop on every replicated write. A
-    // failure inside Raft after the 204 is a lost message, which Raft already tolerates.
     res.writeHead(204);
     res.end();
-    try {
-      ctx.deliver({ from, fromUrls, messages, sizes, snapshot });
-    } catch (err) {
-      ctx.logger.error("failed to process raft messages", { localMemberId: local, remotePeerId: idHex(from), error: String(err) });
-    }
+    deliver({ from, fromUrls, messages, sizes, snapshot: true });
+  }
+
+  /**
+   * The message stream: frames are decoded and handed to Raft as they arrive, for as long
+   * as the sender keeps the request open. The answer's head (200) goes out with the first
+   * acknowledgement, after the first chunk was checked, so a sender whose very first
+   * frames are refused still gets a status and a reason; a later bad frame can only cut
+   * the stream. Acknowledgements (one byte) tell the sender we are alive and reading: at
+   * most one per ackIntervalMs, and always one within that time after data arrived, so a
+   * sender waiting on one never waits in vain.
+   */
+  function receiveStream(req: IncomingMessage, res: ServerResponse, from: number, fromUrls: string[]): void {
+    const reader = new FrameReader(ctx.limits.maxReceiveBatchBytes);
+    let accepted = false;
+    let dead = false;
+    let lastAck = -Infinity;
+    let ackTimer: NodeJS.Timeout | undefined;
+    const sendAck = (): void => {
+      ackTimer = undefined;
+      if (dead || res.writableEnded || res.destroyed) return;
+      lastAck = performance.now();
+      res.write(ACK);
+    };
+    const ack = (): void => {
+      const wait = lastAck + ackIntervalMs - performance.now();
+      if (wait <= 0) sendAck();
+      else ackTimer ??= setTimeout(sendAck, wait);
+    };
+    const fail = (status: number, why: string): void => {
+      dead = true;
+      clearTimeout(ackTimer);
+      if (!accepted) {
+        reply(res, status, why, { Connection: "close" });
+        req.resume();
+      } else req.destroy();
+    };
+    req.on("data", (chunk: Buffer) => {
+      if (dead) return;
+      if (ctx.isStopped()) return fail(503, "transport stopped");
+      const sizes: number[] = [];
+      let messages: Message[];
+      try {
+        messages = reader.push(chunk, sizes);
+      } catch (err) {
+        if (!(err instanceof CodecError)) throw err;
+        ctx.logger.warn("failed to decode raft messages", { localMemberId: local, remotePeerId: idHex(from), error: err.message });
+        return fail(err instanceof FrameTooLargeError ? 413 : 400, err.message);
+      }
+      const why = refusal(ctx, from, messages, false);
+      if (why !== undefined) {
+        refuse(from, why);
+        return fail(400, why);
+      }
+      if (!accepted) {
+        accepted = true;
+        res.writeHead(200, { "Content-Type": "application/octet-stream" });
+      }
+      // Acknowledge first, then deliver: delivery may itself send (a follower's append
+      // response), and the sender should learn we are alive without waiting on Raft.
+      ack();
+      if (messages.length > 0) deliver({ from, fromUrls, messages, sizes, snapshot: false });
+    });
+    req.on("end", () => {
+      if (dead) return;
+      dead = true;
+      clearTimeout(ackTimer);
+      if (reader.partial || !accepted) {
+        const why = accepted || reader.partial ? "Cannot decode raft batch: truncated frame at the end of the stream" : "Cannot decode raft batch: empty body";
+        if (!accepted) return reply(res, 400, why);
+        return void req.destroy();
+      }
+      res.end();
+    });
+    req.on("close", () => {
+      dead = true;
+      clearTimeout(ackTimer);
+    });
   }
 }

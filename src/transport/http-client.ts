@@ -97,6 +97,77 @@ function postOnce(o: PostOptions): Promise<PostResult> {
   });
 }
 
+export interface StreamOptions {
+  url: URL;
+  agent: http.Agent;
+  headers: Record<string, string>;
+  signal: AbortSignal;
+  /** The peer accepted the stream (status 200). */
+  onAccepted(): void;
+  /** The peer acknowledged data (it is alive and reading). */
+  onAck(): void;
+  /** The stream ended, for whatever reason; called exactly once. */
+  onClose(err: TransportError | Error): void;
+}
+
+/**
+ * Opens a long-lived POST whose body is written as messages are produced (chunked) and
+ * whose response carries acknowledgements. The caller writes to the returned request;
+ * any end of it, orderly or not, is reported once through onClose.
+ */
+export function openStream(o: StreamOptions): http.ClientRequest {
+  let closed = false;
+  const close = (err: Error): void => {
+    if (closed) return;
+    closed = true;
+    o.onClose(err);
+  };
+  const req = http.request(o.url, {
+    method: "POST",
+    agent: o.agent,
+    signal: o.signal,
+    headers: { ...o.headers, "Content-Type": "application/octet-stream" },
+  });
+  req.on("error", close);
+  req.on("close", () => close(new TransportError("ERR_PEER_STREAM_CLOSED", "stream closed")));
+  req.on("response", (res) => {
+    if (res.statusCode !== 200) {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (s: string) => {
+        if (text.length < maxResponseText) text += s.slice(0, maxResponseText - text.length);
+      });
+      res.on("error", close);
+      res.on("end", () => {
+        try {
+          checkStatus({ status: res.statusCode ?? 0, body: text.trimEnd() });
+        } catch (err) {
+          close(err as TransportError);
+        }
+        req.destroy();
+      });
+      return;
+    }
+    o.onAccepted();
+    res.on("data", () => o.onAck());
+    res.on("error", close);
+    res.on("end", () => {
+      close(new TransportError("ERR_PEER_STREAM_CLOSED", "peer ended the stream"));
+      req.destroy();
+    });
+  });
+  return req;
+}
+
+/** Turns a non-2xx answer into a TransportError with a stable code. */
+export function checkStatus(r: PostResult): void {
+  if (r.status >= 200 && r.status < 300) return;
+  // 412 with "cluster ID mismatch" is the one refusal worth a distinct code: it never heals.
+  const code =
+    r.status === 410 ? "ERR_PEER_REMOVED" : r.status === 412 && r.body.startsWith("cluster ID mismatch") ? "ERR_PEER_CLUSTER_MISMATCH" : "ERR_PEER_STATUS";
+  throw new TransportError(code, `peer answered ${r.status}${r.body === "" ? "" : `: ${r.body}`}`);
+}
+
 /** POSTs the chunks; settles once the response is fully read (socket back in the agent). */
 export async function post(o: PostOptions): Promise<PostResult> {
   try {

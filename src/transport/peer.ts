@@ -1,26 +1,35 @@
-// One remote member: a bounded queue of outgoing messages, at most one batch request in
-// flight (so messages reach the peer in the order Raft produced them), back-off after a
-// failure, and a separate lane for snapshots (one request each, never blocking the
-// heartbeats and appends behind a large image).
+// One remote member: a bounded queue of outgoing messages, one long-lived stream that
+// carries them in the order Raft produced them, back-off after a failure, and a separate
+// lane for snapshots (one request each, never blocking the heartbeats and appends behind
+// a large image).
+//
+// The stream (etcd's rafthttp stream, as a POST whose body never ends): messages are
+// written as soon as send() queues them, without waiting for any answer, so a replicated
+// write costs one network hop per direction. The peer acknowledges what it read (at most
+// every ~100 ms); data left unacknowledged for requestTimeoutMs means the peer or the path
+// is dead, and the stream is cut and re-opened after back-off.
 //
 // Invariants:
-// - at most one normal request and one snapshot request in flight;
-// - no request is started while the back-off timer is pending;
+// - at most one stream and one snapshot request open;
+// - no stream is opened while the back-off timer is pending;
 // - after stop() no callback fires, no timer is pending, no request is open.
 //
-// A failed batch is dropped, not retried: Raft retransmits what matters (it probes the
-// follower again after reportUnreachable), and stale heartbeats or votes are worthless.
+// Messages written into a stream that then fails are lost, not retried: Raft retransmits
+// what matters (it probes the follower again after reportUnreachable), and stale
+// heartbeats or votes are worthless.
 
 import type { Agent } from "node:http";
 import { MessageType, type Message } from "../raft/index.ts";
 import { batchHeader, encodeFrame } from "./codec.ts";
-import { TransportError, parsePeerUrl, post, type PostResult } from "./http-client.ts";
+import type { ClientRequest } from "node:http";
+import { TransportError, checkStatus, openStream, parsePeerUrl, post } from "./http-client.ts";
 import { LatencyTracker, type PeerStats } from "./stats.ts";
 import type { TransportLimits, TransportLogger } from "./types.ts";
 
 /** What a Peer needs from its transport (shared by all peers of one transport). */
 export interface PeerContext {
   readonly logger: TransportLogger;
+  /** Carries the long-lived message streams. */
   readonly agent: Agent;
   readonly snapshotAgent: Agent;
   readonly limits: TransportLimits;
@@ -33,6 +42,16 @@ export interface PeerContext {
   onSnapshotStatus(id: number, failed: boolean): void;
   /** Delivered messages with their frame sizes (self stats). */
   onDelivered(msgs: readonly Message[], sizes: readonly number[]): void;
+}
+
+interface Stream {
+  req: ClientRequest;
+  ac: AbortController;
+  /** When the oldest data not yet acknowledged was written; undefined when all is acknowledged. */
+  unackedSince: number | undefined;
+  /** MsgApps written since the last acknowledgement (counted sent on ack, failed on loss). */
+  unackedApps: number;
+  watchdog: NodeJS.Timeout | undefined;
 }
 
 interface Queued {
@@ -72,7 +91,7 @@ export class Peer {
   #urlIndex = 0;
   #queue: Queued[] = [];
   #snapQueue: Queued[] = [];
-  #inflight: AbortController | undefined;
+  #stream: Stream | undefined;
   #snapInflight: AbortController | undefined;
   #open = new Set<Promise<void>>();
   #backoffMs = 0;
@@ -85,6 +104,8 @@ export class Peer {
   #failedApps = 0;
   #dropped = 0;
   #latency = new LatencyTracker();
+  /** When the heartbeat awaiting its response left (for the latency in leader stats). */
+  #heartbeatSentAt: number | undefined;
 
   constructor(id: number, urls: readonly string[], ctx: PeerContext) {
     this.id = id;
@@ -100,6 +121,12 @@ export class Peer {
   updateUrls(urls: readonly string[]): void {
     this.#urls = Peer.#parse(this.id, urls);
     this.#urlIndex = 0;
+    // Later messages go to the new URLs: retire the open stream quietly (not a failure).
+    const s = this.#stream;
+    if (s !== undefined) {
+      this.#stream = undefined;
+      this.#closeStream(s);
+    }
   }
 
   /** Queues one message; call flush() after queueing a batch. */
@@ -119,6 +146,7 @@ export class Peer {
       }
       return;
     }
+    if (m.type === MessageType.MsgHeartbeat && this.#heartbeatSentAt === undefined) this.#heartbeatSentAt = this.#ctx.now();
     this.#queue.push(q);
     if (this.#queue.length > this.#ctx.limits.maxQueuedMessages) {
       this.#queue.shift();
@@ -136,7 +164,14 @@ export class Peer {
     }
   }
 
-  /** Starts a request for what is queued, unless one is in flight or back-off is pending. */
+  /** The peer answered a heartbeat: the round trip is the link latency leader stats show. */
+  onHeartbeatResponse(): void {
+    if (this.#heartbeatSentAt === undefined) return;
+    this.#latency.record(this.#ctx.now() - this.#heartbeatSentAt);
+    this.#heartbeatSentAt = undefined;
+  }
+
+  /** Writes what is queued to the stream (opening it if needed), unless back-off is pending. */
   flush(): void {
     this.#pump();
     this.#pumpSnapshot();
@@ -153,7 +188,7 @@ export class Peer {
     this.#backoffTimer = undefined;
     this.#queue = [];
     this.#snapQueue = [];
-    this.#inflight?.abort();
+    if (this.#stream !== undefined) this.#closeStream(this.#stream);
     this.#snapInflight?.abort();
     await Promise.allSettled([...this.#open]);
   }
@@ -193,56 +228,99 @@ export class Peer {
   }
 
   #pump(): void {
-    if (this.#stopped || this.#inflight || this.#backoffTimer || this.#queue.length === 0) return;
-    const batch = this.#takeBatch();
-    const ac = new AbortController();
-    this.#inflight = ac;
-    const chunks = [batchHeader()];
-    for (const q of batch) chunks.push(...q.chunks);
-    const start = this.#ctx.now();
-    const p = post({
-      url: this.#url("/raft"),
-      agent: this.#ctx.agent,
-      headers: this.#ctx.headers(this.id),
-      chunks,
-      idleTimeoutMs: this.#ctx.limits.requestTimeoutMs,
-      signal: ac.signal,
-    })
-      .then(checkStatus)
-      .then(
-        () => this.#onBatchDone(batch, { ok: true, ms: this.#ctx.now() - start }),
-        (err: unknown) => this.#onBatchDone(batch, { ok: false, err }),
-      )
-      .finally(() => {
-        this.#inflight = undefined;
-        this.#pump();
-      });
-    this.#track(p);
-  }
-
-  #onBatchDone(batch: Queued[], r: { ok: true; ms: number } | { ok: false; err: unknown }): void {
-    if (this.#stopped) return;
-    if (r.ok) {
-      this.#latency.record(r.ms);
-      this.#sentApps += countApps(batch);
-      this.#backoffMs = 0;
-      this.#dropWarned = false;
-      this.#setActive(true, undefined);
+    if (this.#stopped || this.#backoffTimer || this.#queue.length === 0) return;
+    const s = this.#stream ?? this.#openStream();
+    // A full socket buffer: keep the rest queued (bounded) until 'drain'.
+    while (this.#queue.length > 0 && !s.req.writableNeedDrain) {
+      const batch = this.#takeBatch();
+      let bytes = 0;
+      const chunks: Uint8Array[] = [];
+      for (const q of batch) {
+        bytes += q.size;
+        chunks.push(...q.chunks);
+      }
+      s.req.write(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes));
+      s.unackedApps += countApps(batch);
+      if (s.unackedSince === undefined) {
+        s.unackedSince = this.#ctx.now();
+        this.#armWatchdog(s);
+      }
       this.#ctx.onDelivered(
         batch.map((q) => q.m),
         batch.map((q) => q.size),
       );
-      return;
     }
-    this.#failedApps += countApps(batch);
+  }
+
+  #openStream(): Stream {
+    const ac = new AbortController();
+    let done!: () => void;
+    this.#track(new Promise<void>((r) => (done = r)));
+    const s: Stream = { ac, unackedSince: undefined, unackedApps: 0, watchdog: undefined } as Stream;
+    s.req = openStream({
+      url: this.#url("/raft"),
+      agent: this.#ctx.agent,
+      headers: this.#ctx.headers(this.id),
+      signal: ac.signal,
+      onAccepted: () => this.#onAck(s),
+      onAck: () => this.#onAck(s),
+      onClose: (err) => {
+        done();
+        this.#onStreamClosed(s, err);
+      },
+    });
+    s.req.on("drain", () => this.#pump());
+    s.req.write(batchHeader());
+    this.#stream = s;
+    return s;
+  }
+
+  #armWatchdog(s: Stream): void {
+    if (s.watchdog !== undefined || s.unackedSince === undefined) return;
+    const timeout = this.#ctx.limits.requestTimeoutMs;
+    s.watchdog = setTimeout(() => {
+      s.watchdog = undefined;
+      if (s.unackedSince === undefined || this.#stream !== s) return;
+      const waited = this.#ctx.now() - s.unackedSince;
+      if (waited >= timeout) {
+        s.req.destroy(new TransportError("ERR_PEER_TIMEOUT", `no progress for ${timeout} ms`));
+        return;
+      }
+      this.#armWatchdog(s);
+    }, Math.max(1, timeout - (this.#ctx.now() - s.unackedSince)));
+  }
+
+  #onAck(s: Stream): void {
+    if (this.#stopped || this.#stream !== s) return;
+    s.unackedSince = undefined;
+    this.#sentApps += s.unackedApps;
+    s.unackedApps = 0;
+    this.#backoffMs = 0;
+    this.#dropWarned = false;
+    this.#setActive(true, undefined);
+  }
+
+  #closeStream(s: Stream): void {
+    clearTimeout(s.watchdog);
+    s.watchdog = undefined;
+    s.ac.abort();
+  }
+
+  #onStreamClosed(s: Stream, err: Error): void {
+    if (this.#stream !== s) return;
+    this.#stream = undefined;
+    this.#closeStream(s);
+    if (this.#stopped) return;
+    this.#failedApps += s.unackedApps;
+    this.#heartbeatSentAt = undefined;
     this.#rotateUrl();
     this.#backoffMs = nextBackoff(this.#backoffMs, this.#ctx.limits);
     this.#backoffTimer = setTimeout(() => {
       this.#backoffTimer = undefined;
       this.#pump();
     }, this.#backoffMs);
-    this.#setActive(false, r.err);
-    if (r.err instanceof TransportError && r.err.code === "ERR_PEER_REMOVED") {
+    this.#setActive(false, err);
+    if (err instanceof TransportError && err.code === "ERR_PEER_REMOVED") {
       this.#ctx.logger.error("peer says this member was removed from the cluster", { remotePeerId: this.#hex() });
       this.#ctx.onRemoved();
     }
@@ -305,12 +383,4 @@ export class Peer {
       });
     this.#track(p);
   }
-}
-
-function checkStatus(r: PostResult): void {
-  if (r.status >= 200 && r.status < 300) return;
-  // 412 with "cluster ID mismatch" is the one refusal worth a distinct code: it never heals.
-  const code =
-    r.status === 410 ? "ERR_PEER_REMOVED" : r.status === 412 && r.body.startsWith("cluster ID mismatch") ? "ERR_PEER_CLUSTER_MISMATCH" : "ERR_PEER_STATUS";
-  throw new TransportError(code, `peer answered ${r.status}${r.body === "" ? "" : `: ${r.body}`}`);
 }

@@ -1,8 +1,8 @@
-// PeerTransport: the member's links to the other members (etcd's rafthttp.Transport,
-// simplified: batched HTTP POSTs over keep-alive sockets instead of long-lived streams).
+// PeerTransport: the member's links to the other members (etcd's rafthttp.Transport:
+// one long-lived message stream per peer, snapshots in requests of their own).
 //
 // send() never blocks and never throws for network reasons: messages are queued per
-// peer and leave in batches (see peer.ts). Incoming batches arrive through handler(),
+// peer and written to its stream at once (see peer.ts). Incoming messages arrive through handler(),
 // which the server mounts on its peer listener; accepted messages go to onMessages in
 // the order they were sent.
 //
@@ -118,10 +118,7 @@ export class PeerTransport {
     this.#log.info("removed peer", { remotePeerId: idHex(id) });
   }
 
-  /**
-   * Queues messages for their peers and starts requests where none is in flight. All
-   * messages queued for a peer while its request is in flight leave together in the next.
-   */
+  /** Queues messages for their peers and writes them to the peers' streams (one write per peer). */
   send(msgs: readonly Message[]): void {
     if (this.#stopped) return;
     const touched = new Set<Peer>();
@@ -222,6 +219,8 @@ export class PeerTransport {
       }
     });
     this.#learnRemote(d.from, d.fromUrls);
+    const peer = this.#peers.get(d.from);
+    if (peer !== undefined && d.messages.some((m) => m.type === MessageType.MsgHeartbeatResp)) peer.onHeartbeatResponse();
     const snap = d.messages[0];
     if (d.snapshot && snap !== undefined && this.#opts.onSnapshot !== undefined) this.#opts.onSnapshot(snap);
     else this.#opts.onMessages(d.messages);

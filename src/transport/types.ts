@@ -13,17 +13,17 @@ export interface TransportLimits {
   maxQueuedMessages: number;
   /** Snapshots waiting per peer behind the one in flight; older ones are reported failed. */
   maxPendingSnapshots: number;
-  /** Target size of one batch request (a single larger message still goes alone). */
+  /** Target size of one write to a stream (a single larger message still goes alone). */
   maxBatchBytes: number;
-  /** Largest /raft body accepted. Must exceed the largest single message a peer sends. */
+  /** Largest frame accepted on /raft. Must exceed the largest single message a peer sends. */
   maxReceiveBatchBytes: number;
   /** Largest /raft/snapshot body accepted (the image is held in memory). */
   maxReceiveSnapshotBytes: number;
-  /** A batch request fails after this long without socket activity. */
+  /** A stream whose written data stays unacknowledged this long is cut (dead peer or path). */
   requestTimeoutMs: number;
   /** A snapshot request fails after this long without socket activity. */
   snapshotTimeoutMs: number;
-  /** Back-off after a failed batch: starts here, doubles per failure, capped below. */
+  /** Back-off after a failed stream: starts here, doubles per failure, capped below. */
   backoffMinMs: number;
   backoffMaxMs: number;
 }
