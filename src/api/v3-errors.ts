@@ -96,6 +96,7 @@ export const V3Errors = {
   permissionNotGranted: e(GrpcCode.FailedPrecondition, "etcdserver: permission is not granted to the role"),
   authNotEnabled: e(GrpcCode.FailedPrecondition, "etcdserver: authentication is not enabled"),
   invalidAuthToken: e(GrpcCode.Unauthenticated, "etcdserver: invalid auth token"),
+  authOldRevision: e(GrpcCode.InvalidArgument, "etcdserver: revision of auth store is old"),
   invalidAuthMgmt: e(GrpcCode.InvalidArgument, "etcdserver: invalid auth management"),
   noLeader: e(GrpcCode.Unavailable, "etcdserver: no leader"),
   notLeader: e(GrpcCode.FailedPrecondition, "etcdserver: not leader"),

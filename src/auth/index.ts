@@ -18,3 +18,46 @@ export { patternMatches, patternMatchesRecursively, permissionsAllow, permission
 export { V2AuthState } from "./v2-auth-state.ts";
 export type { V2AuthImage } from "./v2-image.ts";
 export { hashPassword, verifyPassword, PasswordVerifier, DEFAULT_SCRYPT_COST, type ScryptCost } from "./password.ts";
+// v3: users, roles with key-range permissions, simple tokens (see README "v3").
+export {
+  V3_ROOT_USER,
+  V3_ROOT_ROLE,
+  V3PermType,
+  authOldRevision,
+  noPasswordUser,
+  encodePermission,
+  decodePermission,
+  parseV3AuthOp,
+  type V3PermTypeValue,
+  type V3Permission,
+  type V3PermissionWire,
+  type V3User,
+  type V3Role,
+  type V3AuthInfo,
+  type V3AuthOp,
+  type V3AuthOpKind,
+  type V3AuthResults,
+  type V3AuthResult,
+  type V3Done,
+} from "./v3-model.ts";
+export { V3AuthState, type V3ApplyContext, type V3AuthStateOptions } from "./v3-auth-state.ts";
+export { V3SimpleTokens, DEFAULT_SIMPLE_TOKEN_TTL_MS, formatSimpleToken, simpleTokenIndex } from "./v3-tokens.ts";
+export {
+  checkRangeRequest,
+  checkPutRequest,
+  checkDeleteRangeRequest,
+  checkTxnRequest,
+  checkLeaseKeys,
+  rangePermitted,
+  unifyPermissions,
+  type V3PermissionChecker,
+  type V3Interval,
+  type V3UnifiedPermissions,
+  type V3RangeShape,
+  type V3PutShape,
+  type V3DeleteRangeShape,
+  type V3RequestOpShape,
+  type V3TxnShape,
+} from "./v3-permissions.ts";
+export { checkV3Password, authenticateOp, newSimpleTokenPrefix, type V3PasswordCheckOptions } from "./v3-authenticate.ts";
+export { parseV3AuthImage, type V3AuthImage } from "./v3-image.ts";

@@ -14,7 +14,7 @@
 // - Apply is deterministic (apply.ts); everything that varies (time, ids) is in the entry.
 // - A single member runs exactly this path: it is a cluster of one, with no shortcut.
 import { createHash } from "node:crypto";
-import { RawNode, ProposalDroppedError, EntryType, ConfChangeType, decodeConfChange, type ConfChange, type ConfState, type Entry, type Message, type MemoryStorage, type Ready, type Snapshot } from "../raft/index.ts";
+import { RawNode, ProposalDroppedError, EntryType, MessageType, ConfChangeType, decodeConfChange, type ConfChange, type ConfState, type Entry, type Message, type MemoryStorage, type Ready, type Snapshot } from "../raft/index.ts";
 import { PeerTransport } from "../transport/index.ts";
 import type { Wal, Snapshotter } from "../wal/index.ts";
 import type { V2Store, V2Event } from "../store/v2/store.ts";
@@ -34,6 +34,11 @@ import { ServerStats } from "./stats.ts";
 const SYNC_INTERVAL_MS = 500;
 /** Entries kept in memory after a snapshot so slow followers catch up without one (etcd: 5000). */
 const SNAPSHOT_CATCHUP_ENTRIES = 5000;
+
+/** Messages that make no promise about this member's persisted state (safe to send before its fsync). */
+function promisesNothing(m: Message): boolean {
+  return m.type === MessageType.MsgProp || m.type === MessageType.MsgReadIndex || m.type === MessageType.MsgHeartbeatResp;
+}
 
 /** The context of a membership change entry: who proposed it (for the waiter) and the member. */
 interface ConfChangeContext {
@@ -396,12 +401,25 @@ export class KvServer {
     // does the same): its entries count towards a quorum only once its own append is
     // accounted, and nothing it sends promises its own durability. Everyone else persists
     // first: a vote or an append acknowledgement promises that the state is on disk.
+    // A follower's forwarded requests (proposals, read-index requests) and heartbeat answers
+    // promise nothing about its disk either: they leave at once instead of waiting for this
+    // Ready's fsync (a proposal forwarded by a follower used to wait for one).
     const sendFirst = this.isLeader;
-    if (sendFirst && rd.messages.length > 0) this.#transport.send(rd.messages);
+    let later = rd.messages;
+    if (sendFirst) {
+      if (rd.messages.length > 0) this.#transport.send(rd.messages);
+      later = [];
+    } else if (rd.messages.length > 0) {
+      const now = rd.messages.filter(promisesNothing);
+      if (now.length > 0) {
+        this.#transport.send(now);
+        later = rd.messages.filter((m) => !promisesNothing(m));
+      }
+    }
     if (rd.entries.length > 0 || rd.mustSync) await this.#wal.save(rd.hardState ?? null, rd.entries);
     if (rd.hardState) this.#storage.setHardState(rd.hardState);
     if (rd.entries.length > 0) this.#storage.append(rd.entries);
-    if (!sendFirst && rd.messages.length > 0) this.#transport.send(rd.messages);
+    if (later.length > 0) this.#transport.send(later);
     for (const rs of rd.readStates) this.#reads.onReadState(rs.index, rs.requestCtx);
     for (const e of rd.committedEntries) this.#applyEntry(e);
     this.#reads.release();

@@ -1,0 +1,81 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { V3Error, V3Errors } from "../api/v3-errors.ts";
+import { hashPassword } from "./password.ts";
+import { V3AuthState } from "./v3-auth-state.ts";
+import { authenticateOp, checkV3Password, newSimpleTokenPrefix } from "./v3-authenticate.ts";
+import { noPasswordUser, type V3AuthOp } from "./v3-model.ts";
+import { simpleTokenIndex } from "./v3-tokens.ts";
+
+const FAST = { cost: { log2N: 10, r: 8, p: 1 } };
+
+async function enabledState(): Promise<V3AuthState> {
+  const s = new V3AuthState();
+  const ops: V3AuthOp[] = [
+    { kind: "userAdd", name: "root", passwordHash: await hashPassword("rootpw", FAST), noPassword: false },
+    { kind: "userGrantRole", user: "root", role: "root" },
+    { kind: "userAdd", name: "alice", passwordHash: await hashPassword("secret", FAST), noPassword: false },
+    { kind: "userAdd", name: "np", passwordHash: null, noPassword: true },
+    { kind: "authEnable" },
+  ];
+  for (const op of ops) s.apply(op);
+  return s;
+}
+
+async function rejectsWith(p: Promise<unknown>, expected: V3Error): Promise<void> {
+  await assert.rejects(p, (err: unknown) => err instanceof V3Error && err.message === expected.message && err.code === expected.code);
+}
+
+test("newSimpleTokenPrefix draws 16 letters", () => {
+  const seen = new Set<string>();
+  for (let i = 0; i < 50; i++) {
+    const p = newSimpleTokenPrefix();
+    assert.match(p, /^[a-zA-Z]{16}$/);
+    seen.add(p);
+  }
+  assert.equal(seen.size, 50);
+});
+
+test("a full login: check the password, propose, apply, use the token", async () => {
+  const s = await enabledState();
+  const checkedRevision = await checkV3Password(s, { name: "alice", password: "secret" });
+  assert.equal(checkedRevision, s.authRevision);
+  const op = authenticateOp({ name: "alice", checkedRevision, time: 5_000 });
+  assert.doesNotMatch(JSON.stringify(op), /secret/);
+  const r = s.apply(op, { index: 77 });
+  assert.equal(r.kind, "authenticated");
+  const token = r.kind === "authenticated" ? r.token : "";
+  assert.equal(simpleTokenIndex(token), 77);
+  assert.equal(s.authInfoOf(token, 6_000).user, "alice");
+});
+
+test("a login whose state moved between check and apply gets no token", async () => {
+  const s = await enabledState();
+  const checkedRevision = await checkV3Password(s, { name: "alice", password: "secret" });
+  s.apply({ kind: "userChangePassword", name: "alice", passwordHash: await hashPassword("new", FAST) });
+  const r = s.apply(authenticateOp({ name: "alice", checkedRevision, time: 0 }), { index: 78 });
+  assert.deepEqual(r, { kind: "authenticateStale", authRevision: s.authRevision });
+  await rejectsWith(checkV3Password(s, { name: "alice", password: "secret" }), V3Errors.authFailed());
+});
+
+test("checkV3Password refuses in etcd's order", async () => {
+  const disabled = new V3AuthState();
+  disabled.apply({ kind: "userAdd", name: "alice", passwordHash: await hashPassword("secret", FAST), noPassword: false });
+  await rejectsWith(checkV3Password(disabled, { name: "alice", password: "secret" }), V3Errors.authNotEnabled());
+  const s = await enabledState();
+  await rejectsWith(checkV3Password(s, { name: "alice", password: "wrong" }), V3Errors.authFailed());
+  await rejectsWith(checkV3Password(s, { name: "np", password: "" }), noPasswordUser());
+  assert.equal(noPasswordUser().status, 500);
+});
+
+test("an unknown user costs one slow comparison, like a wrong password", async () => {
+  const s = await enabledState();
+  let calls = 0;
+  const verify = async (): Promise<boolean> => {
+    calls++;
+    return false;
+  };
+  await rejectsWith(checkV3Password(s, { name: "nobody", password: "x" }, { verify }), V3Errors.authFailed());
+  await rejectsWith(checkV3Password(s, { name: "alice", password: "x" }, { verify }), V3Errors.authFailed());
+  assert.equal(calls, 2);
+});

@@ -1,0 +1,55 @@
+// The edge half of v3 authentication (etcd's EtcdServer.Authenticate and
+// authStore.CheckPassword): check the password against the local state, then propose an
+// `authenticate` op carrying a fresh random token prefix — never the password. Applying the
+// op registers `<prefix>.<index>` on every member (v3-auth-state.ts). If the state moved
+// between the check and the apply, apply answers `authenticateStale` and the edge checks
+// again, as etcd's loop does.
+//
+// Impure on purpose, and only here: random token prefixes and the KDF (node:crypto).
+import { randomInt } from "node:crypto";
+import { V3Errors } from "../api/v3-errors.ts";
+import { DEFAULT_SCRYPT_COST, verifyPassword } from "./password.ts";
+import { noPasswordUser, type V3AuthOp } from "./v3-model.ts";
+import { SIMPLE_TOKEN_LETTERS, SIMPLE_TOKEN_PREFIX_LENGTH } from "./v3-tokens.ts";
+import type { V3AuthState } from "./v3-auth-state.ts";
+
+/** etcd's genTokenPrefix: 16 letters drawn uniformly with a cryptographic generator. */
+export function newSimpleTokenPrefix(): string {
+  let out = "";
+  for (let i = 0; i < SIMPLE_TOKEN_PREFIX_LENGTH; i++) out += SIMPLE_TOKEN_LETTERS[randomInt(SIMPLE_TOKEN_LETTERS.length)];
+  return out;
+}
+
+/** A well-formed hash no password matches: an unknown user costs as much as a wrong password. */
+const DECOY_HASH = `$scrypt$ln=${DEFAULT_SCRYPT_COST.log2N},r=${DEFAULT_SCRYPT_COST.r},p=${DEFAULT_SCRYPT_COST.p}$${Buffer.alloc(16).toString("base64")}$${Buffer.alloc(32).toString("base64")}`;
+
+export interface V3PasswordCheckOptions {
+  /** The slow comparison (default verifyPassword from password.ts: scrypt, constant time). */
+  verify?: (password: string | Uint8Array, encoded: string) => Promise<boolean>;
+}
+
+/**
+ * etcd's CheckPassword, in its order: auth not enabled -> authNotEnabled (412); unknown
+ * user -> authFailed (400, after decoy work); a noPassword user -> etcd's unmapped
+ * ErrNoPasswordUser (code Unknown, 500); wrong password -> authFailed. Returns the auth
+ * revision the check was made at: the `checkedRevision` of the authenticate op.
+ */
+export async function checkV3Password(state: V3AuthState, credentials: { name: string; password: string | Uint8Array }, opts: V3PasswordCheckOptions = {}): Promise<number> {
+  const verify = opts.verify ?? verifyPassword;
+  if (!state.enabled) throw V3Errors.authNotEnabled();
+  const user = state.getUser(credentials.name);
+  if (user === undefined) {
+    await verify(credentials.password, DECOY_HASH);
+    throw V3Errors.authFailed();
+  }
+  if (user.noPassword || user.passwordHash === null) throw noPasswordUser();
+  // Read before the (asynchronous) comparison: the revision the hash belongs to.
+  const revision = state.authRevision;
+  if (!(await verify(credentials.password, user.passwordHash))) throw V3Errors.authFailed();
+  return revision;
+}
+
+/** The op to propose once the password checked out: a fresh prefix, the proposer's clock. */
+export function authenticateOp(opts: { name: string; checkedRevision: number; time: number }): Extract<V3AuthOp, { kind: "authenticate" }> {
+  return { kind: "authenticate", name: opts.name, simpleTokenPrefix: newSimpleTokenPrefix(), time: opts.time, checkedRevision: opts.checkedRevision };
+}
