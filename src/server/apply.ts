@@ -5,16 +5,56 @@ import { V2Error } from "../api/v2-errors.ts";
 import type { V2Event, V2Store } from "../store/v2/store.ts";
 import type { Command, V2Request } from "./request.ts";
 import type { Membership } from "./membership.ts";
-import type { V2AuthResult, V2AuthState } from "../auth/index.ts"; // v2 access control (issue 3)
+import type { V2AuthResult, V2AuthState, V3AuthState } from "../auth/index.ts"; // v2 access control (issue 3)
+import { V3Error } from "../api/v3-errors.ts";
+import type { RevisionEvents, V3KeySpace } from "../store/v3/index.ts";
+import type { V3Op } from "./v3-command.ts";
 
-/** `auth` is set for auth commands: their own success or typed failure (status + etcd message). */
-export type ApplyResult = { ok: true; event?: V2Event; auth?: V2AuthResult } | { ok: false; error: V2Error };
+/**
+ * `auth` is set for v2 auth commands, `v3` for v3 commands (the operation's response).
+ * `changes` lists the v3 revisions the entry produced (for the watch hub), whoever proposed it.
+ */
+export type ApplyResult =
+  | { ok: true; event?: V2Event; auth?: V2AuthResult; v3?: unknown; changes?: RevisionEvents[] }
+  | { ok: false; error: V2Error | V3Error };
 
 export interface StateMachine {
   store: V2Store;
   membership: Membership;
   /** v2 users, roles and the enabled flag (issue 3). */
   auth: V2AuthState;
+  /** The v3 key space and its leases (issue 5). */
+  v3: V3KeySpace;
+  /** v3 users, roles, tokens (issue 5). */
+  v3auth: V3AuthState;
+}
+
+/** Applies one v3 operation at the entry's time and index. Throws V3Error for a refused one. */
+function applyV3(sm: StateMachine, op: V3Op, at: { time: number; index: number }): { v3: unknown; changes?: RevisionEvents[] } {
+  const one = <R>(w: { response: R; changes?: RevisionEvents }): { v3: unknown; changes?: RevisionEvents[] } =>
+    w.changes === undefined ? { v3: w.response } : { v3: w.response, changes: [w.changes] };
+  switch (op.k) {
+    case "put":
+      return one(sm.v3.put(op.r));
+    case "deleteRange":
+      return one(sm.v3.deleteRange(op.r));
+    case "txn":
+      return one(sm.v3.txn(op.r));
+    case "compact":
+      return { v3: sm.v3.compact(op.r.revision) };
+    case "leaseGrant":
+      return { v3: sm.v3.leaseGrant({ id: op.id, ttl: op.ttl }, at.time) };
+    case "leaseRevoke":
+      return one(sm.v3.leaseRevoke(op.id));
+    case "leaseRenew":
+      return { v3: sm.v3.leaseRenew(op.id, at.time) };
+    case "leasePromote":
+      sm.v3.leasePromote(at.time, { extendMs: op.extendMs });
+      return { v3: null };
+    case "auth":
+      sm.v3auth.authorize(op.op, op.info);
+      return { v3: sm.v3auth.apply(op.op, { index: at.index }) };
+  }
 }
 
 function applyV2(store: V2Store, r: V2Request, now: number): V2Event {
@@ -46,7 +86,7 @@ function applyV2(store: V2Store, r: V2Request, now: number): V2Event {
 }
 
 /** Applies one command. Store errors are results (the proposer reports them), not failures. */
-export function applyCommand(sm: StateMachine, cmd: Command): ApplyResult {
+export function applyCommand(sm: StateMachine, cmd: Command, index: number): ApplyResult {
   switch (cmd.t) {
     case "v2":
       try {
@@ -55,9 +95,19 @@ export function applyCommand(sm: StateMachine, cmd: Command): ApplyResult {
         if (err instanceof V2Error) return { ok: false, error: err };
         throw err;
       }
-    case "sync":
+    case "sync": {
       sm.store.deleteExpiredKeys(cmd.time);
-      return { ok: true };
+      // The leader's clock also ends v3 leases: revoked through the log, the same on every member.
+      const { changes } = sm.v3.expireLeases(cmd.time);
+      return changes.length > 0 ? { ok: true, changes } : { ok: true };
+    }
+    case "v3":
+      try {
+        return { ok: true, ...applyV3(sm, cmd.op, { time: cmd.time, index }) };
+      } catch (err) {
+        if (err instanceof V3Error) return { ok: false, error: err };
+        throw err;
+      }
     case "attr":
       sm.membership.setAttributes(cmd.a.id, cmd.a.name, cmd.a.clientUrls);
       sm.store.consumeIndex();

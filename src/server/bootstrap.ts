@@ -10,7 +10,8 @@ import { join } from "node:path";
 import { MemoryStorage, EntryType, type ConfState } from "../raft/index.ts";
 import { Wal, Snapshotter } from "../wal/index.ts";
 import { V2Store } from "../store/v2/store.ts";
-import { V2AuthState, type V2AuthImage } from "../auth/index.ts";
+import { V2AuthState, V3AuthState, type V2AuthImage, type V3AuthImage } from "../auth/index.ts";
+import { V3KeySpace, type KeySpaceImage } from "../store/v3/index.ts";
 import { Membership, type Member } from "./membership.ts";
 import type { Logger } from "./logger.ts";
 import type { ServerConfig } from "./config.ts";
@@ -28,6 +29,18 @@ export interface SnapshotImage {
   membership: ReturnType<Membership["toJSON"]>;
   /** v2 users, roles and the enabled flag (absent in images written before access control). */
   auth?: V2AuthImage;
+  /** The v3 key space and leases (absent in images written before the v3 API). */
+  v3?: KeySpaceImage;
+  /** v3 users and roles (tokens are not kept: they end with the process, as etcd's). */
+  v3auth?: V3AuthImage;
+}
+
+/** The v3 parts of an image, empty when the image predates them. */
+export function restoreV3(image: SnapshotImage): { v3: V3KeySpace; v3auth: V3AuthState } {
+  return {
+    v3: image.v3 === undefined ? new V3KeySpace() : V3KeySpace.fromImage(image.v3),
+    v3auth: image.v3auth === undefined ? new V3AuthState() : V3AuthState.fromImage(image.v3auth),
+  };
 }
 
 export interface OpenedMember {
@@ -36,6 +49,8 @@ export interface OpenedMember {
   storage: MemoryStorage;
   store: V2Store;
   auth: V2AuthState;
+  v3: V3KeySpace;
+  v3auth: V3AuthState;
   membership: Membership;
   memberId: number;
   appliedIndex: number;
@@ -68,6 +83,7 @@ async function restart(walDir: string, snapshotter: Snapshotter, log: Logger): P
   const snap = await snapshotter.loadNewest();
   let store = new V2Store();
   let auth = new V2AuthState();
+  let v3parts = { v3: new V3KeySpace(), v3auth: new V3AuthState() };
   let membership: Membership | undefined;
   let confState: ConfState = { voters: [], learners: [] };
   let ref = { index: 0, term: 0 };
@@ -75,6 +91,7 @@ async function restart(walDir: string, snapshotter: Snapshotter, log: Logger): P
     const image = decodeSnapshotImage(snap.data);
     store = V2Store.recover(image.store);
     if (image.auth !== undefined) auth = V2AuthState.recover(image.auth);
+    v3parts = restoreV3(image);
     membership = Membership.fromJSON(image.membership);
     confState = JSON.parse(Buffer.from(snap.meta).toString("utf8")) as ConfState;
     storage.applySnapshot({ data: snap.data, metadata: { index: snap.index, term: snap.term, confState } });
@@ -101,6 +118,7 @@ async function restart(walDir: string, snapshotter: Snapshotter, log: Logger): P
     storage,
     store,
     auth,
+    ...v3parts,
     membership: membership ?? new Membership(meta.clusterId, meta.members),
     memberId: meta.memberId,
     appliedIndex: ref.index,
@@ -127,6 +145,8 @@ async function freshMember(walDir: string, snapshotter: Snapshotter, membership:
     storage: new MemoryStorage(),
     store: new V2Store(),
     auth: new V2AuthState(),
+    v3: new V3KeySpace(),
+    v3auth: new V3AuthState(),
     membership,
     memberId,
     appliedIndex: 0,

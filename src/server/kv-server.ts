@@ -18,14 +18,15 @@ import { RawNode, ProposalDroppedError, EntryType, MessageType, ConfChangeType, 
 import { PeerTransport } from "../transport/index.ts";
 import type { Wal, Snapshotter } from "../wal/index.ts";
 import type { V2Store, V2Event } from "../store/v2/store.ts";
-import { V2AuthState } from "../auth/index.ts";
+import { V2AuthState, V3AuthState } from "../auth/index.ts";
+import { V3KeySpace, WatchHub, type WatchHistory } from "../store/v3/index.ts";
 import { applyCommand, type ApplyResult } from "./apply.ts";
 import { decodeCommand, encodeCommand, type Command, type CommandBody } from "./request.ts";
 import { Membership, memberIdFor, type Member } from "./membership.ts";
 import { WaitRegistry, requestIdGenerator } from "./wait.ts";
 import { HttpMessageError, ServerUnavailableError } from "./http/respond.ts";
 import { ReadIndexBatcher } from "./read-index.ts";
-import { openMember, decodeSnapshotImage, encodeConfState, PEER_MEMBERS_PATH, type SnapshotImage } from "./bootstrap.ts";
+import { openMember, decodeSnapshotImage, encodeConfState, restoreV3, PEER_MEMBERS_PATH, type SnapshotImage } from "./bootstrap.ts";
 import type { Logger } from "./logger.ts";
 import type { ServerConfig } from "./config.ts";
 import { ServerStats } from "./stats.ts";
@@ -67,6 +68,13 @@ export class KvServer {
   store!: V2Store;
   /** v2 access control state (restored in place when a snapshot is installed). */
   auth!: V2AuthState;
+  /** The v3 key space (replaced when a snapshot is installed: read it through this field). */
+  v3!: V3KeySpace;
+  /** v3 users, roles and tokens (replaced when a snapshot is installed). */
+  v3auth!: V3AuthState;
+  /** v3 watchers on this member, fed by apply (survives snapshot installs). */
+  readonly watchHub: WatchHub;
+  readonly #v3History: WatchHistory;
   membership!: Membership;
   #memberId = 0;
   #waits = new WaitRegistry<ApplyResult>();
@@ -91,6 +99,18 @@ export class KvServer {
   #leaderWaiters: Array<() => void> = [];
 
   constructor(opts: KvServerOptions) {
+    // The hub reads history through the field, so a snapshot install (a new key space) is seen.
+    const server = this;
+    this.#v3History = {
+      get revision() {
+        return server.v3.revision;
+      },
+      get compactRevision() {
+        return server.v3.compactRevision;
+      },
+      eventsInRange: (q) => server.v3.eventsInRange(q),
+    };
+    this.watchHub = new WatchHub(this.#v3History);
     this.config = opts.config;
     this.#log = opts.logger;
     this.#onRemoved = opts.onRemoved ?? (() => undefined);
@@ -134,6 +154,8 @@ export class KvServer {
     this.#storage = m.storage;
     this.store = m.store;
     this.auth = m.auth;
+    this.v3 = m.v3;
+    this.v3auth = m.v3auth;
     this.membership = m.membership;
     this.#memberId = m.memberId;
     this.#appliedIndex = m.appliedIndex;
@@ -269,6 +291,7 @@ export class KvServer {
   stateHash(): { appliedIndex: number; storeIndex: number; hash: string } {
     const h = createHash("sha256");
     h.update(this.store.save()).update(JSON.stringify(this.auth.save())).update(JSON.stringify(this.membership.toJSON()));
+    h.update(this.v3.hash()).update(JSON.stringify(this.v3auth.toImage()));
     return { appliedIndex: this.#appliedIndex, storeIndex: this.store.index, hash: h.digest("hex") };
   }
 
@@ -356,7 +379,7 @@ export class KvServer {
   }
 
   #maybeSync(): void {
-    if (this.isLeader && this.store.hasTtlKeys()) {
+    if (this.isLeader && (this.store.hasTtlKeys() || this.v3.leaseCount > 0)) {
       this.propose({ t: "sync", time: Date.now() }).catch((err: unknown) => {
         this.#log.debug("sync proposal failed", { error: String(err) });
       });
@@ -433,6 +456,12 @@ export class KvServer {
     this.#lead = lead;
     this.stats.leaderChanged(lead);
     if (previous !== 0) this.#log.info("leader changed", { from: previous.toString(16), to: lead.toString(16), term: this.#term });
+    if (lead !== 0 && lead === this.#memberId && this.v3.leaseCount > 0) {
+      // etcd's lessor Promote: a new leader gives every lease its TTL again plus an election
+      // timeout, so leases do not expire because the old leader could not renew them.
+      const op = { k: "leasePromote" as const, extendMs: this.config.electionTimeout };
+      this.propose({ t: "v3", time: Date.now(), op }).catch((err: unknown) => this.#log.debug("lease promote failed", { error: String(err) }));
+    }
     if (lead !== 0) {
       const ws = this.#leaderWaiters;
       this.#leaderWaiters = [];
@@ -446,7 +475,8 @@ export class KvServer {
     if (e.type === EntryType.ConfChange) this.#applyConfChange(decodeConfChange(e.data));
     else if (e.data.length > 0) {
       const cmd = decodeCommand(e.data);
-      const result = applyCommand({ store: this.store, membership: this.membership, auth: this.auth }, cmd);
+      const result = applyCommand({ store: this.store, membership: this.membership, auth: this.auth, v3: this.v3, v3auth: this.v3auth }, cmd, e.index);
+      if (result.ok && result.changes !== undefined) for (const c of result.changes) this.watchHub.notify(c);
       if (cmd.m === this.#memberId) this.#waits.trigger(cmd.id, result);
     }
     this.#appliedIndex = e.index;
@@ -500,6 +530,9 @@ export class KvServer {
     // In place: open watches stay registered across a snapshot install.
     this.store.recovery(image.store);
     this.auth.recovery(image.auth ?? new V2AuthState().save());
+    ({ v3: this.v3, v3auth: this.v3auth } = restoreV3(image));
+    // Watchers catch up from the new key space (or end, if what they need was compacted).
+    this.watchHub.restore(this.#v3History);
     this.membership = Membership.fromJSON(image.membership);
     for (const m of this.membership.list()) if (m.id !== this.#memberId) this.#transport.updatePeer(m.id, m.peerUrls);
     this.#confState = snap.metadata.confState;
@@ -510,7 +543,13 @@ export class KvServer {
 
   async #snapshot(): Promise<void> {
     const index = this.#appliedIndex;
-    const image: SnapshotImage = { store: this.store.save(), membership: this.membership.toJSON(), auth: this.auth.save() };
+    const image: SnapshotImage = {
+      store: this.store.save(),
+      membership: this.membership.toJSON(),
+      auth: this.auth.save(),
+      v3: this.v3.toImage(),
+      v3auth: this.v3auth.toImage(),
+    };
     const data = Buffer.from(JSON.stringify(image));
     const snap = this.#storage.createSnapshot(index, this.#confState, data);
     await this.#snapshotter.save({ index, term: snap.metadata.term, data, meta: encodeConfState(this.#confState) });

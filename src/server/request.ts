@@ -4,6 +4,7 @@
 // no environment (the proposer stamps `time`, and TTLs travel as absolute expirations).
 
 import type { V2AuthOp } from "../auth/index.ts"; // v2 access control (issue 3)
+import { parseWithBytes, stringifyWithBytes, type V3Op } from "./v3-command.ts";
 
 /** A v2 key-space request, after validation at the HTTP edge (etcd's etcdserverpb.Request). */
 export interface V2Request {
@@ -40,7 +41,9 @@ export type Command =
   | { t: "sync"; m: number; id: number; time: number }
   | { t: "attr"; m: number; id: number; time: number; a: MemberAttributes }
   /** v2 access control (issue 3): a user/role/enable change; passwords travel only as KDF hashes. */
-  | { t: "auth"; m: number; id: number; time: number; op: V2AuthOp };
+  | { t: "auth"; m: number; id: number; time: number; op: V2AuthOp }
+  /** The v3 key space, leases and v3 access control (issue 5): bytes and bigints travel tagged. */
+  | { t: "v3"; m: number; id: number; time: number; op: V3Op };
 
 /** A command before the server gives it its proposer and id. */
 export type CommandBody = Command extends infer C ? (C extends Command ? Omit<C, "m" | "id"> : never) : never;
@@ -54,6 +57,7 @@ const v2Defaults = { val: "", dir: false, prevValue: "", prevIndex: 0, recursive
  * separate ArrayBuffer per entry costs more than the entry itself.
  */
 export function encodeCommand(c: Command): Uint8Array {
+  if (c.t === "v3") return Buffer.from(stringifyWithBytes({ t: c.t, m: c.m, id: c.id, time: c.time, op: c.op })); // "t" first: decodeCommand looks for it
   if (c.t !== "v2") return Buffer.from(JSON.stringify(c));
   const r: Partial<V2Request> & Pick<V2Request, "method" | "path"> = { method: c.r.method, path: c.r.path };
   for (const [k, v] of Object.entries(c.r) as Array<[keyof V2Request, unknown]>) {
@@ -66,7 +70,9 @@ export function encodeCommand(c: Command): Uint8Array {
 
 export function decodeCommand(data: Uint8Array): Command {
   const buf = Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  const parsed: unknown = JSON.parse(buf.toString("utf8"));
+  const text = buf.toString("utf8");
+  // Only v3 commands carry tagged bytes; the plain parser is faster for the rest.
+  const parsed: unknown = text.startsWith('{"t":"v3"') ? parseWithBytes(text) : JSON.parse(text);
   if (typeof parsed !== "object" || parsed === null || !("t" in parsed) || !("id" in parsed)) {
     // A log entry we cannot read means the log is not ours or is corrupt: stop, never guess.
     throw new Error("Cannot decode log entry: not a kvctl command");

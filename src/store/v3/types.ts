@@ -146,3 +146,29 @@ export interface RevisionEvents {
   revision: number;
   events: V3Event[];
 }
+
+// ---- Leases (etcdserverpb.Lease*), added with the lessor ----
+
+/** LeaseGrantResponse. `ttl` is what was granted (at least the minimum TTL). */
+export interface LeaseGrantResponse {
+  revision: number;
+  id: LeaseId;
+  ttl: number;
+}
+
+/** LeaseTimeToLiveResponse for an existing lease. `keys` is empty unless asked for. */
+export interface LeaseTimeToLiveResponse {
+  revision: number;
+  id: LeaseId;
+  /** Seconds left, truncated (etcd: int64(Remaining().Seconds())). */
+  ttl: number;
+  grantedTtl: number;
+  keys: Buffer[];
+}
+
+/** One lease as the lessor holds it: granted TTL in seconds, expiry in ms since the epoch. */
+export interface LeaseStatus {
+  id: LeaseId;
+  ttl: number;
+  expiry: number;
+}

@@ -1,0 +1,45 @@
+// The v3 operations the Raft log carries, and their JSON form. Requests hold raw bytes
+// (Buffer) and lease IDs (bigint), which plain JSON cannot carry: they travel tagged,
+// {"$b": base64} and {"$n": "decimal"}, and come back as the same types, so apply sees
+// exactly what the proposer built.
+import type { CompactionRequest, DeleteRangeRequest, LeaseId, PutRequest, TxnRequest } from "../store/v3/index.ts";
+import type { V3AuthInfo, V3AuthOp } from "../auth/index.ts";
+
+export type V3Op =
+  | { k: "put"; r: PutRequest }
+  | { k: "deleteRange"; r: DeleteRangeRequest }
+  | { k: "txn"; r: TxnRequest }
+  | { k: "compact"; r: CompactionRequest }
+  | { k: "leaseGrant"; id: LeaseId; ttl: number }
+  | { k: "leaseRevoke"; id: LeaseId }
+  /** A keepalive: through the log, so every member computes the same expiry from the entry's time. */
+  | { k: "leaseRenew"; id: LeaseId }
+  /** A new leader extends every lease (etcd's Promote): an election must not expire them. */
+  | { k: "leasePromote"; extendMs: number }
+  /** `info` is the caller (null without a token): apply checks the admin rules against the state it applies to. */
+  | { k: "auth"; op: V3AuthOp; info: V3AuthInfo | null };
+
+/** JSON.stringify replacer: Buffers and bigints as tagged objects. `this` is the holder. */
+function replacer(this: unknown, key: string, value: unknown): unknown {
+  const raw = (this as Record<string, unknown>)[key];
+  if (Buffer.isBuffer(raw)) return { $b: raw.toString("base64") };
+  if (typeof value === "bigint") return { $n: value.toString() };
+  return value;
+}
+
+function reviver(_key: string, value: unknown): unknown {
+  if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+    const o = value as Record<string, unknown>;
+    if (typeof o["$b"] === "string" && Object.keys(o).length === 1) return Buffer.from(o["$b"], "base64");
+    if (typeof o["$n"] === "string" && Object.keys(o).length === 1) return BigInt(o["$n"]);
+  }
+  return value;
+}
+
+export function stringifyWithBytes(v: unknown): string {
+  return JSON.stringify(v, replacer);
+}
+
+export function parseWithBytes(s: string): unknown {
+  return JSON.parse(s, reviver);
+}

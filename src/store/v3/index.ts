@@ -1,0 +1,20 @@
+// The v3 key space's public surface (the server, the gateway and tests import from here).
+
+export * from "./types.ts";
+export { V3KeySpace } from "./key-space.ts";
+export type { KeySpaceImage } from "./key-space.ts";
+export { MvccStore } from "./mvcc-store.ts";
+export type { HistoryQuery, LeaseHooks, WriteResult } from "./mvcc-store.ts";
+export type { MvccImage, ImageRecord } from "./image.ts";
+export { Lessor, MAX_LEASE_TTL, MIN_LEASE_TTL } from "./lessor.ts";
+export type { LessorImage } from "./lessor.ts";
+export { WatchHub } from "./watch-hub.ts";
+export type { WatchCreate, WatchHistory, WatchMessage, WatchSink } from "./watch-hub.ts";
+export {
+  DEFAULT_MAX_TXN_OPS,
+  checkDeleteRangeRequest,
+  checkPutRequest,
+  checkRangeRequest,
+  validateTxn,
+} from "./txn-check.ts";
+export { prefixEnd, prefixRangeEnd } from "./keys.ts";

@@ -1,0 +1,180 @@
+// The v3 key space as the server's apply function sees it: the MVCC store and the lease
+// table behind one object, driven only by log entries. Every method that depends on time
+// takes `now` (ms since the epoch) from the entry being applied, so every member computes
+// the same state. Writes answer the events they produced; the server hands them to the
+// WatchHub (notify) after applying.
+
+import { createHash } from "node:crypto";
+import { V3Errors } from "../../api/v3-errors.ts";
+import { keyBytes, keyId } from "./keys.ts";
+import { Lessor } from "./lessor.ts";
+import type { LessorImage } from "./lessor.ts";
+import type { MvccImage } from "./image.ts";
+import { MvccStore } from "./mvcc-store.ts";
+import type { HistoryQuery, WriteResult } from "./mvcc-store.ts";
+import type {
+  DeleteRangeRequest,
+  DeleteRangeResponse,
+  LeaseGrantResponse,
+  LeaseId,
+  LeaseStatus,
+  LeaseTimeToLiveResponse,
+  PutRequest,
+  PutResponse,
+  RangeRequest,
+  RangeResponse,
+  RequestOp,
+  RevisionEvents,
+  TxnRequest,
+  TxnResponse,
+} from "./types.ts";
+import { NO_LEASE } from "./types.ts";
+
+export interface KeySpaceImage {
+  format: "kvctl-v3/1";
+  mvcc: MvccImage;
+  leases: LessorImage;
+}
+
+export class V3KeySpace {
+  #lessor: Lessor;
+  #store: MvccStore;
+
+  constructor() {
+    this.#lessor = new Lessor();
+    this.#store = new MvccStore({ leases: this.#lessor });
+  }
+
+  get revision(): number {
+    return this.#store.revision;
+  }
+
+  get compactRevision(): number {
+    return this.#store.compactRevision;
+  }
+
+  range(req: RangeRequest): RangeResponse {
+    return this.#store.range(req);
+  }
+
+  put(req: PutRequest): WriteResult<PutResponse> {
+    return this.#store.put(req);
+  }
+
+  deleteRange(req: DeleteRangeRequest): WriteResult<DeleteRangeResponse> {
+    return this.#store.deleteRange(req);
+  }
+
+  txn(req: TxnRequest): WriteResult<TxnResponse> {
+    return this.#store.txn(req);
+  }
+
+  validateTxn(req: TxnRequest, maxOps?: number): void {
+    this.#store.validateTxn(req, maxOps);
+  }
+
+  compact(revision: number): { revision: number } {
+    return this.#store.compact(revision);
+  }
+
+  eventsInRange(q: HistoryQuery): RevisionEvents[] {
+    return this.#store.eventsInRange(q);
+  }
+
+  /** Grants lease `id` (the proposer picks a non-zero id, like etcd's server does). */
+  leaseGrant(req: { id: LeaseId; ttl: number }, now: number): LeaseGrantResponse {
+    const l = this.#lessor.grant(req.id, req.ttl, now);
+    return { revision: this.#store.revision, id: l.id, ttl: l.ttl };
+  }
+
+  /**
+   * Revokes lease `id`: deletes all its keys in ONE revision (one DELETE event each, in
+   * key order) and forgets the lease. A lease without keys takes no revision.
+   */
+  leaseRevoke(id: LeaseId): WriteResult<{ revision: number }> {
+    if (!this.#lessor.exists(id)) throw V3Errors.leaseNotFound();
+    const ops: RequestOp[] = this.#lessor
+      .keysOf(id)
+      .map((k) => ({ deleteRange: { key: keyBytes(k), rangeEnd: Buffer.alloc(0), prevKv: false } }));
+    const { changes } = this.#store.txn({ compare: [], success: ops, failure: [] });
+    this.#lessor.remove(id);
+    const response = { revision: this.#store.revision };
+    return changes === undefined ? { response } : { response, changes };
+  }
+
+  /** Keepalive: answers the granted TTL. */
+  leaseRenew(id: LeaseId, now: number): number {
+    return this.#lessor.renew(id, now);
+  }
+
+  /** etcd's lessor Promote (a new leader): every lease gets its full TTL again plus `extendMs`. */
+  leasePromote(now: number, opts: { extendMs: number }): void {
+    this.#lessor.refreshAll(now, opts);
+  }
+
+  /**
+   * Revokes every lease due at `now` (expiry <= now), by id; each revocation that deleted
+   * keys is one revision with its events.
+   */
+  expireLeases(now: number): { revoked: LeaseId[]; changes: RevisionEvents[] } {
+    const revoked = this.#lessor.expired(now);
+    const changes: RevisionEvents[] = [];
+    for (const id of revoked) {
+      const r = this.leaseRevoke(id);
+      if (r.changes !== undefined) changes.push(r.changes);
+    }
+    return { revoked, changes };
+  }
+
+  /** undefined for an unknown lease (the gateway answers TTL -1). */
+  timeToLive(id: LeaseId, now: number, opts: { keys: boolean } = { keys: false }): LeaseTimeToLiveResponse | undefined {
+    const t = this.#lessor.timeToLive(id, now);
+    if (t === undefined) return undefined;
+    const keys = opts.keys ? this.#lessor.keysOf(id).map(keyBytes) : [];
+    return { revision: this.#store.revision, id, ttl: t.ttl, grantedTtl: t.grantedTtl, keys };
+  }
+
+  leases(): LeaseStatus[] {
+    return this.#lessor.leases();
+  }
+
+  /** How many leases exist (cheap, unlike leases()). */
+  get leaseCount(): number {
+    return this.#lessor.size;
+  }
+
+  /** The earliest lease expiry (ms since the epoch), undefined without leases: when a SYNC is worth proposing. */
+  nextLeaseExpiry(): number | undefined {
+    return this.#lessor.nextExpiry();
+  }
+
+  toImage(): KeySpaceImage {
+    return { format: "kvctl-v3/1", mvcc: this.#store.toImage(), leases: this.#lessor.toImage() };
+  }
+
+  static fromImage(image: KeySpaceImage): V3KeySpace {
+    if (image === null || typeof image !== "object" || image.format !== "kvctl-v3/1") {
+      throw new Error("Cannot restore v3 image: unknown format");
+    }
+    const ks = new V3KeySpace();
+    ks.#lessor = Lessor.fromImage(image.leases);
+    ks.#store = MvccStore.fromImage(image.mvcc, { leases: ks.#lessor });
+    // Attachments follow from the live keys (like etcd's restore).
+    for (const kv of ks.#store.liveKeyValues()) {
+      if (kv.lease === NO_LEASE) continue;
+      if (!ks.#lessor.exists(kv.lease)) {
+        throw new Error(`Cannot restore v3 image: key uses unknown lease ${kv.lease}`);
+      }
+      ks.#lessor.attach(kv.lease, keyId(kv.key));
+    }
+    return ks;
+  }
+
+  /** A digest of the key space (see MvccStore.hash) and every lease with its expiry. */
+  hash(): string {
+    const h = createHash("sha256");
+    h.update(`kvctl-v3/1 ${this.#store.hash()}\n`);
+    for (const l of this.#lessor.leases()) h.update(`${l.id} ${l.ttl} ${l.expiry}\n`);
+    return h.digest("hex");
+  }
+}

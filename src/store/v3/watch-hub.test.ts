@@ -1,0 +1,288 @@
+// WatchHub: replay then live without gap or duplicate, single-key / prefix / range /
+// from-key watchers, filters, prevKv, compacted and future starts, cancel, progress,
+// sinks that throw, and the cost of thousands of watchers.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { V3KeySpace } from "./key-space.ts";
+import { MvccStore } from "./mvcc-store.ts";
+import type { WriteResult } from "./mvcc-store.ts";
+import type { RevisionEvents } from "./types.ts";
+import { EventType } from "./types.ts";
+import type { WatchCreate, WatchMessage } from "./watch-hub.ts";
+import { WatchHub } from "./watch-hub.ts";
+import { FROM_KEY, b, delReq, opDel, opPut, putReq, txnReq } from "./v3.test-helper.ts";
+
+/** A store and hub wired like the server: every write's changes go to notify(). */
+function setup() {
+  const store = new MvccStore();
+  const hub = new WatchHub(store);
+  const apply = <R>(r: WriteResult<R>): R => {
+    if (r.changes !== undefined) hub.notify(r.changes);
+    return r.response;
+  };
+  return { store, hub, apply };
+}
+
+let nextId = 1;
+function watchReq(key: string, over: Partial<WatchCreate> = {}): WatchCreate {
+  return {
+    id: nextId++,
+    key: b(key),
+    rangeEnd: Buffer.alloc(0),
+    startRevision: 0,
+    prevKv: false,
+    filters: { noPut: false, noDelete: false },
+    progressNotify: false,
+    ...over,
+  };
+}
+
+function recorder() {
+  const msgs: WatchMessage[] = [];
+  const sink = { send: (m: WatchMessage) => void msgs.push(m) };
+  /** "rev: TYPE key=value ..." per message. */
+  const lines = () =>
+    msgs.map(
+      (m) =>
+        `${m.revision}:` +
+        m.events.map((e) => ` ${e.type === EventType.PUT ? "PUT" : "DEL"} ${e.kv.key}=${e.kv.value}${e.prevKv ? ` (was ${e.prevKv.value})` : ""}`).join(""),
+    );
+  return { msgs, sink, lines };
+}
+
+test("single-key watcher sees puts and deletes of its key only, in revision order", () => {
+  const { store, hub, apply } = setup();
+  const r = recorder();
+  hub.watch(watchReq("w/a"), r.sink);
+  apply(store.put(putReq("w/a", "1"))); // 2
+  apply(store.put(putReq("w/other", "x"))); // 3
+  apply(store.put(putReq("w/a", "2"))); // 4
+  apply(store.deleteRange(delReq("w/a"))); // 5
+  assert.deepEqual(r.lines(), ["2: PUT w/a=1", "4: PUT w/a=2", "5: DEL w/a="]);
+  const del = r.msgs[2]!.events[0]!;
+  assert.deepEqual([del.kv.modRevision, del.kv.createRevision, del.kv.version], [5, 0, 0]);
+});
+
+test("prefix, interval, from-key and all-keys watchers match their keys", () => {
+  const { store, hub, apply } = setup();
+  const prefix = recorder();
+  const interval = recorder();
+  const fromKey = recorder();
+  const all = recorder();
+  hub.watch(watchReq("p/", { rangeEnd: b("p0") }), prefix.sink);
+  hub.watch(watchReq("a", { rangeEnd: b("c") }), interval.sink);
+  hub.watch(watchReq("p/m", { rangeEnd: FROM_KEY }), fromKey.sink);
+  hub.watch(watchReq("\0", { rangeEnd: FROM_KEY }), all.sink);
+  for (const k of ["p/a", "p0", "b", "c", "p/z", "p"]) apply(store.put(putReq(k, "v")));
+  assert.deepEqual(prefix.lines(), ["2: PUT p/a=v", "6: PUT p/z=v"]);
+  assert.deepEqual(interval.lines(), ["4: PUT b=v"]);
+  assert.deepEqual(fromKey.lines(), ["3: PUT p0=v", "6: PUT p/z=v"]);
+  assert.equal(all.lines().length, 6);
+});
+
+test("a txn or a multi-key delete is one message with several events", () => {
+  const { store, hub, apply } = setup();
+  const r = recorder();
+  hub.watch(watchReq("t/", { rangeEnd: b("t0") }), r.sink);
+  apply(store.txn(txnReq({ success: [opPut("t/a", "1"), opPut("x", "1"), opPut("t/b", "2")] }))); // 2
+  apply(store.txn(txnReq({ success: [opDel("t/", { rangeEnd: b("t0") })] }))); // 3
+  assert.deepEqual(r.lines(), ["2: PUT t/a=1 PUT t/b=2", "3: DEL t/a= DEL t/b="]);
+});
+
+test("filters drop puts or deletes and an emptied message is not sent", () => {
+  const { store, hub, apply } = setup();
+  const noPut = recorder();
+  const noDelete = recorder();
+  hub.watch(watchReq("k", { filters: { noPut: true, noDelete: false } }), noPut.sink);
+  hub.watch(watchReq("k", { filters: { noPut: false, noDelete: true } }), noDelete.sink);
+  apply(store.put(putReq("k", "1"))); // 2
+  apply(store.deleteRange(delReq("k"))); // 3
+  assert.deepEqual(noPut.lines(), ["3: DEL k="]);
+  assert.deepEqual(noDelete.lines(), ["2: PUT k=1"]);
+});
+
+test("prevKv is delivered only to watchers that asked", () => {
+  const { store, hub, apply } = setup();
+  const withPrev = recorder();
+  const without = recorder();
+  hub.watch(watchReq("k", { prevKv: true }), withPrev.sink);
+  hub.watch(watchReq("k"), without.sink);
+  apply(store.put(putReq("k", "1")));
+  apply(store.put(putReq("k", "2")));
+  apply(store.deleteRange(delReq("k")));
+  assert.deepEqual(withPrev.lines(), ["2: PUT k=1", "3: PUT k=2 (was 1)", "4: DEL k= (was 2)"]);
+  assert.deepEqual(without.lines(), ["2: PUT k=1", "3: PUT k=2", "4: DEL k="]);
+});
+
+test("a start revision in the past replays history then follows live with no gap or duplicate", () => {
+  const { store, hub, apply } = setup();
+  apply(store.put(putReq("k", "1"))); // 2
+  apply(store.put(putReq("k", "2"))); // 3
+  apply(store.put(putReq("other", "x"))); // 4
+  const r = recorder();
+  hub.watch(watchReq("k", { startRevision: 3, prevKv: true }), r.sink);
+  assert.deepEqual(r.lines(), ["3: PUT k=2 (was 1)"]);
+  apply(store.put(putReq("k", "3"))); // 5
+  assert.deepEqual(r.lines(), ["3: PUT k=2 (was 1)", "5: PUT k=3 (was 2)"]);
+});
+
+test("a watch created after a write is applied but before its notify gets it exactly once", () => {
+  const { store, hub } = setup();
+  store.put(putReq("k", "1")); // 2, notified below
+  const changes = store.put(putReq("k", "2")).changes!; // 3, not yet notified
+  const fromNow = recorder();
+  const fromThree = recorder();
+  hub.watch(watchReq("k"), fromNow.sink);
+  hub.watch(watchReq("k", { startRevision: 3 }), fromThree.sink);
+  hub.notify(changes);
+  assert.deepEqual(fromNow.lines(), [], "start 0 means after the current revision");
+  assert.deepEqual(fromThree.lines(), ["3: PUT k=2"], "replayed once, not again live");
+});
+
+test("a future start revision waits for it", () => {
+  const { store, hub, apply } = setup();
+  const r = recorder();
+  hub.watch(watchReq("k", { startRevision: 4 }), r.sink);
+  apply(store.put(putReq("k", "1"))); // 2
+  apply(store.put(putReq("k", "2"))); // 3
+  apply(store.put(putReq("k", "3"))); // 4
+  assert.deepEqual(r.lines(), ["4: PUT k=3"]);
+});
+
+test("a start revision below the compaction revision is canceled with compact_revision", () => {
+  const { store, hub, apply } = setup();
+  for (let i = 0; i < 4; i++) apply(store.put(putReq("k", `${i}`))); // 2..5
+  store.compact(4);
+  const old = recorder();
+  assert.equal(hub.watch(watchReq("k", { startRevision: 3 }), old.sink), "canceled");
+  assert.deepEqual(old.msgs, [{ revision: 5, events: [], canceled: true, compactRevision: 4 }]);
+  const atCompaction = recorder();
+  assert.equal(hub.watch(watchReq("k", { startRevision: 4 }), atCompaction.sink), "watching");
+  assert.deepEqual(atCompaction.lines(), ["4: PUT k=2", "5: PUT k=3"]);
+  assert.equal(hub.size, 1);
+});
+
+test("cancel stops delivery and is idempotent", () => {
+  const { store, hub, apply } = setup();
+  const r = recorder();
+  const req = watchReq("k");
+  hub.watch(req, r.sink);
+  apply(store.put(putReq("k", "1")));
+  assert.equal(hub.cancel(req.id), true);
+  assert.equal(hub.cancel(req.id), false);
+  apply(store.put(putReq("k", "2")));
+  assert.equal(r.msgs.length, 1);
+  assert.equal(hub.size, 0);
+});
+
+test("a sink that cancels itself during delivery is not called again", () => {
+  const { store, hub, apply } = setup();
+  const req = watchReq("k", { startRevision: 1 });
+  let calls = 0;
+  apply(store.put(putReq("k", "1")));
+  apply(store.put(putReq("k", "2")));
+  hub.watch(req, { send: () => void (calls++, hub.cancel(req.id)) });
+  apply(store.put(putReq("k", "3")));
+  assert.equal(calls, 1);
+});
+
+test("a sink that throws loses its watcher and others still get the event", () => {
+  const store = new MvccStore();
+  const errors: number[] = [];
+  const hub = new WatchHub(store, { onSinkError: (id) => errors.push(id) });
+  const bad = watchReq("k");
+  const good = recorder();
+  hub.watch(bad, { send: () => { throw new Error("boom"); } });
+  hub.watch(watchReq("k"), good.sink);
+  hub.notify(store.put(putReq("k", "1")).changes!);
+  assert.deepEqual(errors, [bad.id]);
+  assert.equal(hub.has(bad.id), false);
+  assert.deepEqual(good.lines(), ["2: PUT k=1"]);
+});
+
+test("progress goes only to watchers that asked; requestProgress to one", () => {
+  const { hub } = setup();
+  const asked = recorder();
+  const silent = recorder();
+  hub.watch(watchReq("k", { progressNotify: true }), asked.sink);
+  const s = watchReq("k");
+  hub.watch(s, silent.sink);
+  hub.progress(1);
+  assert.deepEqual(asked.msgs, [{ revision: 1, events: [] }]);
+  assert.deepEqual(silent.msgs, []);
+  assert.equal(hub.requestProgress(s.id, 1), true);
+  assert.deepEqual(silent.msgs, [{ revision: 1, events: [] }]);
+});
+
+test("notify rejects revisions out of order and duplicate ids are refused", () => {
+  const { hub } = setup();
+  const ev = (revision: number): RevisionEvents => ({ revision, events: [] });
+  hub.notify(ev(3));
+  assert.throws(() => hub.notify(ev(3)), /notified after 3/);
+  const req = watchReq("k");
+  hub.watch(req, recorder().sink);
+  assert.throws(() => hub.watch(req, recorder().sink), /duplicate watcher id/);
+});
+
+test("lease expiry reaches watchers as one message with a delete per key", () => {
+  const ks = new V3KeySpace();
+  const hub = new WatchHub(ks);
+  const r = recorder();
+  ks.leaseGrant({ id: 1n, ttl: 2 }, 0);
+  ks.put(putReq("exp/a", "1", { lease: 1n }));
+  ks.put(putReq("exp/b", "2", { lease: 1n }));
+  hub.watch(watchReq("exp/", { rangeEnd: b("exp0") }), r.sink);
+  for (const c of ks.expireLeases(2_000).changes) hub.notify(c);
+  assert.deepEqual(r.lines(), ["4: DEL exp/a= DEL exp/b="]);
+});
+
+test("5000 single-key watchers, 2000 prefix watchers: each write reaches only its watchers, cheaply", () => {
+  const { store, hub, apply } = setup();
+  const counts = new Map<number, number>();
+  const sink = (id: number) => ({ send: () => void counts.set(id, (counts.get(id) ?? 0) + 1) });
+  const ids: number[] = [];
+  for (let i = 0; i < 5000; i++) {
+    const req = watchReq(`key/${i}`);
+    hub.watch(req, sink(req.id));
+    ids.push(req.id);
+  }
+  for (let i = 0; i < 2000; i++) {
+    const req = watchReq(`pre/${i}/`, { rangeEnd: b(`pre/${i}0`) });
+    hub.watch(req, sink(req.id));
+    ids.push(req.id);
+  }
+  const started = performance.now();
+  for (let i = 0; i < 5000; i++) apply(store.put(putReq(`key/${i}`, "v")));
+  for (let i = 0; i < 2000; i++) apply(store.put(putReq(`pre/${i}/x`, "v")));
+  const elapsed = performance.now() - started;
+  assert.equal(counts.size, 7000, "every watcher got its key");
+  assert.ok([...counts.values()].every((n) => n === 1), "and nothing else");
+  // 7000 writes + deliveries; a scan of all watchers per event would be ~49M visits.
+  assert.ok(elapsed < 2000, `7000 writes with 7000 watchers took ${elapsed.toFixed(0)} ms`);
+  for (const id of ids) assert.equal(hub.cancel(id), true);
+  assert.equal(hub.size, 0);
+});
+
+test("restore after a snapshot install catches watchers up or cancels the compacted ones", () => {
+  const { store, hub, apply } = setup();
+  const lost = recorder();
+  const behind = recorder();
+  hub.watch(watchReq("j"), lost.sink); // needs revision 2 on
+  apply(store.put(putReq("k", "1"))); // 2
+  hub.watch(watchReq("k", { prevKv: true }), behind.sink); // needs revision 3 on
+  // Another member's store moved on: k written at 3 and 4, j at 5, compacted at 3.
+  const leader = new MvccStore();
+  leader.put(putReq("k", "1"));
+  leader.put(putReq("k", "2"));
+  leader.put(putReq("k", "3"));
+  leader.put(putReq("j", "1"));
+  leader.compact(3);
+  const installed = MvccStore.fromImage(leader.toImage());
+  hub.restore(installed);
+  assert.deepEqual(lost.msgs, [{ revision: 5, events: [], canceled: true, compactRevision: 3 }]);
+  // The value before revision 3 is compacted: no prevKv for it (etcd alike).
+  assert.deepEqual(behind.lines(), ["3: PUT k=2", "4: PUT k=3 (was 2)"]);
+  assert.equal(hub.size, 1);
+  hub.notify(installed.put(putReq("k", "4")).changes!);
+  assert.deepEqual(behind.lines().at(-1), "6: PUT k=4 (was 3)");
+});
