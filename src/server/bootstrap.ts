@@ -102,7 +102,15 @@ async function restart(walDir: string, snapshotter: Snapshotter, log: Logger): P
     log.warn("repaired a torn WAL tail", { file: opened.repaired.file, offset: opened.repaired.offset, droppedBytes: opened.repaired.droppedBytes });
   }
   const meta = JSON.parse(Buffer.from(opened.metadata).toString("utf8")) as WalMetadata;
-  storage.setHardState(opened.hardState);
+  // A crash while installing a snapshot from the leader can leave the snapshot on disk and
+  // the hard state that goes with it not: the WAL's commit is then below the snapshot. The
+  // snapshot holds only state the cluster committed (a leader sends nothing else), so its
+  // index is a known commit point; Raft refuses to start with a commit below its snapshot.
+  const hardState = opened.hardState.commit < ref.index ? { ...opened.hardState, commit: ref.index } : opened.hardState;
+  if (hardState !== opened.hardState) {
+    log.warn("raised the WAL commit index to the snapshot's (crash during a snapshot install)", { walCommit: opened.hardState.commit, snapshotIndex: ref.index });
+  }
+  storage.setHardState(hardState);
   // The WAL stores the entry type as a plain number; Raft's type is the 0|1 union.
   storage.append(opened.entries.map((e) => ({ ...e, type: e.type === 1 ? EntryType.ConfChange : EntryType.Normal })));
   log.info("restarted member", {
@@ -110,7 +118,7 @@ async function restart(walDir: string, snapshotter: Snapshotter, log: Logger): P
     clusterId: meta.clusterId.toString(16),
     snapshotIndex: ref.index,
     walEntries: opened.entries.length,
-    commit: opened.hardState.commit,
+    commit: hardState.commit,
   });
   return {
     wal: opened.wal,
