@@ -11,12 +11,14 @@ _kvctl() {
         words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD
     fi
 
-    local commands="cluster-health mk mkdir rm rmdir get ls set setdir update updatedir watch exec-watch member user role auth endpoint stats version completion serve help"
-    local globals="--debug --no-sync --output -o --peers -C --endpoint --endpoints --cert-file --key-file --ca-file --username -u --password --timeout --total-timeout --no-color --help -h --version -v"
+    local commands="cluster-health mk mkdir rm rmdir get ls set setdir update updatedir watch exec-watch member user role auth endpoint stats version completion serve v3 help"
+    local globals="--debug --no-sync --output -o --peers -C --endpoint --endpoints --cert --cert-file --key --key-file --cacert --ca-file --insecure-skip-tls-verify --insecure-transport --username -u --password --timeout --total-timeout --no-color --help -h --version -v"
 
     case "$prev" in
         -o|--output) COMPREPLY=($(compgen -W "simple extended json" -- "$cur")); return ;;
-        --cert-file|--key-file|--ca-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        -w|--write-out) COMPREPLY=($(compgen -W "simple json fields protobuf table" -- "$cur")); return ;;
+        --cert|--cert-file|--key|--key-file|--cacert|--ca-file|--trusted-ca-file|--peer-cert-file|--peer-key-file|--peer-trusted-ca-file|--peer-ca-file|--peer-crl-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --insecure-transport) COMPREPLY=($(compgen -W "true false" -- "$cur")); return ;;
         --endpoints|--endpoint|--peers|-C|--username|-u|--password|--timeout|--total-timeout|--ttl|--swap-with-value|--swap-with-index|--with-value|--with-index|--after-index|--roles|--path) return ;;
     esac
 
@@ -24,7 +26,7 @@ _kvctl() {
     local i cmd="" sub=""
     for ((i = 1; i < cword; i++)); do
         case "${words[i]}" in
-            -o|--output|--peers|-C|--endpoint|--endpoints|--cert-file|--key-file|--ca-file|--username|-u|--password|--timeout|--total-timeout) ((i++)) ;;
+            -o|--output|-w|--write-out|--user|--dial-timeout|--command-timeout|--peers|-C|--endpoint|--endpoints|--cert|--cert-file|--key|--key-file|--cacert|--ca-file|--username|-u|--password|--timeout|--total-timeout) ((i++)) ;;
             -*) ;;
             *) if [[ -z $cmd ]]; then cmd="${words[i]}"; elif [[ -z $sub ]]; then sub="${words[i]}"; fi ;;
         esac
@@ -56,7 +58,31 @@ _kvctl() {
             flags="--cluster" ;;
         stats) [[ -z $sub ]] && { COMPREPLY=($(compgen -W "store self leader" -- "$cur")); return; } ;;
         completion) [[ -z $sub ]] && { COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")); return; } ;;
-        serve) flags="--name --data-dir --listen-client-urls --advertise-client-urls --listen-peer-urls --initial-advertise-peer-urls --initial-cluster --initial-cluster-state --initial-cluster-token --snapshot-count --heartbeat-interval --election-timeout --max-request-bytes --log-level --help" ;;
+        serve) flags="--name --data-dir --listen-client-urls --advertise-client-urls --listen-peer-urls --initial-advertise-peer-urls --initial-cluster --initial-cluster-state --initial-cluster-token --snapshot-count --heartbeat-interval --election-timeout --max-request-bytes --log-level --cert-file --key-file --client-cert-auth --trusted-ca-file --ca-file --auto-tls --peer-cert-file --peer-key-file --peer-client-cert-auth --peer-trusted-ca-file --peer-ca-file --peer-auto-tls --peer-cert-allowed-cn --peer-crl-file --cipher-suites --host-whitelist --help" ;;
+        v3)
+            # kvctl v3: etcdctl v3's commands; the word after a group (lease, user, role, auth) is its subcommand.
+            local v3flags="--endpoints --debug --write-out -w --hex --dial-timeout --command-timeout --keepalive-time --keepalive-timeout --insecure-transport --insecure-skip-tls-verify --cert --key --cacert --user --password"
+            local sub2="" j
+            for ((j = 1; j < cword - 1; j++)); do
+                if [[ ${words[j]} == "$sub" && -n $sub ]]; then [[ ${words[j+1]} != -* ]] && sub2="${words[j+1]}"; break; fi
+            done
+            case "$sub" in
+                "") COMPREPLY=($(compgen -W "get range put del txn compaction compact watch lease user role auth $v3flags" -- "$cur")); return ;;
+                get|range) flags="--consistency --order --sort-by --limit --prefix --from-key --rev --keys-only --count-only --print-value-only" ;;
+                put) flags="--lease --prev-kv --ignore-value --ignore-lease" ;;
+                del) flags="--prefix --prev-kv --from-key" ;;
+                txn) flags="--interactive -i --file" ;;
+                compaction|compact) flags="--physical" ;;
+                watch) flags="--interactive -i --prefix --rev --prev-kv" ;;
+                lease) [[ -z $sub2 ]] && { COMPREPLY=($(compgen -W "grant revoke timetolive list keep-alive" -- "$cur")); return; }
+                    flags="--keys --once" ;;
+                user) [[ -z $sub2 ]] && { COMPREPLY=($(compgen -W "add delete get list passwd grant-role revoke-role" -- "$cur")); return; }
+                    flags="--interactive --new-user-password --no-password --detail" ;;
+                role) [[ -z $sub2 ]] && { COMPREPLY=($(compgen -W "add delete get list grant-permission revoke-permission" -- "$cur")); return; }
+                    flags="--prefix --from-key" ;;
+                auth) [[ -z $sub2 ]] && { COMPREPLY=($(compgen -W "enable disable" -- "$cur")); return; } ;;
+            esac
+            flags="$flags $v3flags" ;;
         help) COMPREPLY=($(compgen -W "$commands" -- "$cur")); return ;;
     esac
     if [[ $cur == -* ]]; then

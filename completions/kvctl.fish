@@ -1,9 +1,9 @@
 # fish completion for kvctl. Install: kvctl completion fish > ~/.config/fish/completions/kvctl.fish
 
-set -l kvctl_commands cluster-health mk mkdir rm rmdir get ls set setdir update updatedir watch exec-watch member user role auth endpoint stats version completion serve
+set -l kvctl_commands cluster-health mk mkdir rm rmdir get ls set setdir update updatedir watch exec-watch member user role auth endpoint stats version completion serve v3
 
 function __kvctl_no_command
-    set -l cmds cluster-health mk mkdir rm rmdir get ls set setdir update updatedir watch exec-watch member user role auth endpoint stats version completion serve
+    set -l cmds cluster-health mk mkdir rm rmdir get ls set setdir update updatedir watch exec-watch member user role auth endpoint stats version completion serve v3
     for w in (commandline -opc)[2..-1]
         contains -- $w $cmds; and return 1
     end
@@ -17,9 +17,11 @@ complete -c kvctl -s o -l output -x -a 'simple extended json' -d 'output respons
 complete -c kvctl -s C -l peers -x -d 'DEPRECATED - use --endpoints'
 complete -c kvctl -l endpoint -x -d 'DEPRECATED - use --endpoints'
 complete -c kvctl -l endpoints -x -d 'comma-delimited list of machine addresses, tried in turn'
-complete -c kvctl -l cert-file -r -d 'identify HTTPS client using this SSL certificate file'
-complete -c kvctl -l key-file -r -d 'identify HTTPS client using this SSL key file'
-complete -c kvctl -l ca-file -r -d 'verify certificates of HTTPS-enabled servers using this CA bundle'
+complete -c kvctl -l cert -l cert-file -r -d 'identify HTTPS client using this SSL certificate file'
+complete -c kvctl -l key -l key-file -r -d 'identify HTTPS client using this SSL key file'
+complete -c kvctl -l cacert -l ca-file -r -d 'verify certificates of HTTPS-enabled servers using this CA bundle'
+complete -c kvctl -l insecure-skip-tls-verify -d 'skip server certificate verification (testing only)'
+complete -c kvctl -l insecure-transport -x -a 'true false' -d 'false: use TLS for http:// endpoints too'
 complete -c kvctl -s u -l username -x -d 'provide username[:password] and prompt if password is not supplied'
 complete -c kvctl -l password -x -d 'password for --username'
 complete -c kvctl -l timeout -x -d 'connection timeout per request (default 2s)'
@@ -95,3 +97,59 @@ complete -c kvctl -n '__fish_seen_subcommand_from serve' -l heartbeat-interval -
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l election-timeout -x -d 'election timeout in ms'
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l max-request-bytes -x -d 'maximum client request size in bytes'
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l log-level -x -a 'debug info warn error' -d 'log level'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l cert-file -r -d 'client TLS certificate'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l key-file -r -d 'client TLS key'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l client-cert-auth -d 'require client certificates'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l trusted-ca-file -l ca-file -r -d 'trusted CA for client certificates'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l auto-tls -d 'self-signed client TLS'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l peer-cert-file -r -d 'peer TLS certificate'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l peer-key-file -r -d 'peer TLS key'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l peer-client-cert-auth -d 'require peer client certificates'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l peer-trusted-ca-file -l peer-ca-file -r -d 'trusted CA for peers'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l peer-auto-tls -d 'self-signed peer TLS'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l peer-cert-allowed-cn -x -d 'allowed peer Common Name'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l peer-crl-file -r -d 'peer certificate revocation list'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l cipher-suites -x -d 'TLS 1.2 cipher suites (Go names)'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l host-whitelist -x -d 'accepted Host names on plain HTTP'
+
+# kvctl v3 (etcdctl v3's commands)
+complete -c kvctl -n __kvctl_no_command -f -a v3 -d 'etcdctl v3 commands through the v3 JSON gateway'
+set -l v3_cmds get range put del txn compaction compact watch lease user role auth
+complete -c kvctl -n "__fish_seen_subcommand_from v3; and not __fish_seen_subcommand_from $v3_cmds" -f -a "$v3_cmds"
+complete -c kvctl -n '__fish_seen_subcommand_from v3' -s w -l write-out -x -a 'simple json fields protobuf table' -d 'output format'
+complete -c kvctl -n '__fish_seen_subcommand_from v3' -l hex -d 'print byte strings as hex'
+complete -c kvctl -n '__fish_seen_subcommand_from v3' -l dial-timeout -x -d 'dial timeout'
+complete -c kvctl -n '__fish_seen_subcommand_from v3' -l command-timeout -x -d 'command timeout'
+complete -c kvctl -n '__fish_seen_subcommand_from v3' -l keepalive-time -x -d 'ignored'
+complete -c kvctl -n '__fish_seen_subcommand_from v3' -l keepalive-timeout -x -d 'ignored'
+complete -c kvctl -n '__fish_seen_subcommand_from v3' -l insecure-skip-tls-verify -d 'skip server certificate verification'
+complete -c kvctl -n '__fish_seen_subcommand_from v3' -l cert -r -d 'client certificate'
+complete -c kvctl -n '__fish_seen_subcommand_from v3' -l key -r -d 'client key'
+complete -c kvctl -n '__fish_seen_subcommand_from v3' -l cacert -r -d 'CA bundle'
+complete -c kvctl -n '__fish_seen_subcommand_from v3' -l user -x -d 'username[:password]'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from get range' -l consistency -x -a 'l s' -d 'Linearizable(l) or Serializable(s)'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from get range' -l order -x -a 'ASCEND DESCEND' -d 'order of results'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from get range' -l sort-by -x -a 'CREATE KEY MODIFY VALUE VERSION' -d 'sort target'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from get range' -l limit -x -d 'maximum number of results'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from get range watch' -l rev -x -d 'revision'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from get range' -l keys-only -d 'keys only'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from get range' -l count-only -d 'count only (-w fields)'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from get range' -l print-value-only -d 'values only'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from get range del watch role' -l prefix -d 'keys with the prefix'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from get range del role' -l from-key -d 'keys from the key on'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from put del watch' -l prev-kv -d 'print the previous pairs'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from put' -l lease -x -d 'lease ID in hex'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from put' -l ignore-value -d 'keep the current value'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from put' -l ignore-lease -d 'keep the current lease'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from txn watch user' -s i -l interactive -d 'interactive mode'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from txn' -l file -r -d 'transaction file (JSON or line format)'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from compaction compact' -l physical -d 'wait for the physical compaction'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from lease; and not __fish_seen_subcommand_from grant revoke timetolive list keep-alive' -f -a 'grant revoke timetolive list keep-alive'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from timetolive' -l keys -d 'list attached keys'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from keep-alive' -l once -d 'renew once'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from user; and not __fish_seen_subcommand_from add delete get list passwd grant-role revoke-role' -f -a 'add delete get list passwd grant-role revoke-role'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from add' -l new-user-password -x -d 'password'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from add' -l no-password -d 'no password'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from get' -l detail -d 'show role permissions'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from role; and not __fish_seen_subcommand_from add delete get list grant-permission revoke-permission' -f -a 'add delete get list grant-permission revoke-permission'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from auth' -f -a 'enable disable'

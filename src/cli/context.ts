@@ -62,6 +62,8 @@ export async function createContext(inv: Invocation, io: Io, opts: { sync: boole
     ...(g.caFile !== undefined ? { caFile: g.caFile } : {}),
     ...(g.certFile !== undefined ? { certFile: g.certFile } : {}),
     ...(g.keyFile !== undefined ? { keyFile: g.keyFile } : {}),
+    insecureSkipVerify: g.insecureSkipVerify,
+    insecureTransport: g.insecureTransport,
   });
   let cluster: ClusterClient;
   try {

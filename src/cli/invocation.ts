@@ -21,6 +21,10 @@ export interface GlobalOptions {
   caFile: string | undefined;
   certFile: string | undefined;
   keyFile: string | undefined;
+  /** --insecure-skip-tls-verify. */
+  insecureSkipVerify: boolean;
+  /** --insecure-transport (default true). */
+  insecureTransport: boolean;
 }
 
 export type FlagValue = string | number | boolean | readonly string[];
@@ -69,9 +73,12 @@ export function buildInvocation(raw: RawInvocation, env: NodeJS.ProcessEnv): Inv
     timeoutMs: durationOf("timeout"),
     totalTimeoutMs: durationOf("total-timeout"),
     noColor: bool("no-color") || nonEmpty(env["NO_COLOR"]) !== undefined,
-    caFile: str("ca-file") ?? nonEmpty(env["ETCDCTL_CA_FILE"]),
-    certFile: str("cert-file") ?? nonEmpty(env["ETCDCTL_CERT_FILE"]),
-    keyFile: str("key-file") ?? nonEmpty(env["ETCDCTL_KEY_FILE"]),
+    // --cacert/--cert/--key (KV_CACERT …), then the etcdctl v2 names' variables.
+    caFile: str("cacert") ?? nonEmpty(env["KV_CA_FILE"]) ?? nonEmpty(env["ETCDCTL_CA_FILE"]) ?? nonEmpty(env["ETCDCTL_CACERT"]),
+    certFile: str("cert") ?? nonEmpty(env["KV_CERT_FILE"]) ?? nonEmpty(env["ETCDCTL_CERT_FILE"]) ?? nonEmpty(env["ETCDCTL_CERT"]),
+    keyFile: str("key") ?? nonEmpty(env["KV_KEY_FILE"]) ?? nonEmpty(env["ETCDCTL_KEY_FILE"]) ?? nonEmpty(env["ETCDCTL_KEY"]),
+    insecureSkipVerify: bool("insecure-skip-tls-verify"),
+    insecureTransport: g["insecure-transport"] !== false,
   };
   const spec = commandSpec(raw.command, raw.subcommand);
   return {

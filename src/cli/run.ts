@@ -2,7 +2,7 @@
 // invocation names, and turn every failure into etcdctl's stderr text and exit code.
 
 import { parseArgv } from "./argv.ts";
-import { findCommand } from "./spec.ts";
+import { findCommand, globalFlags, v3Flags } from "./spec.ts";
 import { buildInvocation, type Invocation } from "./invocation.ts";
 import { CliExit, ExitCode, UsageError } from "./exit-codes.ts";
 import type { Io } from "./io.ts";
@@ -36,6 +36,13 @@ const loaders: Readonly<Record<string, () => Promise<CommandModule>>> = {
 
 /** Runs kvctl with argv (no node/script), returns the exit code. */
 export async function runCli(argv: readonly string[], io: Io, env: NodeJS.ProcessEnv): Promise<number> {
+  // ---- v3: `kvctl [v3 flags] v3 …` has a grammar of its own (cobra/pflag) ----
+  const v3At = v3Position(argv);
+  if (v3At !== -1) {
+    const { runV3 } = await import("./commands/v3/run.ts");
+    return runV3([...argv.slice(0, v3At), ...argv.slice(v3At + 1)], io, env);
+  }
+  // ---- end v3 ----
   try {
     const outcome = parseArgv(argv);
     if (outcome.kind === "delegate") {
@@ -74,3 +81,26 @@ function helpPath(argv: readonly string[]): string[] {
   const group = findCommand(first[0] ?? "")?.subcommands !== undefined;
   return first.slice(0, 2).filter((_w, i) => i === 0 || group);
 }
+
+// ---- v3 ----
+/**
+ * Where the command word `v3` is: the first token that is neither a flag nor a value of a
+ * flag that takes one (v2 or v3 global flags); -1 when the command is not v3.
+ */
+export function v3Position(argv: readonly string[]): number {
+  const valued = new Set<string>();
+  for (const f of [...globalFlags, ...v3Flags]) {
+    if (f.type !== "bool") for (const n of [f.name, ...(f.aliases ?? [])]) valued.add(n);
+  }
+  for (let i = 0; i < argv.length; i++) {
+    const t = argv[i] ?? "";
+    if (t === "--") return -1;
+    if (t.startsWith("-") && t.length > 1) {
+      if (!t.includes("=") && valued.has(t.replace(/^--?/, ""))) i++;
+      continue;
+    }
+    return t === "v3" ? i : -1;
+  }
+  return -1;
+}
+// ---- end v3 ----

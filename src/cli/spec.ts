@@ -75,9 +75,21 @@ export const globalFlags: readonly FlagSpec[] = [
     default: defaultEndpoints,
     description: "a comma-delimited list of machine addresses in the cluster, tried in turn",
   },
-  { name: "cert-file", type: "string", description: "identify HTTPS client using this SSL certificate file" },
-  { name: "key-file", type: "string", description: "identify HTTPS client using this SSL key file" },
-  { name: "ca-file", type: "string", description: "verify certificates of HTTPS-enabled servers using this CA bundle" },
+  // TLS (issue 6): etcdctl v3's names; etcdctl v2's --cert-file/--key-file/--ca-file stay as aliases.
+  { name: "cert", aliases: ["cert-file"], type: "string", description: "identify HTTPS client using this SSL certificate file" },
+  { name: "key", aliases: ["key-file"], type: "string", description: "identify HTTPS client using this SSL key file" },
+  { name: "cacert", aliases: ["ca-file"], type: "string", description: "verify certificates of HTTPS-enabled servers using this CA bundle" },
+  {
+    name: "insecure-skip-tls-verify",
+    type: "bool",
+    description: "skip server certificate verification (CAUTION: this option should be enabled only for testing purposes)",
+  },
+  {
+    name: "insecure-transport",
+    type: "bool",
+    default: "true",
+    description: "disable transport security for http:// endpoints (false: use TLS for them too)",
+  },
   {
     name: "username",
     aliases: ["u"],
@@ -96,6 +108,140 @@ export const globalFlags: readonly FlagSpec[] = [
   { name: "help", aliases: ["h"], type: "bool", description: "show help" },
   { name: "version", aliases: ["v"], type: "bool", description: "print the version" },
 ];
+
+// ---- v3 command group (kvctl v3 …) -------------------------------------------------
+// etcdctl v3's commands and flags (cobra/pflag grammar: `--flag value`, `--flag=value`,
+// `-w json`, flags anywhere, `--` ends them). `v3Flags` are its persistent (global) flags,
+// each also read from KV_<NAME>, then ETCDCTL_<NAME>. The v3 parser is
+// commands/v3/argv.ts; run.ts hands it every argv whose command word is `v3`.
+
+/** A v3 command may have aliases (`range` for get, `compact` for compaction). */
+export interface V3CommandSpec extends CommandSpec {
+  readonly aliases?: readonly string[];
+  readonly subcommands?: readonly V3CommandSpec[];
+}
+
+export const v3DefaultEndpoints = "http://127.0.0.1:2379";
+
+export const v3Flags: readonly FlagSpec[] = [
+  { name: "endpoints", type: "string", default: v3DefaultEndpoints, description: "comma-separated gateway endpoints (scheme optional), tried in turn" },
+  { name: "debug", type: "bool", description: "print each gateway request on stderr" },
+  { name: "write-out", aliases: ["w"], type: "string", default: "simple", description: "set the output format (fields, json, protobuf, simple, table)" },
+  { name: "hex", type: "bool", description: "print byte strings as hex encoded strings" },
+  { name: "dial-timeout", type: "duration", default: "2s", description: "timeout for connecting to an endpoint" },
+  { name: "command-timeout", type: "duration", default: "5s", description: "timeout for short running command (excluding dial timeout)" },
+  { name: "keepalive-time", type: "duration", default: "2s", description: "accepted for etcdctl compatibility (HTTP keeps connections alive)" },
+  { name: "keepalive-timeout", type: "duration", default: "6s", description: "accepted for etcdctl compatibility (HTTP keeps connections alive)" },
+  { name: "insecure-transport", type: "bool", default: "true", description: "disable transport security for client connections" },
+  { name: "insecure-skip-tls-verify", type: "bool", description: "skip server certificate verification (CAUTION: this option should be enabled only for testing purposes)" },
+  { name: "cert", type: "string", description: "identify secure client using this TLS certificate file" },
+  { name: "key", type: "string", description: "identify secure client using this TLS key file" },
+  { name: "cacert", type: "string", description: "verify certificates of TLS-enabled secure servers using this CA bundle" },
+  { name: "user", type: "string", description: "username[:password] for authentication (prompt if password is not supplied)" },
+  { name: "password", type: "string", description: "password for authentication (if this option is used, --user option shouldn't include password)" },
+];
+
+const v3Prefix = (what: string): FlagSpec => ({ name: "prefix", type: "bool", description: `${what} keys with matching prefix` });
+const v3FromKey = (what: string): FlagSpec => ({
+  name: "from-key",
+  type: "bool",
+  description: `${what} keys that are greater than or equal to the given key using byte compare`,
+});
+const v3PrevKv: FlagSpec = { name: "prev-kv", type: "bool", description: "return the previous key-value pair before modification" };
+const v3Interactive: FlagSpec = { name: "interactive", type: "bool", default: "true", description: "Read password from the terminal (false: the next line of stdin)" };
+const v3PermFlags = (verb: string): FlagSpec[] => [
+  { name: "prefix", type: "bool", description: `${verb} a prefix permission` },
+  { name: "from-key", type: "bool", description: `${verb} a permission of keys that are greater than or equal to the given key using byte compare` },
+];
+
+const v3GetFlags: FlagSpec[] = [
+  { name: "consistency", type: "string", default: "l", description: "Linearizable(l) or Serializable(s)" },
+  { name: "order", type: "string", default: "", description: "Order of results; ASCEND or DESCEND (ASCEND by default)" },
+  { name: "sort-by", type: "string", default: "", description: "Sort target; CREATE, KEY, MODIFY, VALUE, or VERSION" },
+  { name: "limit", type: "int", default: "0", description: "Maximum number of results" },
+  v3Prefix("Get"),
+  v3FromKey("Get"),
+  { name: "rev", type: "int", default: "0", description: "Specify the kv revision" },
+  { name: "keys-only", type: "bool", description: "Get only the keys" },
+  { name: "count-only", type: "bool", description: "Get only the count (with --write-out=fields)" },
+  { name: "print-value-only", type: "bool", description: 'Only write values when using the "simple" output format' },
+];
+
+export const v3Commands: readonly V3CommandSpec[] = [
+  { name: "get", aliases: ["range"], args: "<key> [range_end]", description: "Gets the key or a range of keys", flags: v3GetFlags },
+  { name: "put", args: "<key> [value]", description: "Puts the given key into the store (<value> can also be given from stdin)", flags: [
+    { name: "lease", type: "string", default: "0", description: "lease ID (in hexadecimal) to attach to the key" },
+    v3PrevKv,
+    { name: "ignore-value", type: "bool", description: "updates the key using its current value" },
+    { name: "ignore-lease", type: "bool", description: "updates the key using its current lease" },
+  ] },
+  { name: "del", args: "<key> [range_end]", description: "Removes the specified key or range of keys [key, range_end)", flags: [
+    { name: "prefix", type: "bool", description: "delete keys with matching prefix" },
+    { name: "prev-kv", type: "bool", description: "return deleted key-value pairs" },
+    v3FromKey("delete"),
+  ] },
+  { name: "txn", args: "", description: "Txn processes all the requests in one transaction (etcdctl's line format, or a JSON TxnRequest)", flags: [
+    { name: "interactive", aliases: ["i"], type: "bool", description: "Input transaction in interactive mode" },
+    { name: "file", type: "string", description: "read the transaction from this file (JSON TxnRequest or etcdctl's line format; - for stdin)" },
+  ] },
+  { name: "compaction", aliases: ["compact"], args: "<revision>", description: "Compacts the event history in etcd", flags: [
+    { name: "physical", type: "bool", description: "'true' to wait for compaction to physically remove all old revisions" },
+  ] },
+  { name: "watch", args: "[key] [range_end] [--] [args...]", description: "Watches events stream on keys or prefixes", flags: [
+    { name: "interactive", aliases: ["i"], type: "bool", description: "Interactive mode" },
+    { name: "prefix", type: "bool", description: "Watch on a prefix if prefix is set" },
+    { name: "rev", type: "int", default: "0", description: "Revision to start watching" },
+    { name: "prev-kv", type: "bool", description: "get the previous key-value pair before the event happens" },
+  ] },
+  { name: "lease", args: "<subcommand>", description: "Lease related commands", flags: [], subcommands: [
+    { name: "grant", args: "<ttl>", description: "Creates leases", flags: [] },
+    { name: "revoke", args: "<leaseID>", description: "Revokes leases", flags: [] },
+    { name: "timetolive", args: "<leaseID>", description: "Get lease information", flags: [
+      { name: "keys", type: "bool", description: "Get keys attached to this lease" },
+    ] },
+    { name: "list", args: "", description: "List all active leases", flags: [] },
+    { name: "keep-alive", args: "<leaseID>", description: "Keeps leases alive (renew)", flags: [
+      { name: "once", type: "bool", description: "Resets the keep-alive time to its original value and exits immediately" },
+    ] },
+  ] },
+  { name: "user", args: "<subcommand>", description: "User related commands", flags: [], subcommands: [
+    { name: "add", args: "<user>", description: "Adds a new user", flags: [
+      v3Interactive,
+      { name: "new-user-password", type: "string", description: "Supply password from the command line flag" },
+      { name: "no-password", type: "bool", description: "Create a user without password (CN based auth only)" },
+    ] },
+    { name: "delete", args: "<user>", description: "Deletes a user", flags: [] },
+    { name: "get", args: "<user>", description: "Gets detailed information of a user", flags: [
+      { name: "detail", type: "bool", description: "Show permissions of roles granted to the user" },
+    ] },
+    { name: "list", args: "", description: "Lists all users", flags: [] },
+    { name: "passwd", args: "<user>", description: "Changes password of user", flags: [v3Interactive] },
+    { name: "grant-role", args: "<user> <role>", description: "Grants a role to a user", flags: [] },
+    { name: "revoke-role", args: "<user> <role>", description: "Revokes a role from a user", flags: [] },
+  ] },
+  { name: "role", args: "<subcommand>", description: "Role related commands", flags: [], subcommands: [
+    { name: "add", args: "<role>", description: "Adds a new role", flags: [] },
+    { name: "delete", args: "<role>", description: "Deletes a role", flags: [] },
+    { name: "get", args: "<role>", description: "Gets detailed information of a role", flags: [] },
+    { name: "list", args: "", description: "Lists all roles", flags: [] },
+    { name: "grant-permission", args: "<role> <permission> <key> [endkey]", description: "Grants a key to a role", flags: v3PermFlags("grant") },
+    { name: "revoke-permission", args: "<role> <key> [endkey]", description: "Revokes a key from a role", flags: v3PermFlags("revoke") },
+  ] },
+  { name: "auth", args: "<enable|disable>", description: "Enable or disable authentication", flags: [], subcommands: [
+    { name: "enable", args: "", description: "Enables authentication", flags: [] },
+    { name: "disable", args: "", description: "Disables authentication", flags: [] },
+  ] },
+];
+
+/** `kvctl v3 …`: its flags are the v3 persistent flags, its subcommands etcdctl v3's commands. */
+export const v3Command: V3CommandSpec = {
+  name: "v3",
+  args: "<command>",
+  description: "etcdctl v3 commands through the v3 JSON gateway (put, get, del, txn, watch, lease, user, role, auth …)",
+  flags: v3Flags,
+  subcommands: v3Commands,
+};
+// ---- end of the v3 command group ---------------------------------------------------
 
 export const commands: readonly CommandSpec[] = [
   { name: "cluster-health", args: "", description: "check the health of the etcd cluster", flags: [
@@ -174,6 +320,7 @@ export const commands: readonly CommandSpec[] = [
   { name: "version", args: "", description: "print the version of kvctl", flags: [] },
   { name: "completion", args: "<bash|zsh|fish>", description: "print a shell completion script", flags: [] },
   { name: "serve", args: "[flags]", description: "Start a kvctl server (member)", flags: [] },
+  v3Command,
 ];
 
 export function findCommand(name: string): CommandSpec | undefined {

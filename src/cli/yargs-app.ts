@@ -72,9 +72,14 @@ function addCommand(y: Argv, spec: CommandSpec, parents: string[], onRun: Handle
         else if (v !== undefined) args.push(String(v));
       }
       args.push(...a._.slice(depth).map(String));
+      const positionals = positionalNames(spec);
       const pick = (flags: readonly FlagSpec[]): Record<string, RawValue> => {
         const out: Record<string, RawValue> = {};
         for (const f of flags) {
+          // The global --key shares its name with the <key> argument, which yargs stores
+          // in the same slot; this parser only serves help and usage errors, so the flag
+          // is read by argv.ts alone.
+          if (flags === globalFlags && positionals.includes(f.name)) continue;
           const v = a[f.name];
           if (typeof v === "string" || v === true) out[f.name] = v;
           else if (Array.isArray(v)) out[f.name] = v.map(String);

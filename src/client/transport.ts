@@ -40,10 +40,18 @@ export interface Transport {
   close(): void;
 }
 
+/** Client TLS: etcdctl's --cacert, --cert, --key, --insecure-skip-tls-verify, --insecure-transport. */
 export interface TlsFiles {
   caFile?: string;
   certFile?: string;
   keyFile?: string;
+  /** Accept any server certificate (needed against --auto-tls servers). */
+  insecureSkipVerify?: boolean;
+  /**
+   * etcdctl's --insecure-transport (default true): false dials TLS even for http://
+   * endpoints, as etcdctl v3 sets up TLS for every endpoint then. https:// always dials TLS.
+   */
+  insecureTransport?: boolean;
 }
 
 type RequestFn = typeof import("node:http").request;
@@ -56,7 +64,7 @@ export async function createNodeTransport(tls: TlsFiles = {}): Promise<Transport
   let https: { request: RequestFn; agent: HttpAgent } | undefined;
 
   async function pick(origin: string): Promise<{ request: RequestFn; agent: HttpAgent }> {
-    if (origin.startsWith("https:")) {
+    if (usesTls(origin, tls)) {
       if (https === undefined) {
         const mod = await import("node:https");
         const agent = new mod.Agent({ keepAlive: true, ...readTlsFiles(tls) });
@@ -75,7 +83,7 @@ export async function createNodeTransport(tls: TlsFiles = {}): Promise<Transport
   return {
     async request(req) {
       const { request, agent } = await pick(req.origin);
-      return send(request, agent, req);
+      return send(request, agent, usesTls(req.origin, tls) && req.origin.startsWith("http:") ? { ...req, origin: "https:" + req.origin.slice(5) } : req);
     },
     close() {
       for (const agent of agents) agent.destroy();
@@ -83,11 +91,18 @@ export async function createNodeTransport(tls: TlsFiles = {}): Promise<Transport
   };
 }
 
-export function readTlsFiles(tls: TlsFiles): { ca?: Buffer; cert?: Buffer; key?: Buffer } {
-  const out: { ca?: Buffer; cert?: Buffer; key?: Buffer } = {};
+/** Whether a request to `origin` goes over TLS. */
+export function usesTls(origin: string, tls: TlsFiles): boolean {
+  return origin.startsWith("https:") || tls.insecureTransport === false;
+}
+
+/** node:https agent options from the flags (files read now, once per process). */
+export function readTlsFiles(tls: TlsFiles): { ca?: Buffer; cert?: Buffer; key?: Buffer; rejectUnauthorized?: boolean } {
+  const out: { ca?: Buffer; cert?: Buffer; key?: Buffer; rejectUnauthorized?: boolean } = {};
   if (tls.caFile) out.ca = readFileSync(tls.caFile);
   if (tls.certFile) out.cert = readFileSync(tls.certFile);
   if (tls.keyFile) out.key = readFileSync(tls.keyFile);
+  if (tls.insecureSkipVerify === true) out.rejectUnauthorized = false;
   return out;
 }
 
@@ -181,6 +196,8 @@ export function toNetworkError(err: NodeJS.ErrnoException, url: URL): NetworkErr
   const code = err.code ?? "EUNKNOWN";
   const dial = (text: string): NetworkError =>
     new NetworkError(`dial tcp ${addr}: ${text}`, { code, sent: false, connection: true, cause: err });
+  const tlsText = tlsErrorText(err, url);
+  if (tlsText !== undefined) return new NetworkError(tlsText, { code, sent: false, connection: true, cause: err });
   switch (code) {
     case "ECONNREFUSED":
       return dial("connect: connection refused");
@@ -209,4 +226,35 @@ export function toNetworkError(err: NodeJS.ErrnoException, url: URL): NetworkErr
   function read(text: string): NetworkError {
     return new NetworkError(`read tcp ${addr}: read: ${text}`, { code, sent: true, connection: true, cause: err });
   }
+}
+
+const UNKNOWN_AUTHORITY = new Set([
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "UNABLE_TO_GET_ISSUER_CERT",
+]);
+
+/** Go's words for a TLS failure (what etcdctl prints), or undefined for other errors. */
+export function tlsErrorText(err: NodeJS.ErrnoException & { cert?: { subjectaltname?: string }; host?: string }, url: URL): string | undefined {
+  const code = err.code ?? "";
+  if (UNKNOWN_AUTHORITY.has(code)) return "x509: certificate signed by unknown authority";
+  if (code === "CERT_HAS_EXPIRED" || code === "CERT_NOT_YET_VALID") return "x509: certificate has expired or is not yet valid";
+  if (code === "ERR_TLS_CERT_ALTNAME_INVALID") {
+    const host = err.host ?? url.hostname.replace(/^\[|\]$/g, "");
+    const ip = /^[\d.]+$|:/.test(host);
+    const valid = (err.cert?.subjectaltname ?? "")
+      .split(/,\s*/)
+      .filter((e) => e.startsWith(ip ? "IP Address:" : "DNS:"))
+      .map((e) => e.slice(e.indexOf(":") + 1));
+    if (valid.length === 0) {
+      return ip ? `x509: cannot validate certificate for ${host} because it doesn't contain any IP SANs` : `x509: certificate is not valid for any names, but wanted to match ${host}`;
+    }
+    return `x509: certificate is valid for ${valid.join(", ")}, not ${host}`;
+  }
+  const alert = /^ERR_SSL_(?:SSLV3|TLSV1|TLSV13)_ALERT_(.+)$/.exec(code);
+  if (alert !== null) return `remote error: tls: ${alert[1]!.toLowerCase().replace(/_/g, " ")}`;
+  if (code === "ERR_SSL_WRONG_VERSION_NUMBER") return "http: server gave HTTP response to HTTPS client";
+  return undefined;
 }

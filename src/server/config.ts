@@ -3,6 +3,7 @@
 // harnesses written for etcd start kvctl unchanged. Like Go's flag package, `-flag value`,
 // `-flag=value` and `--flag value` all work, and a repeated flag takes its last value.
 import { isLogLevel, type LogLevelName } from "./logger.ts";
+import { goCipherSuiteNames, isGoCipherSuite } from "./tls/cipher-suites.ts";
 
 export interface ServerConfig {
   name: string;
@@ -22,6 +23,26 @@ export interface ServerConfig {
   electionTimeout: number;
   maxRequestBytes: number;
   logLevel: LogLevelName;
+  /** TLS of the client port (--cert-file, --key-file, --trusted-ca-file, --client-cert-auth, --auto-tls). */
+  clientTls: TlsFlags;
+  /** TLS of the peer port (--peer-*). */
+  peerTls: TlsFlags;
+  /** --cipher-suites as Go names, validated; empty: the platform default. */
+  cipherSuites: string[];
+  /** --host-whitelist; empty (or "*" listed) allows every Host. */
+  hostWhitelist: string[];
+}
+
+/** One side's TLS flags, as etcd's TLSInfo: "" means not set. */
+export interface TlsFlags {
+  certFile: string;
+  keyFile: string;
+  trustedCaFile: string;
+  clientCertAuth: boolean;
+  autoTls: boolean;
+  crlFile: string;
+  /** Peer side only (--peer-cert-allowed-cn); always "" for the client side. */
+  allowedCn: string;
 }
 
 export class ConfigError extends Error {
@@ -30,9 +51,12 @@ export class ConfigError extends Error {
 
 export interface FlagSpec {
   name: string;
-  type: "string" | "number";
-  default: string | number;
+  /** Go's bool flags: `-flag` alone means true; a value needs `=` (`-flag=false`). */
+  type: "string" | "number" | "boolean";
+  default: string | number | boolean;
   describe: string;
+  /** Older names accepted on the command line and as KV_<ALIAS> (etcd's --ca-file). */
+  aliases?: readonly string[];
 }
 
 /** Every serve flag; --help, the man page and completions are checked against this list. */
@@ -51,6 +75,21 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "election-timeout", type: "number", default: 1000, describe: "Time (in milliseconds) for an election to timeout" },
   { name: "max-request-bytes", type: "number", default: 1572864, describe: "Maximum client request size in bytes the server will accept" },
   { name: "log-level", type: "string", default: "info", describe: "Log level: debug, info, warn or error" },
+  // Transport security (issue 6), with etcd's names; see src/server/tls/README.md.
+  { name: "cert-file", type: "string", default: "", describe: "Path to the client server TLS cert file" },
+  { name: "key-file", type: "string", default: "", describe: "Path to the client server TLS key file (unencrypted)" },
+  { name: "client-cert-auth", type: "boolean", default: false, describe: "Enable client cert authentication (the CN names the v2 user when auth is on)" },
+  { name: "trusted-ca-file", aliases: ["ca-file"], type: "string", default: "", describe: "Path to the client server TLS trusted CA cert file (--ca-file is the older name)" },
+  { name: "auto-tls", type: "boolean", default: false, describe: "Client TLS using generated certificates (kept in <data-dir>/fixtures/client)" },
+  { name: "peer-cert-file", type: "string", default: "", describe: "Path to the peer server TLS cert file" },
+  { name: "peer-key-file", type: "string", default: "", describe: "Path to the peer server TLS key file (unencrypted)" },
+  { name: "peer-client-cert-auth", type: "boolean", default: false, describe: "Enable peer client cert authentication" },
+  { name: "peer-trusted-ca-file", aliases: ["peer-ca-file"], type: "string", default: "", describe: "Path to the peer server TLS trusted CA file (--peer-ca-file is the older name)" },
+  { name: "peer-auto-tls", type: "boolean", default: false, describe: "Peer TLS using generated certificates (kept in <data-dir>/fixtures/peer)" },
+  { name: "peer-cert-allowed-cn", type: "string", default: "", describe: "Allowed CN for inter peer authentication" },
+  { name: "peer-crl-file", type: "string", default: "", describe: "Path to the peer certificate revocation list file" },
+  { name: "cipher-suites", type: "string", default: "", describe: "Comma-separated list of supported TLS 1.2 cipher suites (Go names) between client/server and peers (empty: platform default)" },
+  { name: "host-whitelist", type: "string", default: "", describe: "Comma-separated acceptable hostnames from HTTP client requests, if server is not secure (empty means allow all)" },
 ];
 
 
@@ -124,8 +163,10 @@ export function serveHelp(): string {
     "Flags:",
   ];
   for (const f of serveFlags) {
-    lines.push(`  --${f.name} ${f.type === "number" ? "<number>" : "<string>"}`);
-    lines.push(`      ${f.describe} (default ${JSON.stringify(String(f.default))}; env ${envName(f.name)})`);
+    const value = f.type === "number" ? " <number>" : f.type === "boolean" ? "" : " <string>";
+    lines.push(`  --${f.name}${value}${(f.aliases ?? []).map((a) => `, --${a}`).join("")}`);
+    const envs = [f.name, ...(f.aliases ?? [])].map(envName).join(" or ");
+    lines.push(`      ${f.describe} (default ${JSON.stringify(String(f.default))}; env ${envs})`);
   }
   lines.push("  -h, --help", "      Show this help");
   return lines.join("\n") + "\n";
@@ -138,7 +179,8 @@ export function serveHelp(): string {
  * GNU conventions differ in corner cases, and it doubled `kvctl serve`'s start-up time.
  */
 export function parseGoFlags(args: readonly string[]): { values: Map<string, string>; help: boolean; rest: string[] } {
-  const known = new Map(serveFlags.map((f) => [f.name, f]));
+  const known = new Map<string, FlagSpec>();
+  for (const f of serveFlags) for (const n of [f.name, ...(f.aliases ?? [])]) known.set(n, f);
   const values = new Map<string, string>();
   let help = false;
   let i = 0;
@@ -157,14 +199,18 @@ export function parseGoFlags(args: readonly string[]): { values: Map<string, str
       help = true;
       continue;
     }
-    if (!known.has(name)) throw new ConfigError(`flag provided but not defined: -${name}`);
+    const spec = known.get(name);
+    if (spec === undefined) throw new ConfigError(`flag provided but not defined: -${name}`);
     let value: string;
     if (eq >= 0) value = body.slice(eq + 1);
+    else if (spec.type === "boolean") value = "true";
     else {
       if (i + 1 >= args.length) throw new ConfigError(`flag needs an argument: -${name}`);
       value = args[++i]!;
     }
-    values.set(name, value);
+    if (spec.type === "boolean") parseBool(name, value);
+    // An alias sets its flag: the last of `--ca-file` and `--trusted-ca-file` wins.
+    values.set(spec.name, value);
   }
   return { values, help, rest: args.slice(i) };
 }
@@ -229,7 +275,61 @@ export function buildConfig(v: Record<string, unknown>, explicit: ReadonlySet<st
     electionTimeout,
     maxRequestBytes: positiveInt("max-request-bytes", v["max-request-bytes"]),
     logLevel,
+    ...tlsConfig(v, { client: listenClientUrls, peer: listenPeerUrls }),
   };
+}
+
+/** Go's strconv.ParseBool, as the flag package uses it for bool flags. */
+function parseBool(flag: string, v: unknown): boolean {
+  if (typeof v === "boolean") return v;
+  const s = String(v);
+  if (["1", "t", "T", "TRUE", "true", "True"].includes(s)) return true;
+  if (["0", "f", "F", "FALSE", "false", "False"].includes(s)) return false;
+  throw new ConfigError(`invalid boolean value ${JSON.stringify(s)} for -${flag}: parse error`);
+}
+
+/**
+ * The TLS flags and their cross-flag rules. etcd reports most of these only when a
+ * listener starts; kvctl refuses them before opening the data directory.
+ */
+function tlsConfig(v: Record<string, unknown>, listen: { client: readonly URL[]; peer: readonly URL[] }): Pick<ServerConfig, "clientTls" | "peerTls" | "cipherSuites" | "hostWhitelist"> {
+  const str = (k: string): string => String(v[k] ?? "");
+  const side = (prefix: "" | "peer-"): TlsFlags => {
+    const certFile = str(`${prefix}cert-file`);
+    const keyFile = str(`${prefix}key-file`);
+    if ((certFile === "") !== (keyFile === "")) {
+      const missing = certFile === "" ? `--${prefix}cert-file` : `--${prefix}key-file`;
+      throw new ConfigError(`${missing} is required: KeyFile and CertFile must both be present[key: ${keyFile}, cert: ${certFile}]`);
+    }
+    return {
+      certFile,
+      keyFile,
+      trustedCaFile: str(`${prefix}trusted-ca-file`),
+      clientCertAuth: parseBool(`${prefix}client-cert-auth`, v[`${prefix}client-cert-auth`] ?? false),
+      autoTls: parseBool(`${prefix}auto-tls`, v[`${prefix}auto-tls`] ?? false),
+      crlFile: prefix === "peer-" ? str("peer-crl-file") : "",
+      allowedCn: prefix === "peer-" ? str("peer-cert-allowed-cn") : "",
+    };
+  };
+  const clientTls = side("");
+  const peerTls = side("peer-");
+  for (const [kind, urls, tls, flags] of [
+    ["client", listen.client, clientTls, "--cert-file, --key-file"],
+    ["peer", listen.peer, peerTls, "--peer-cert-file, --peer-key-file"],
+  ] as const) {
+    for (const u of urls) {
+      if (u.protocol === "https:" && tls.certFile === "" && !tls.autoTls) {
+        throw new ConfigError(`TLS key/cert (${flags}) must be provided for ${kind} url ${u.origin} with HTTPS scheme`);
+      }
+    }
+  }
+  const cipherSuites = str("cipher-suites").split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const unknown = cipherSuites.find((s) => !isGoCipherSuite(s));
+  if (unknown !== undefined) {
+    throw new ConfigError(`unexpected TLS cipher suite ${JSON.stringify(unknown)} (valid: ${goCipherSuiteNames().join(", ")})`);
+  }
+  const hostWhitelist = [...new Set(str("host-whitelist").split(",").map((s) => s.trim()).filter((s) => s !== ""))];
+  return { clientTls, peerTls, cipherSuites, hostWhitelist };
 }
 
 /** Parses `kvctl serve` arguments and KV_* variables. Returns null when --help was printed. */
@@ -243,8 +343,8 @@ export async function parseServeArgs(args: readonly string[], env: NodeJS.Proces
   const explicit = new Set(values.keys());
   const v: Record<string, unknown> = {};
   for (const f of serveFlags) {
-    // KV_<FLAG> fills every flag not given on the command line.
-    const e = env[envName(f.name)];
+    // KV_<FLAG> fills every flag not given on the command line (then KV_<ALIAS>: KV_CA_FILE).
+    const e = [f.name, ...(f.aliases ?? [])].map((n) => env[envName(n)]).find((x) => x !== undefined);
     if (e !== undefined) explicit.add(f.name);
     v[f.name] = values.get(f.name) ?? e ?? f.default;
   }

@@ -4,6 +4,7 @@ import { KvServer } from "./kv-server.ts";
 import { createRouter } from "./http/router.ts";
 import { listen, type Listener } from "./http/listener.ts";
 import { createPeerRouter } from "./http/peer-router.ts";
+import { clientListenerTls } from "./tls/server-tls.ts";
 import type { ServerConfig } from "./config.ts";
 import type { Logger } from "./logger.ts";
 
@@ -14,6 +15,9 @@ export interface RunningServer {
 }
 
 export async function startServer(config: ServerConfig, log: Logger): Promise<RunningServer> {
+  // Credentials load (or auto TLS creates them) before anything starts: a bad file is a
+  // startup error, and nothing is left running.
+  const clientTls = await clientListenerTls(config, log);
   let stop: () => Promise<void> = async () => undefined;
   // A member removed from the cluster stops, as etcd's does.
   const kv = new KvServer({ config, logger: log, onRemoved: () => void stop().then(() => process.exit(0)) });
@@ -21,7 +25,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   const peerListeners = await listen(config.listenPeerUrls, createPeerRouter(kv), log, "peer");
   const watches = new Set<ServerResponse>();
   const router = createRouter({ server: kv, clusterId: kv.clusterId.toString(16), watches });
-  const listeners = await listen(config.listenClientUrls, router, log);
+  const listeners = await listen(config.listenClientUrls, router, log, "client", clientTls);
   // Publish name and client URLs through the log; retried until it lands (needs a leader).
   void (async () => {
     for (let attempt = 0; attempt < 100; attempt++) {

@@ -6,9 +6,14 @@
 //   password, otherwise 401 even where guest would have been allowed;
 // - a denied key request is a v2 error 110 (401, index 0); a denied admin request is
 //   `{"message":"Insufficient credentials"}` (401).
+// - with --client-cert-auth (issue 6) and no `Authorization` header, the caller is the
+//   user named by a Common Name of the verified client certificate chain (leaf first);
+//   a key request whose certificate names no user is the guest, an admin request is 401.
+//   Only here, for v2: the v3 gateway never takes a user from a certificate (spec 5.1).
 // Password checks go through the server's PasswordVerifier: the KDF runs once per distinct
 // credential (the whole Authorization value), later requests cost one SHA-256 and a map lookup.
 import type { IncomingMessage } from "node:http";
+import type { PeerCertificate, TLSSocket } from "node:tls";
 import { V2Error, V2ErrorCode } from "../../api/v2-errors.ts";
 import { PasswordVerifier, type V2AuthState, type V2Principal } from "../../auth/index.ts";
 import type { KvServer } from "../kv-server.ts";
@@ -102,6 +107,31 @@ export function authenticate(server: KvServer, header: string | undefined): Iden
   return cachedIdentity(server, authStateOf(server), header) ?? verifyCredentials(server, header);
 }
 
+/** etcd's condition for the certificate rule: client cert auth on and no (or an empty) header. */
+function usesCertificate(server: KvServer, header: string | undefined): boolean {
+  return (header === undefined || header === "") && server.config.clientTls.clientCertAuth;
+}
+
+/**
+ * etcd's userFromClientCertificate: the first Common Name along the peer's verified chain,
+ * leaf first, that names an existing user. The TLS layer has already refused any
+ * connection whose chain did not verify, so every certificate here is trusted.
+ */
+export function certificateIdentity(req: IncomingMessage, auth: V2AuthState): Identity | undefined {
+  const socket = req.socket as Partial<TLSSocket>;
+  if (typeof socket.getPeerCertificate !== "function") return undefined;
+  const seen = new Set<PeerCertificate>();
+  // A self-signed root is its own issuer: stop at the first certificate seen twice.
+  for (let cert: PeerCertificate | undefined = socket.getPeerCertificate(true); cert !== undefined && cert.raw !== undefined && !seen.has(cert); cert = (cert as { issuerCertificate?: PeerCertificate }).issuerCertificate) {
+    seen.add(cert);
+    const cn: unknown = cert.subject?.CN;
+    if (typeof cn === "string" && auth.getUser(cn) !== undefined) {
+      return { principal: { kind: "user", name: cn }, hash: auth.passwordHash(cn) };
+    }
+  }
+  return undefined;
+}
+
 /** Synchronous authentication from the credential cache only (a miss counts as a failure). */
 function authenticateCached(server: KvServer, auth: V2AuthState, header: string | undefined): Identity | undefined {
   if (header === undefined || header === "") return GUEST;
@@ -120,7 +150,8 @@ export function insufficientCredentials(): HttpMessageError {
 /** etcd's hasRootAccess, for /v2/auth/users* and /v2/auth/roles*: throws 401 unless root (or auth disabled). */
 export async function requireRoot(req: IncomingMessage, server: KvServer): Promise<void> {
   if (!authStateOf(server).enabled) return;
-  const id = await authenticate(server, req.headers.authorization);
+  const header = req.headers.authorization;
+  const id = usesCertificate(server, header) ? certificateIdentity(req, authStateOf(server)) : await authenticate(server, header);
   if (id?.principal.kind !== "user" || !authStateOf(server).isRoot(id.principal.name)) throw insufficientCredentials();
 }
 
@@ -175,7 +206,8 @@ export function authorizeKeyRequest(req: IncomingMessage, opts: { server: KvServ
       const now = authStateOf(server);
       if (!now.enabled) return true;
       // A watch that started while auth was disabled was never authenticated: do it now.
-      const id = allowed ?? authenticateCached(server, now, req.headers.authorization);
+      const header = req.headers.authorization;
+      const id = allowed ?? (usesCertificate(server, header) ? (certificateIdentity(req, now) ?? GUEST) : authenticateCached(server, now, header));
       return id !== undefined && stillValid(now, id) && now.canAccess(id.principal, key, access);
     },
   };
@@ -186,6 +218,7 @@ export function authorizeKeyRequest(req: IncomingMessage, opts: { server: KvServ
     allowed = id;
     return result;
   };
-  const id = authenticate(server, req.headers.authorization);
+  const header = req.headers.authorization;
+  const id = usesCertificate(server, header) ? (certificateIdentity(req, authStateOf(server)) ?? GUEST) : authenticate(server, header);
   return id instanceof Promise ? id.then(decide) : decide(id);
 }

@@ -9,6 +9,7 @@ import { corsHeaders, notFound, writeError, writeText, HttpTextError } from "./r
 import { handleKeys } from "./keys-handler.ts";
 import { handleAuth, requireRootForWrite } from "./auth-handlers.ts";
 import { handleV3, v3Route } from "./v3-routes.ts";
+import { refuseUnlistedHost } from "./host-whitelist.ts";
 import { handleHealth, handleMachines, handleMembers, handleStats, handleVersion } from "./info-handlers.ts";
 
 /** etcd (cmux) resets requests whose request line exceeds this; kvctl answers 414 instead. */
@@ -44,6 +45,7 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterConte
     req.resume();
     throw new HttpTextError(414, "Request-URI Too Long: the request line exceeds 4096 bytes");
   }
+  if (refuseUnlistedHost(req, res, ctx.server.config.hostWhitelist)) return; // issue 6: before CORS, routing, auth
   if (method === "OPTIONS") {
     req.resume();
     res.writeHead(200, corsHeaders);

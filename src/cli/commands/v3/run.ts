@@ -1,0 +1,54 @@
+// `kvctl v3 …`: parse with etcdctl v3's grammar, print help for a bare group or --help,
+// check the output format, then load the one module of the command. Every failure ends
+// as etcdctl's `Error: <message>` line and exit code.
+
+import { CliExit } from "../../exit-codes.ts";
+import type { Io } from "../../io.ts";
+import { parseV3Argv, V3UsageError, type V3Invocation } from "./argv.ts";
+import { v3Fail, V3Exit } from "./context.ts";
+import { outputFormats } from "./printers.ts";
+
+type V3Module = { run(inv: V3Invocation, io: Io): Promise<number> };
+
+const loaders: Readonly<Record<string, () => Promise<V3Module>>> = {
+  get: () => import("./kv.ts"),
+  put: () => import("./kv.ts"),
+  del: () => import("./kv.ts"),
+  compaction: () => import("./kv.ts"),
+  txn: () => import("./txn.ts"),
+  watch: () => import("./watch.ts"),
+  lease: () => import("./lease.ts"),
+  user: () => import("./auth.ts"),
+  role: () => import("./auth.ts"),
+  auth: () => import("./auth.ts"),
+};
+
+/** Runs `kvctl v3 <argv>`; returns the exit code. */
+export async function runV3(argv: readonly string[], io: Io, env: NodeJS.ProcessEnv): Promise<number> {
+  try {
+    const inv = parseV3Argv(argv, env);
+    const needsSub = inv.path.length === 1 && ["lease", "user", "role", "auth"].includes(inv.path[0] ?? "");
+    if (inv.help || inv.path.length === 0 || needsSub) {
+      const { helpText } = await import("../../yargs-app.ts");
+      io.stdout(await helpText(["v3", ...inv.path]));
+      return V3Exit.Success;
+    }
+    if (!(outputFormats as readonly string[]).includes(inv.globals.writeOut)) {
+      throw v3Fail(V3Exit.BadFeature, "unsupported output format");
+    }
+    const load = loaders[inv.path[0] ?? ""];
+    if (load === undefined) throw v3Fail(V3Exit.Error, `unknown command "${inv.path[0] ?? ""}" for "kvctl v3"`);
+    return await (await load()).run(inv, io);
+  } catch (err) {
+    if (err instanceof CliExit) {
+      io.stderr(err.stderr);
+      return err.exitCode;
+    }
+    if (err instanceof V3UsageError) {
+      io.stderr(`Error: ${err.message}\n`);
+      return err.exitCode;
+    }
+    io.stderr(`Error: ${err instanceof Error ? err.message : String(err)}\n`);
+    return V3Exit.Error;
+  }
+}
