@@ -12,6 +12,7 @@ import { Wal, Snapshotter } from "../wal/index.ts";
 import { V2Store } from "../store/v2/store.ts";
 import { V2AuthState, V3AuthState, type V2AuthImage, type V3AuthImage } from "../auth/index.ts";
 import { V3KeySpace, type KeySpaceImage } from "../store/v3/index.ts";
+import { createAgent, peerGet, type PeerTlsClient } from "../transport/index.ts";
 import { Membership, type Member } from "./membership.ts";
 import type { Logger } from "./logger.ts";
 import type { ServerConfig } from "./config.ts";
@@ -67,7 +68,7 @@ export function encodeConfState(cs: ConfState): Buffer {
   return Buffer.from(JSON.stringify(cs));
 }
 
-export async function openMember(config: ServerConfig, log: Logger): Promise<OpenedMember> {
+export async function openMember(config: ServerConfig, log: Logger, peerTls?: PeerTlsClient): Promise<OpenedMember> {
   const memberDir = join(config.dataDir, "member");
   const walDir = join(memberDir, "wal");
   const snapDir = join(memberDir, "snap");
@@ -75,7 +76,7 @@ export async function openMember(config: ServerConfig, log: Logger): Promise<Ope
   const snapshotter = new Snapshotter(snapDir, { logger: log });
   if (Wal.exists(walDir)) return restart(walDir, snapshotter, log);
   if (config.initialClusterState === "new") return createNew(config, walDir, snapshotter, log);
-  return joinExisting(config, walDir, snapshotter, log);
+  return joinExisting(config, walDir, snapshotter, log, peerTls);
 }
 
 async function restart(walDir: string, snapshotter: Snapshotter, log: Logger): Promise<OpenedMember> {
@@ -165,18 +166,19 @@ async function freshMember(walDir: string, snapshotter: Snapshotter, membership:
 /** The peer-port endpoint a joining member reads the cluster's membership from. */
 export const PEER_MEMBERS_PATH = "/members";
 
-async function joinExisting(config: ServerConfig, walDir: string, snapshotter: Snapshotter, log: Logger): Promise<OpenedMember> {
+async function joinExisting(config: ServerConfig, walDir: string, snapshotter: Snapshotter, log: Logger, peerTls: PeerTlsClient | undefined): Promise<OpenedMember> {
   const mine = new Set(config.initialAdvertisePeerUrls.map((u) => new URL(u).href));
   const others = [...config.initialCluster.entries()].filter(([name]) => name !== config.name).flatMap(([, urls]) => urls);
   if (others.length === 0) {
     throw new Error("--initial-cluster-state=existing needs the running members' peer URLs in --initial-cluster");
   }
   const errors: string[] = [];
+  const agent = createAgent({ keepAlive: false }, peerTls);
   for (const url of others) {
     try {
-      const res = await fetch(new URL(PEER_MEMBERS_PATH, url), { signal: AbortSignal.timeout(2000) });
-      if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      const membership = Membership.fromJSON((await res.json()) as ReturnType<Membership["toJSON"]>);
+      const res = await peerGet(new URL(PEER_MEMBERS_PATH, url), { agent, timeoutMs: 2000 });
+      if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
+      const membership = Membership.fromJSON(JSON.parse(res.body) as ReturnType<Membership["toJSON"]>);
       const me = membership.list().find((m) => m.peerUrls.some((u) => mine.has(new URL(u).href)));
       if (!me) {
         throw new Error(`this member (peer URLs ${config.initialAdvertisePeerUrls.join(",")}) is not in the cluster: add it first with 'kvctl member add'`);

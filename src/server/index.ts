@@ -4,7 +4,7 @@ import { KvServer } from "./kv-server.ts";
 import { createRouter } from "./http/router.ts";
 import { listen, type Listener } from "./http/listener.ts";
 import { createPeerRouter } from "./http/peer-router.ts";
-import { clientListenerTls } from "./tls/server-tls.ts";
+import { clientListenerTls, preparePeerTls } from "./tls/server-tls.ts";
 import type { ServerConfig } from "./config.ts";
 import type { Logger } from "./logger.ts";
 
@@ -18,14 +18,27 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   // Credentials load (or auto TLS creates them) before anything starts: a bad file is a
   // startup error, and nothing is left running.
   const clientTls = await clientListenerTls(config, log);
+  const peerTls = await preparePeerTls(config, log);
   let stop: () => Promise<void> = async () => undefined;
   // A member removed from the cluster stops, as etcd's does.
-  const kv = new KvServer({ config, logger: log, onRemoved: () => void stop().then(() => process.exit(0)) });
+  const kv = new KvServer({ config, logger: log, onRemoved: () => void stop().then(() => process.exit(0)), ...(peerTls === undefined ? {} : { peerTls }) });
   await kv.start();
-  const peerListeners = await listen(config.listenPeerUrls, createPeerRouter(kv), log, "peer");
   const watches = new Set<ServerResponse>();
-  const router = createRouter({ server: kv, clusterId: kv.clusterId.toString(16), watches });
-  const listeners = await listen(config.listenClientUrls, router, log, "client", clientTls);
+  const opened: Listener[] = [];
+  let peerListeners: Listener[];
+  let listeners: Listener[];
+  try {
+    peerListeners = await listen(config.listenPeerUrls, createPeerRouter(kv), log, "peer", peerTls?.listener);
+    opened.push(...peerListeners);
+    const router = createRouter({ server: kv, clusterId: kv.clusterId.toString(16), watches });
+    listeners = await listen(config.listenClientUrls, router, log, "client", clientTls);
+  } catch (err) {
+    // A port in use (or any listener failure) after the member started: stop it cleanly
+    // (WAL closed, timers cleared) so the process can exit with the error.
+    await kv.stop().catch(() => undefined);
+    for (const l of opened) l.server.close();
+    throw err;
+  }
   // Publish name and client URLs through the log; retried until it lands (needs a leader).
   void (async () => {
     for (let attempt = 0; attempt < 100; attempt++) {

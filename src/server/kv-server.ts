@@ -14,8 +14,10 @@
 // - Apply is deterministic (apply.ts); everything that varies (time, ids) is in the entry.
 // - A single member runs exactly this path: it is a cluster of one, with no shortcut.
 import { createHash } from "node:crypto";
+import { readdir, stat } from "node:fs/promises";
+import { join } from "node:path";
 import { RawNode, ProposalDroppedError, EntryType, MessageType, ConfChangeType, decodeConfChange, type ConfChange, type ConfState, type Entry, type Message, type MemoryStorage, type Ready, type Snapshot } from "../raft/index.ts";
-import { PeerTransport } from "../transport/index.ts";
+import { PeerTransport, type PeerTlsClient } from "../transport/index.ts";
 import type { Wal, Snapshotter } from "../wal/index.ts";
 import type { V2Store, V2Event } from "../store/v2/store.ts";
 import { V2AuthState, V3AuthState } from "../auth/index.ts";
@@ -53,6 +55,8 @@ export interface KvServerOptions {
   logger: Logger;
   /** Called when this member applied its own removal from the cluster. */
   onRemoved?: () => void;
+  /** Peer TLS (issue 6): https peer URLs, certificates re-read per connection. */
+  peerTls?: PeerTlsClient;
 }
 
 export class KvServer {
@@ -60,6 +64,7 @@ export class KvServer {
   readonly stats = new ServerStats();
   #log: Logger;
   #onRemoved: () => void;
+  readonly #peerTls: PeerTlsClient | undefined;
   #node!: RawNode;
   #storage!: MemoryStorage;
   #wal!: Wal;
@@ -114,6 +119,7 @@ export class KvServer {
     this.config = opts.config;
     this.#log = opts.logger;
     this.#onRemoved = opts.onRemoved ?? (() => undefined);
+    this.#peerTls = opts.peerTls;
   }
 
   get memberId(): number {
@@ -148,7 +154,7 @@ export class KvServer {
 
   /** Opens or creates the data dir, replays snapshot + WAL, connects to peers, starts ticking. */
   async start(): Promise<void> {
-    const m = await openMember(this.config, this.#log);
+    const m = await openMember(this.config, this.#log, this.#peerTls);
     this.#wal = m.wal;
     this.#snapshotter = m.snapshotter;
     this.#storage = m.storage;
@@ -199,6 +205,7 @@ export class KvServer {
         this.#kick();
       },
       onRemoved: () => this.#removedFromCluster(),
+      ...(this.#peerTls === undefined ? {} : { tls: this.#peerTls }),
       // Retry a failed peer well within an election timeout: a member that comes back after
       // a crash or a partition must hear heartbeats before it starts disrupting elections.
       limits: { backoffMaxMs: Math.max(100, Math.min(2000, Math.floor(this.config.electionTimeout / 4))) },
@@ -235,9 +242,8 @@ export class KvServer {
       const answers = await Promise.all(
         peers.map(async (m) => {
           try {
-            const res = await fetch(new URL(PEER_MEMBERS_PATH, m.peerUrls[0]), { signal: AbortSignal.timeout(250) });
-            await res.arrayBuffer();
-            return res.ok;
+            const res = await this.#transport.probe(new URL(PEER_MEMBERS_PATH, m.peerUrls[0]).href, 250);
+            return res.status === 200;
           } catch {
             return false;
           }
@@ -295,15 +301,54 @@ export class KvServer {
     return { appliedIndex: this.#appliedIndex, storeIndex: this.store.index, hash: h.digest("hex") };
   }
 
-  /** Adds a voting member with these peer URLs (etcd's member add); resolves with it. */
-  async addMember(peerUrls: string[]): Promise<Member> {
+  /** Adds a member with these peer URLs (etcd's member add; a learner does not vote); resolves with it. */
+  async addMember(peerUrls: string[], opts: { learner?: boolean } = {}): Promise<Member> {
     const wanted = new Set(peerUrls.map((u) => new URL(u).href));
     if (this.membership.list().some((m) => m.peerUrls.some((u) => wanted.has(new URL(u).href)))) {
       throw new HttpMessageError(409, "membership: peerURL exists");
     }
     const member: Member = { id: memberIdFor(peerUrls, `${this.membership.clusterId.toString(16)}/${Date.now()}`), name: "", peerUrls, clientUrls: [] };
-    await this.#proposeConfChange(ConfChangeType.AddNode, member.id, member);
+    if (opts.learner === true) member.isLearner = true;
+    await this.#proposeConfChange(opts.learner === true ? ConfChangeType.AddLearnerNode : ConfChangeType.AddNode, member.id, member);
     return member;
+  }
+
+  /** Makes a learner a voter (etcd's member promote). */
+  async promoteMember(id: number): Promise<void> {
+    const m = this.membership.get(id);
+    if (!m) throw new HttpMessageError(404, `No such member: ${id.toString(16)}`);
+    if (m.isLearner !== true) throw new HttpMessageError(412, "etcdserver: can only promote a learner member");
+    const { isLearner: _learner, ...voter } = m;
+    await this.#proposeConfChange(ConfChangeType.AddNode, id, voter);
+  }
+
+  /** Bytes of this member's data dir (WAL + snapshots): the "db size" of the status API. */
+  async dataSize(): Promise<number> {
+    let total = 0;
+    const walk = async (dir: string): Promise<void> => {
+      for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+        const p = join(dir, e.name);
+        if (e.isDirectory()) await walk(p);
+        else total += (await stat(p).catch(() => ({ size: 0 }))).size;
+      }
+    };
+    await walk(join(this.config.dataDir, "member"));
+    return total;
+  }
+
+  /** The whole replicated state as a snapshot holds it (JSON), taken now. */
+  snapshotImage(): Buffer {
+    return Buffer.from(JSON.stringify(this.#image()));
+  }
+
+  #image(): SnapshotImage {
+    return {
+      store: this.store.save(),
+      membership: this.membership.toJSON(),
+      auth: this.auth.save(),
+      v3: this.v3.toImage(),
+      v3auth: this.v3auth.toImage(),
+    };
   }
 
   async removeMember(id: number): Promise<void> {
@@ -543,13 +588,7 @@ export class KvServer {
 
   async #snapshot(): Promise<void> {
     const index = this.#appliedIndex;
-    const image: SnapshotImage = {
-      store: this.store.save(),
-      membership: this.membership.toJSON(),
-      auth: this.auth.save(),
-      v3: this.v3.toImage(),
-      v3auth: this.v3auth.toImage(),
-    };
+    const image = this.#image();
     const data = Buffer.from(JSON.stringify(image));
     const snap = this.#storage.createSnapshot(index, this.#confState, data);
     await this.#snapshotter.save({ index, term: snap.metadata.term, data, meta: encodeConfState(this.#confState) });
@@ -590,6 +629,15 @@ export class KvServer {
     this.#kick();
     const deadline = Date.now() + 2 * this.config.electionTimeout;
     while (this.isLeader && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  }
+
+  /** Hands leadership to `target` (etcd's MoveLeader); resolves when it leads or after two election timeouts. */
+  async transferLeadershipTo(target: number): Promise<void> {
+    this.#node.transferLeader(target);
+    this.#kick();
+    const deadline = Date.now() + 2 * this.config.electionTimeout;
+    while (this.#lead !== target && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    if (this.#lead !== target) throw new ServerUnavailableError("etcdserver: request timed out");
   }
 
   /** Stops ticking, fails pending requests, closes the peer links and the WAL. */

@@ -9,6 +9,8 @@ export interface Member {
   name: string;
   peerUrls: string[];
   clientUrls: string[];
+  /** A non-voting member (added as a learner, not promoted yet); absent = voter. */
+  isLearner?: boolean;
 }
 
 /** 52 high bits of a SHA-1, never 0 (0 means "none" in Raft). */

@@ -2,6 +2,10 @@
 // peer certificate checks) can be threaded in here without touching the peer logic.
 
 import http from "node:http";
+import https from "node:https";
+import tls from "node:tls";
+import { isIP } from "node:net";
+import type { Duplex } from "node:stream";
 import type { AgentOptions } from "node:http";
 
 /** A failed peer request; `code` is stable (ERR_PEER_TIMEOUT, ERR_PEER_STATUS, ERR_PEER_URL…). */
@@ -13,26 +17,86 @@ export class TransportError extends Error {
   }
 }
 
+/** Peer TLS as the server configured it: options for each NEW connection (certificates re-read). */
+export interface PeerTlsClient {
+  clientOptions(): Promise<tls.ConnectionOptions>;
+}
+
+/**
+ * An https agent whose connections take their TLS options at connect time, so a
+ * certificate replaced on disk is used by the next connection without a restart.
+ */
+class PeerHttpsAgent extends https.Agent {
+  readonly #tls: PeerTlsClient;
+  constructor(options: https.AgentOptions, peerTls: PeerTlsClient) {
+    super(options);
+    this.#tls = peerTls;
+  }
+  override createConnection(options: https.RequestOptions, callback?: (err: Error | null, stream: Duplex) => void): Duplex | null | undefined {
+    const host = String(options.host ?? options.hostname ?? "");
+    this.#tls.clientOptions().then(
+      (extra) => {
+        const socket = tls.connect({
+          ...(options as tls.ConnectionOptions),
+          ...extra,
+          host,
+          port: Number(options.port),
+          // SNI takes a host name, never an IP literal.
+          ...(isIP(host) === 0 ? { servername: host } : {}),
+        });
+        socket.setNoDelay(true);
+        callback?.(null, socket);
+      },
+      (err: unknown) => callback?.(err instanceof Error ? err : new Error(String(err)), undefined as unknown as Duplex),
+    );
+    return undefined;
+  }
+}
+
 /** A keep-alive agent: one per transport and per traffic class (messages, snapshots). */
-export function createAgent(options: AgentOptions | undefined): http.Agent {
+export function createAgent(options: AgentOptions | undefined, peerTls?: PeerTlsClient): http.Agent {
   // noDelay: a Raft message is latency-critical; with Nagle on, the second small write of a
   // request waited for the peer's delayed ACK (a replicated write measured ~2 ms per hop).
-  return new http.Agent({ keepAlive: true, keepAliveMsecs: 1000, scheduling: "lifo", noDelay: true, ...options });
+  const o: AgentOptions = { keepAlive: true, keepAliveMsecs: 1000, scheduling: "lifo", noDelay: true, ...options };
+  return peerTls === undefined ? new http.Agent(o) : new PeerHttpsAgent(o, peerTls);
+}
+
+/** node:http or node:https, by the URL's scheme. */
+function requestFn(url: URL): typeof http.request {
+  return url.protocol === "https:" ? https.request : http.request;
+}
+
+/** A GET to a peer's peer port (membership probes); the body as text, or an error. */
+export function peerGet(url: URL, opts: { agent: http.Agent; timeoutMs: number }): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = requestFn(url)(url, { method: "GET", agent: opts.agent, signal: AbortSignal.timeout(opts.timeoutMs) }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (s: string) => (body += s));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end();
+  });
 }
 
 /** Bodies up to this size are sent as one buffer (one write); larger ones chunk by chunk. */
 const coalesceLimit = 1 << 20;
 
-/** Parses a peer URL; only http: until the TLS options arrive. */
-export function parsePeerUrl(u: string): URL {
+/** Parses a peer URL: http:, or https: when peer TLS is configured. */
+export function parsePeerUrl(u: string, opts: { tls: boolean } = { tls: false }): URL {
   let url: URL;
   try {
     url = new URL(u);
   } catch (cause) {
     throw new TransportError("ERR_PEER_URL", `Cannot parse peer URL: ${JSON.stringify(u)}`, { cause });
   }
-  if (url.protocol !== "http:") {
-    throw new TransportError("ERR_PEER_URL", `Cannot use peer URL ${u}: only http: is supported (TLS is not configured)`);
+  if (url.protocol === "https:" && !opts.tls) {
+    throw new TransportError("ERR_PEER_URL", `Cannot use peer URL ${u}: https needs peer TLS (--peer-cert-file/--peer-key-file or --peer-auto-tls)`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new TransportError("ERR_PEER_URL", `Cannot use peer URL ${u}: the scheme must be http or https`);
   }
   return url;
 }
@@ -60,7 +124,7 @@ function postOnce(o: PostOptions): Promise<PostResult> {
   return new Promise((resolve, reject) => {
     let length = 0;
     for (const c of o.chunks) length += c.length;
-    const req = http.request(o.url, {
+    const req = requestFn(o.url)(o.url, {
       method: "POST",
       agent: o.agent,
       signal: o.signal,
@@ -122,7 +186,7 @@ export function openStream(o: StreamOptions): http.ClientRequest {
     closed = true;
     o.onClose(err);
   };
-  const req = http.request(o.url, {
+  const req = requestFn(o.url)(o.url, {
     method: "POST",
     agent: o.agent,
     signal: o.signal,

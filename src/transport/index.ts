@@ -2,7 +2,7 @@
 
 export { CodecError, codecVersion, decodeBatch, encodeBatch, encodeFrame } from "./codec.ts";
 export { raftPath, snapshotPath } from "./handler.ts";
-export { TransportError } from "./http-client.ts";
+export { TransportError, createAgent, peerGet, type PeerTlsClient } from "./http-client.ts";
 export type { LatencyStats, PeerStats, SelfTransportStats } from "./stats.ts";
 export { PeerTransport, type PeerTransportOptions } from "./transport.ts";
 export { PeerHeader, defaultLimits, type TransportLimits, type TransportLogger } from "./types.ts";

@@ -33,6 +33,8 @@ export interface PeerContext {
   readonly agent: Agent;
   readonly snapshotAgent: Agent;
   readonly limits: TransportLimits;
+  /** Peer TLS is configured: https peer URLs are usable. */
+  readonly tls: boolean;
   /** Headers every request carries (cluster id, sender id, sender URLs). */
   headers(to: number): Record<string, string>;
   now(): number;
@@ -110,16 +112,16 @@ export class Peer {
   constructor(id: number, urls: readonly string[], ctx: PeerContext) {
     this.id = id;
     this.#ctx = ctx;
-    this.#urls = Peer.#parse(id, urls);
+    this.#urls = Peer.#parse(id, urls, ctx.tls);
   }
 
-  static #parse(id: number, urls: readonly string[]): URL[] {
+  static #parse(id: number, urls: readonly string[], tls: boolean): URL[] {
     if (urls.length === 0) throw new TransportError("ERR_PEER_URL", `Cannot add peer ${id.toString(16)}: no URLs`);
-    return urls.map(parsePeerUrl);
+    return urls.map((u) => parsePeerUrl(u, { tls }));
   }
 
   updateUrls(urls: readonly string[]): void {
-    this.#urls = Peer.#parse(this.id, urls);
+    this.#urls = Peer.#parse(this.id, urls, this.#ctx.tls);
     this.#urlIndex = 0;
     // Later messages go to the new URLs: retire the open stream quietly (not a failure).
     const s = this.#stream;

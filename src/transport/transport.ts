@@ -14,7 +14,7 @@ import type { AgentOptions, Agent, IncomingMessage, ServerResponse } from "node:
 import { performance } from "node:perf_hooks";
 import { MessageType, type Message } from "../raft/index.ts";
 import { createHandler, type Delivery } from "./handler.ts";
-import { createAgent } from "./http-client.ts";
+import { createAgent, peerGet, type PeerTlsClient } from "./http-client.ts";
 import { Peer, type PeerContext } from "./peer.ts";
 import { RateWindow, type PeerStats, type SelfTransportStats } from "./stats.ts";
 import { PeerHeader, defaultLimits, idHex, type TransportLimits, type TransportLogger } from "./types.ts";
@@ -35,6 +35,8 @@ export interface PeerTransportOptions {
   onSnapshotStatus?(id: number, failed: boolean): void;
   /** Passed to both keep-alive agents (messages, snapshots). */
   agentOptions?: AgentOptions;
+  /** Peer TLS: https peer URLs, with these options for every new connection. */
+  tls?: PeerTlsClient;
   /** Our advertised peer URLs, sent as X-Peer-Urls so a peer that does not know us yet can answer. */
   localUrls?: string[];
   limits?: Partial<TransportLimits>;
@@ -64,8 +66,8 @@ export class PeerTransport {
     this.#log = opts.logger;
     this.#opts = opts;
     this.#limits = { ...defaultLimits, ...opts.limits };
-    this.#agent = createAgent(opts.agentOptions);
-    this.#snapshotAgent = createAgent(opts.agentOptions);
+    this.#agent = createAgent(opts.agentOptions, opts.tls);
+    this.#snapshotAgent = createAgent(opts.agentOptions, opts.tls);
     const base: Record<string, string> = {
       [PeerHeader.clusterId]: idHex(this.#clusterId),
       [PeerHeader.from]: idHex(this.#memberId),
@@ -76,6 +78,7 @@ export class PeerTransport {
       agent: this.#agent,
       snapshotAgent: this.#snapshotAgent,
       limits: this.#limits,
+      tls: opts.tls !== undefined,
       headers: (to) => ({ ...base, [PeerHeader.to]: idHex(to) }),
       now: () => performance.now(),
       onUnreachable: (id) => this.#opts.onUnreachable?.(id),
@@ -149,6 +152,11 @@ export class PeerTransport {
       isRemoved: (id) => this.#removed.has(id),
       deliver: (d) => this.#deliver(d),
     });
+  }
+
+  /** A GET on another member's peer port (membership probes), over the transport's TLS. */
+  probe(url: string, timeoutMs: number): Promise<{ status: number; body: string }> {
+    return peerGet(new URL(url), { agent: this.#snapshotAgent, timeoutMs });
   }
 
   /** Per-peer counters for /v2/stats/leader, keyed by hex member id (remotes excluded). */
