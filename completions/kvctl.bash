@@ -58,7 +58,7 @@ _kvctl() {
             flags="--cluster" ;;
         stats) [[ -z $sub ]] && { COMPREPLY=($(compgen -W "store self leader" -- "$cur")); return; } ;;
         completion) [[ -z $sub ]] && { COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")); return; } ;;
-        serve) flags="--name --data-dir --listen-client-urls --advertise-client-urls --listen-peer-urls --initial-advertise-peer-urls --initial-cluster --initial-cluster-state --initial-cluster-token --snapshot-count --heartbeat-interval --election-timeout --max-request-bytes --log-level --cert-file --key-file --client-cert-auth --trusted-ca-file --ca-file --auto-tls --peer-cert-file --peer-key-file --peer-client-cert-auth --peer-trusted-ca-file --peer-ca-file --peer-auto-tls --peer-cert-allowed-cn --peer-crl-file --cipher-suites --host-whitelist --help" ;;
+        serve) flags="--name --data-dir --listen-client-urls --advertise-client-urls --listen-peer-urls --initial-advertise-peer-urls --initial-cluster --initial-cluster-state --initial-cluster-token --snapshot-count --heartbeat-interval --election-timeout --max-request-bytes --max-txn-ops --log-level --cert-file --key-file --client-cert-auth --trusted-ca-file --ca-file --auto-tls --peer-cert-file --peer-key-file --peer-client-cert-auth --peer-trusted-ca-file --peer-ca-file --peer-auto-tls --peer-cert-allowed-cn --peer-crl-file --cipher-suites --host-whitelist --help" ;;
         v3)
             # kvctl v3: etcdctl v3's commands; the word after a group (lease, user, role, auth) is its subcommand.
             local v3flags="--endpoints --debug --write-out -w --hex --dial-timeout --command-timeout --keepalive-time --keepalive-timeout --insecure-transport --insecure-skip-tls-verify --cert --key --cacert --user --password"

@@ -96,6 +96,7 @@ complete -c kvctl -n '__fish_seen_subcommand_from serve' -l snapshot-count -x -d
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l heartbeat-interval -x -d 'heartbeat interval in ms'
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l election-timeout -x -d 'election timeout in ms'
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l max-request-bytes -x -d 'maximum client request size in bytes'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l max-txn-ops -x -d 'operations per v3 transaction'
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l log-level -x -a 'debug info warn error' -d 'log level'
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l cert-file -r -d 'client TLS certificate'
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l key-file -r -d 'client TLS key'

@@ -22,6 +22,8 @@ export interface ServerConfig {
   /** Milliseconds. */
   electionTimeout: number;
   maxRequestBytes: number;
+  /** Operations allowed in one v3 txn (etcd's --max-txn-ops). */
+  maxTxnOps: number;
   logLevel: LogLevelName;
   /** TLS of the client port (--cert-file, --key-file, --trusted-ca-file, --client-cert-auth, --auto-tls). */
   clientTls: TlsFlags;
@@ -74,6 +76,7 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "heartbeat-interval", type: "number", default: 100, describe: "Time (in milliseconds) of a heartbeat interval" },
   { name: "election-timeout", type: "number", default: 1000, describe: "Time (in milliseconds) for an election to timeout" },
   { name: "max-request-bytes", type: "number", default: 1572864, describe: "Maximum client request size in bytes the server will accept" },
+  { name: "max-txn-ops", type: "number", default: 128, describe: "Maximum number of operations permitted in a transaction" },
   { name: "log-level", type: "string", default: "info", describe: "Log level: debug, info, warn or error" },
   // Transport security (issue 6), with etcd's names; see src/server/tls/README.md.
   { name: "cert-file", type: "string", default: "", describe: "Path to the client server TLS cert file" },
@@ -274,6 +277,7 @@ export function buildConfig(v: Record<string, unknown>, explicit: ReadonlySet<st
     heartbeatInterval,
     electionTimeout,
     maxRequestBytes: positiveInt("max-request-bytes", v["max-request-bytes"]),
+    maxTxnOps: positiveInt("max-txn-ops", v["max-txn-ops"]),
     logLevel,
     ...tlsConfig(v, { client: listenClientUrls, peer: listenPeerUrls }),
   };

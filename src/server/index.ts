@@ -4,6 +4,7 @@ import { KvServer } from "./kv-server.ts";
 import { createRouter } from "./http/router.ts";
 import { listen, type Listener } from "./http/listener.ts";
 import { createPeerRouter } from "./http/peer-router.ts";
+import { V3Service } from "./v3-service.ts";
 import { clientListenerTls, preparePeerTls } from "./tls/server-tls.ts";
 import type { ServerConfig } from "./config.ts";
 import type { Logger } from "./logger.ts";
@@ -30,7 +31,9 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   try {
     peerListeners = await listen(config.listenPeerUrls, createPeerRouter(kv), log, "peer", peerTls?.listener);
     opened.push(...peerListeners);
-    const router = createRouter({ server: kv, clusterId: kv.clusterId.toString(16), watches });
+    // v3 streams (watch, keepalive) join the v2 watches: shutdown ends them all.
+    const v3Gateway = { backend: new V3Service(kv), maxRequestBytes: config.maxRequestBytes, maxTxnOps: config.maxTxnOps, streams: watches };
+    const router = createRouter({ server: kv, clusterId: kv.clusterId.toString(16), watches, v3Gateway });
     listeners = await listen(config.listenClientUrls, router, log, "client", clientTls);
   } catch (err) {
     // A port in use (or any listener failure) after the member started: stop it cleanly

@@ -1,4 +1,4 @@
-// One fault run: start N members, drive clients while the nemesis injects faults (timing
+// One fault run: start N members, drive clients (v2, v3 or both APIs, see api.ts) while the nemesis injects faults (timing
 // each leader-kill's election), heal, read every key, check that all members converged to
 // the same state hash, restart all members, check convergence again, then check the
 // history for linearizability per key and that no acknowledged write was lost. Every phase has a deadline; the cluster is
@@ -13,8 +13,10 @@ import { summarizeElections, type ElectionSummary } from "./election.ts";
 import { findLostWrites, type LostWrite } from "./durability.ts";
 import { healAll, runNemesis, type FaultKind, type FaultRecord } from "./nemesis.ts";
 import type { ProxyStats } from "./proxy.ts";
-import { closeClientConnections, Outcome, runOp } from "./v2-client.ts";
-import { runWorkload, type WorkloadCounts } from "./workload.ts";
+import { Api, ApiChoice, runApiOp, workloadKeys, type WorkloadKey } from "./api.ts";
+import { closeClientConnections, Outcome } from "./v2-client.ts";
+import { probeV3 } from "./v3-client.ts";
+import { emptyCounts, runWorkload, type WorkloadCounts } from "./workload.ts";
 
 export const Injection = { staleRead: "stale-read", lostWrite: "lost-write" } as const;
 export type Injection = (typeof Injection)[keyof typeof Injection];
@@ -28,7 +30,10 @@ export interface FaultTestOptions {
   /** First of the 25 ports the run uses (see cluster.ts). */
   portBase: number;
   clients: number;
+  /** Keys per API (with api "both": this many v2 keys and as many v3 keys). */
   keys: number;
+  /** Which client API the workload drives (default v2). */
+  api?: ApiChoice;
   opTimeoutMs: number;
   /** Budget of the checker per key. */
   checkTimeoutMs: number;
@@ -48,12 +53,18 @@ export interface FaultTestOptions {
   onCluster?: (cluster: Cluster) => void;
 }
 
+/** Thrown before the workload when a member does not serve an API the run drives. */
+export class ApiNotServedError extends Error {
+  readonly code = "API_NOT_SERVED";
+}
+
 export const RunVerdict = { ok: "ok", violation: "violation", unknown: "unknown", notRecovered: "not-recovered" } as const;
 export type RunVerdict = (typeof RunVerdict)[keyof typeof RunVerdict];
 
 export interface FaultReport {
   verdict: RunVerdict;
   seed: number;
+  api: ApiChoice;
   elapsedMs: number;
   workloadMs: number;
   ops: number;
@@ -73,13 +84,13 @@ export interface FaultReport {
   injected?: string;
 }
 
-async function readUntilOk(opts: { cluster: Cluster; key: string; now: () => number; timeoutMs: number; history: RegisterOperation[] }): Promise<RegisterOperation> {
+async function readUntilOk(opts: { cluster: Cluster; key: WorkloadKey; now: () => number; timeoutMs: number; history: RegisterOperation[] }): Promise<RegisterOperation> {
   const deadline = Date.now() + opts.timeoutMs;
   for (let attempt = 0; Date.now() < deadline; attempt++) {
     const m = opts.cluster.members[attempt % opts.cluster.members.length]!;
-    const input = { op: "get" as const, key: opts.key };
+    const input = { op: "get" as const, key: opts.key.key };
     const call = opts.now();
-    const res = await runOp(m.clientUrl, input, 3000);
+    const res = await runApiOp(opts.key.api, m.clientUrl, input, 3000);
     if (res.outcome === Outcome.definite) {
       const op: RegisterOperation = { client: -1, input, call, output: res.output, return: opts.now() };
       opts.history.push(op);
@@ -87,7 +98,7 @@ async function readUntilOk(opts: { cluster: Cluster; key: string; now: () => num
     }
     await sleep(200);
   }
-  throw new Error(`Cannot read ${opts.key}: no quorum read succeeded within ${opts.timeoutMs} ms`);
+  throw new Error(`Cannot read ${opts.key.api} ${opts.key.key}: no quorum read succeeded within ${opts.timeoutMs} ms`);
 }
 
 export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport> {
@@ -97,7 +108,8 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
   const now = (): number => Number(process.hrtime.bigint() - origin) / 1e6;
   const abort = new AbortController();
   const signal = opts.signal === undefined ? abort.signal : AbortSignal.any([abort.signal, opts.signal]);
-  const keys = Array.from({ length: opts.keys }, (_, i) => `lin/k${i}`);
+  const api = opts.api ?? ApiChoice.v2;
+  const keys = workloadKeys(api, opts.keys);
   const cluster = new Cluster({
     members: opts.members, server: opts.server, portBase: opts.portBase, log: opts.log, keep: { value: opts.keep ?? false },
     ...(opts.snapshotCount === undefined ? {} : { snapshotCount: opts.snapshotCount }),
@@ -110,14 +122,18 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
   };
   opts.onCluster?.(cluster);
   const report: FaultReport = {
-    verdict: RunVerdict.ok, seed: opts.seed, elapsedMs: 0, workloadMs: 0, ops: 0, counts: { get: { ok: 0, fail: 0, unknown: 0 }, set: { ok: 0, fail: 0, unknown: 0 }, cas: { ok: 0, fail: 0, unknown: 0 }, refused: 0, reasons: {} },
+    verdict: RunVerdict.ok, seed: opts.seed, api, elapsedMs: 0, workloadMs: 0, ops: 0, counts: emptyCounts(),
     faults: [], proxies: [], check: undefined, lost: [], finals: {}, convergence: [], elections: undefined, electionTimeoutMs: cluster.electionTimeoutMs, problems: [],
   };
   try {
     opts.log(`starting ${opts.members} ${opts.server} members (data in ${cluster.root})`);
     await cluster.start();
     const leader = await cluster.waitReady(30_000);
-    opts.log(`cluster ready, leader m${leader}; running ${opts.clients} clients for ${opts.durationMs} ms, faults: ${opts.faults.join(",") || "none"}`);
+    if (keys.some((k) => k.api === Api.v3)) {
+      const why = await probeV3(cluster.members[leader]!.clientUrl, 10_000);
+      if (why !== undefined) throw new ApiNotServedError(`${opts.server} m${leader} does not serve the v3 gateway: ${why}`);
+    }
+    opts.log(`cluster ready, leader m${leader}; running ${opts.clients} ${api} clients for ${opts.durationMs} ms, faults: ${opts.faults.join(",") || "none"}`);
 
     const until = Date.now() + opts.durationMs;
     origin = process.hrtime.bigint();
@@ -165,13 +181,13 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
     const finalOps = new Map<string, RegisterOperation>();
     for (const key of keys) {
       const op = await readUntilOk({ cluster, key, now, timeoutMs: 20_000, history });
-      finalOps.set(key, op);
-      finals.set(key, op.output.type === "value" ? op.output.value : null);
+      finalOps.set(key.key, op);
+      finals.set(key.key, op.output.type === "value" ? op.output.value : null);
     }
     await converge("after full restart");
     report.proxies = cluster.proxyStats();
 
-    if (opts.inject !== undefined) report.injected = inject(opts.inject, { history, keys, finals, finalOps, seed: opts.seed });
+    if (opts.inject !== undefined) report.injected = inject(opts.inject, { history, keys: keys.map((k) => k.key), finals, finalOps, seed: opts.seed });
     report.finals = Object.fromEntries(finals);
     opts.log(`checking ${history.length} operations`);
     report.check = checkOperations(registerModel, history, { timeoutMs: opts.checkTimeoutMs });

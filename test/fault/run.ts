@@ -1,6 +1,8 @@
 // The fault-test runner:
 //   node --import tsx test/fault/run.ts --members 3|5 --duration 30|90s|30m \
-//     --faults kill,pause,partition,leader-kill --seed N --server kvctl|etcd
+//     --faults kill,pause,partition,leader-kill --seed N --server kvctl|etcd --api v2|v3|both
+// --api: v2 keys (default), the v3 gateway (range / put / txn compare-and-set), or both
+// (clients alternate APIs, each API on its own keys; --keys is per API).
 // Other flags: --clients 8 --keys 4 --op-timeout 2000 (ms) --port-base 23600
 //   --check-timeout 20000 (ms per key) --inject stale-read|lost-write --keep --quiet
 //   --snapshot-count N (members snapshot every N applied entries) --election-timeout 500 (ms)
@@ -11,13 +13,14 @@
 // the election timeout.
 
 import { parseArgs } from "node:util";
+import { ApiChoice, parseApiChoice } from "./api.ts";
 import { ServerKind, type Cluster } from "./cluster.ts";
 import { Injection, runFaultTest, RunVerdict, type FaultTestOptions } from "./harness.ts";
 import { allFaults, parseFaults } from "./nemesis.ts";
 import { formatReport } from "./summary.ts";
 
 function usage(message: string): never {
-  process.stderr.write(`${message}\nusage: node --import tsx test/fault/run.ts --members 3|5 --duration 60|90s|30m --faults ${allFaults.join(",")} --seed N --server kvctl|etcd\n`);
+  process.stderr.write(`${message}\nusage: node --import tsx test/fault/run.ts --members 3|5 --duration 60|90s|30m --faults ${allFaults.join(",")} --seed N --server kvctl|etcd --api v2|v3|both\n`);
   process.exit(2);
 }
 
@@ -46,7 +49,7 @@ function parse(argv: string[]): FaultTestOptions {
         members: { type: "string" }, duration: { type: "string" }, faults: { type: "string" }, seed: { type: "string" },
         server: { type: "string" }, clients: { type: "string" }, keys: { type: "string" }, "op-timeout": { type: "string" },
         "port-base": { type: "string" }, "check-timeout": { type: "string" }, inject: { type: "string" },
-        keep: { type: "boolean" }, quiet: { type: "boolean" }, "snapshot-count": { type: "string" }, "election-timeout": { type: "string" },
+        keep: { type: "boolean" }, quiet: { type: "boolean" }, "snapshot-count": { type: "string" }, "election-timeout": { type: "string" }, api: { type: "string" },
       },
     }));
   } catch (err) {
@@ -58,6 +61,12 @@ function parse(argv: string[]): FaultTestOptions {
   if (server !== ServerKind.kvctl && server !== ServerKind.etcd) usage(`Cannot parse --server: "${server}" (kvctl or etcd)`);
   const inject = values.inject;
   if (inject !== undefined && inject !== Injection.staleRead && inject !== Injection.lostWrite) usage(`Cannot parse --inject: "${inject}"`);
+  let api: ApiChoice;
+  try {
+    api = parseApiChoice(values.api ?? ApiChoice.v2);
+  } catch (err) {
+    usage((err as Error).message);
+  }
   let faults;
   try {
     faults = parseFaults(values.faults ?? allFaults.join(","));
@@ -74,6 +83,7 @@ function parse(argv: string[]): FaultTestOptions {
     portBase: intFlag(values["port-base"], "port-base", 23600),
     clients: intFlag(values.clients, "clients", 8),
     keys: intFlag(values.keys, "keys", 4),
+    api,
     opTimeoutMs: intFlag(values["op-timeout"], "op-timeout", 2000),
     checkTimeoutMs: intFlag(values["check-timeout"], "check-timeout", 20_000),
     keep: values.keep ?? false,
@@ -107,7 +117,7 @@ for (const sig of ["SIGINT", "SIGTERM"] as const) {
   });
 }
 
-process.stderr.write(`fault run: seed ${opts.seed}, ${opts.members} × ${opts.server}, ${opts.durationMs / 1000} s, faults ${opts.faults.join(",")}\n`);
+process.stderr.write(`fault run: seed ${opts.seed}, ${opts.members} × ${opts.server}, api ${opts.api ?? ApiChoice.v2}, ${opts.durationMs / 1000} s, faults ${opts.faults.join(",")}\n`);
 try {
   const report = await runFaultTest({ ...opts, signal: ctrl.signal, onCluster: (c) => (cluster = c) });
   process.stdout.write(formatReport(report, opts));

@@ -1,17 +1,25 @@
 // The run summary printed by run.ts (plain text; the runner owns stdout).
 
+import { Api } from "./api.ts";
 import { describeConvergence } from "./convergence.ts";
 import type { FaultReport, FaultTestOptions } from "./harness.ts";
+
+/** The operations as each API names them (v3: range / put / txn compare-and-set). */
+const opNames = { v2: { get: "get", set: "set", cas: "cas" }, v3: { get: "range", set: "put", cas: "txn" } } as const;
 
 export function formatReport(r: FaultReport, opts: Pick<FaultTestOptions, "members" | "server" | "seed" | "clients" | "snapshotCount">): string {
   const lines: string[] = [];
   const secs = r.workloadMs / 1000;
   const c = r.counts;
   const snap = opts.snapshotCount === undefined ? "" : `, --snapshot-count ${opts.snapshotCount}`;
-  lines.push(`fault run: ${opts.members} × ${opts.server}, seed ${opts.seed}, ${opts.clients} clients, election timeout ${r.electionTimeoutMs} ms${snap}`);
+  lines.push(`fault run: ${opts.members} × ${opts.server}, api ${r.api}, seed ${opts.seed}, ${opts.clients} clients, election timeout ${r.electionTimeoutMs} ms${snap}`);
   lines.push(`  operations  ${r.ops} recorded in ${secs.toFixed(1)} s (${secs > 0 ? (r.ops / secs).toFixed(0) : 0} ops/s); ${c.refused} refused (not recorded)`);
-  for (const op of ["get", "set", "cas"] as const) {
-    lines.push(`    ${op.padEnd(4)} ok ${c[op].ok}  failed ${c[op].fail}  unknown ${c[op].unknown}`);
+  for (const api of [Api.v2, Api.v3]) {
+    const t = c.byApi[api];
+    if (Object.values(t).every((x) => x.ok + x.fail + x.unknown === 0)) continue;
+    for (const op of ["get", "set", "cas"] as const) {
+      lines.push(`    ${api} ${opNames[api][op].padEnd(5)} ok ${t[op].ok}  failed ${t[op].fail}  unknown ${t[op].unknown}`);
+    }
   }
   const reasons = Object.entries(c.reasons).sort((a, b) => b[1] - a[1]);
   if (reasons.length > 0) lines.push(`    unknown because: ${reasons.map(([k, v]) => `${k} ×${v}`).join(", ")}`);

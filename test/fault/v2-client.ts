@@ -20,19 +20,23 @@ export interface OpResult {
   detail?: string;
 }
 
-interface HttpAnswer {
+export interface HttpAnswer {
   status: number;
   body: string;
 }
 
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 
-/** Closes pooled connections (call once at the end of a run). */
+/** Closes pooled connections of both clients (call once at the end of a run). */
 export function closeClientConnections(): void {
   agent.destroy();
 }
 
-function send(opts: { url: string; method: string; body?: string; timeoutMs: number }): Promise<HttpAnswer> {
+/**
+ * One HTTP exchange on the shared keep-alive pool, bounded by `timeoutMs` as a whole.
+ * Rejects with the socket error (`code` ECONNREFUSED, ECONNRESET, ...) or code TIMEOUT.
+ */
+export function send(opts: { url: string; method: string; body?: string; contentType?: string; timeoutMs: number }): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
     const u = new URL(opts.url);
     const req = request(
@@ -42,7 +46,7 @@ function send(opts: { url: string; method: string; body?: string; timeoutMs: num
         path: u.pathname + u.search,
         method: opts.method,
         agent,
-        headers: opts.body === undefined ? {} : { "content-type": "application/x-www-form-urlencoded", "content-length": Buffer.byteLength(opts.body) },
+        headers: opts.body === undefined ? {} : { "content-type": opts.contentType ?? "application/x-www-form-urlencoded", "content-length": Buffer.byteLength(opts.body) },
       },
       (res) => {
         let body = "";

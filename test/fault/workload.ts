@@ -1,5 +1,7 @@
 // Concurrent clients doing random get(quorum) / set / compareAndSwap on a few keys against
-// random members, recording every operation's call and return time.
+// random members, recording every operation's call and return time. Each client drives
+// one API (v2 keys, or the v3 gateway: range / put / txn compare-and-set); with several
+// APIs clients alternate (client w uses the w-th modulo), each only on its API's keys.
 //
 // Every written value is unique ("c<client>-<n>"), which the checker relies on. A client
 // whose operation ended unknown continues under a fresh client id, as a crashed process
@@ -8,11 +10,13 @@
 
 import type { RegisterInput, RegisterOperation } from "../linearizability/register-model.ts";
 import type { Rng } from "../linearizability/history-gen.ts";
-import { Outcome, runOp } from "./v2-client.ts";
+import { runApiOp, type Api, type WorkloadKey } from "./api.ts";
+import { Outcome } from "./v2-client.ts";
 
 export interface WorkloadOptions {
   clients: number;
-  keys: readonly string[];
+  /** Every key with the API it is driven through (see api.ts: never one key for two APIs). */
+  keys: readonly WorkloadKey[];
   /** Client URLs of the members (a random one per operation). */
   urls: readonly string[];
   rng: Rng;
@@ -27,10 +31,22 @@ export interface WorkloadOptions {
   signal: AbortSignal;
 }
 
+export interface Tally {
+  ok: number;
+  fail: number;
+  unknown: number;
+}
+
+/** For v3: get = range, set = put, cas = txn. */
+export interface OpCounts {
+  get: Tally;
+  set: Tally;
+  cas: Tally;
+}
+
 export interface WorkloadCounts {
-  get: { ok: number; fail: number; unknown: number };
-  set: { ok: number; fail: number; unknown: number };
-  cas: { ok: number; fail: number; unknown: number };
+  /** Per API; an API the run did not drive stays all zero. */
+  byApi: Record<Api, OpCounts>;
   refused: number;
   /** Unknown outcomes by reason (e.g. TIMEOUT, HTTP 500, ECONNRESET). */
   reasons: Record<string, number>;
@@ -42,8 +58,9 @@ export interface WorkloadResult {
 }
 
 export function emptyCounts(): WorkloadCounts {
-  const z = (): { ok: number; fail: number; unknown: number } => ({ ok: 0, fail: 0, unknown: 0 });
-  return { get: z(), set: z(), cas: z(), refused: 0, reasons: {} };
+  const z = (): Tally => ({ ok: 0, fail: 0, unknown: 0 });
+  const ops = (): OpCounts => ({ get: z(), set: z(), cas: z() });
+  return { byApi: { v2: ops(), v3: ops() }, refused: 0, reasons: {} };
 }
 
 export async function runWorkload(opts: WorkloadOptions): Promise<WorkloadResult> {
@@ -52,12 +69,17 @@ export async function runWorkload(opts: WorkloadOptions): Promise<WorkloadResult
   let nextClientId = opts.clients;
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(opts.rng() * xs.length)]!;
 
+  const apis = [...new Set(opts.keys.map((k) => k.api))];
+
   const client = async (worker: number): Promise<void> => {
+    const api = apis[worker % apis.length];
+    if (api === undefined) return;
+    const keys = opts.keys.filter((k) => k.api === api).map((k) => k.key);
     let id = worker;
     let seq = 0;
     const lastSeen = new Map<string, string>();
     for (let n = 0; n < opts.maxOpsPerClient && Date.now() < opts.until && !opts.signal.aborted; n++) {
-      const key = pick(opts.keys);
+      const key = pick(keys);
       const r = opts.rng();
       const prev = lastSeen.get(key);
       let input: RegisterInput;
@@ -66,9 +88,9 @@ export async function runWorkload(opts: WorkloadOptions): Promise<WorkloadResult
       else input = { op: "cas", key, prevValue: prev!, value: `c${worker}-${seq++}` };
       const url = pick(opts.urls);
       const call = opts.now();
-      const res = await runOp(url, input, opts.timeoutMs);
+      const res = await runApiOp(api, url, input, opts.timeoutMs);
       const ret = opts.now();
-      const c = counts[input.op];
+      const c = counts.byApi[api][input.op];
       if (res.outcome === Outcome.refused) {
         // The member is down: back off a little instead of spinning on refusals.
         counts.refused++;
@@ -77,7 +99,7 @@ export async function runWorkload(opts: WorkloadOptions): Promise<WorkloadResult
       }
       if (res.outcome === Outcome.unknown) {
         c.unknown++;
-        const reason = res.detail ?? "?";
+        const reason = `${apis.length > 1 ? `${api} ` : ""}${res.detail ?? "?"}`;
         counts.reasons[reason] = (counts.reasons[reason] ?? 0) + 1;
         // A failed read constrains nothing; an unknown write stays open forever.
         if (input.op !== "get") history.push({ client: id, input, call, output: res.output, return: Infinity });

@@ -3,7 +3,8 @@
 import type { IncomingMessage, ServerResponse, OutgoingHttpHeaders } from "node:http";
 import { V2Error, v2ErrorStatus } from "../../api/v2-errors.ts";
 import { Header } from "../../api/headers.ts";
-import { GatewayError } from "./v3-routes.ts";
+import { V3Error } from "../../api/v3-errors.ts";
+import { writeV3Error } from "./v3-respond.ts";
 
 /** Headers etcd's CORS wrapper adds to every response. */
 export const corsHeaders: Readonly<OutgoingHttpHeaders> = {
@@ -113,8 +114,8 @@ export function writeError(req: IncomingMessage, res: ServerResponse, err: unkno
     writeText(res, err.status, err.headers, err.message + "\n");
     return;
   }
-  if (err instanceof GatewayError) {
-    writeJson(res, err.status, {}, JSON.stringify({ error: err.message, message: err.message, code: err.grpcCode }));
+  if (err instanceof V3Error) {
+    writeV3Error(res, err);
     return;
   }
   if (err instanceof ServerUnavailableError) {

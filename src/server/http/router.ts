@@ -9,6 +9,7 @@ import { corsHeaders, notFound, writeError, writeText, HttpTextError } from "./r
 import { handleKeys } from "./keys-handler.ts";
 import { handleAuth, requireRootForWrite } from "./auth-handlers.ts";
 import { handleV3, v3Route } from "./v3-routes.ts";
+import type { V3GatewayContext } from "./v3-backend.ts";
 import { refuseUnlistedHost } from "./host-whitelist.ts";
 import { handleHealth, handleMachines, handleMembers, handleStats, handleVersion } from "./info-handlers.ts";
 
@@ -19,6 +20,8 @@ export interface RouterContext {
   server: KvServer;
   clusterId: string;
   watches: Set<ServerResponse>;
+  /** The v3 JSON gateway (issue 5): its backend, limits and open streams. */
+  v3Gateway: V3GatewayContext;
 }
 
 function redirect(req: IncomingMessage, res: ServerResponse, location: string): void {
@@ -96,7 +99,7 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterConte
   }
   if (path.startsWith("/v2/auth/")) return handleAuth(req, res, path, rawQuery, ctx); // issue 3
   const v3 = v3Route(path);
-  if (v3 !== undefined) handleV3(req, v3);
+  if (v3 !== undefined) return handleV3(req, res, v3, ctx);
   req.resume();
   throw notFound();
 }

@@ -1,22 +1,29 @@
-// The v3 JSON gateway's route table (etcd 3.4's grpc-gateway): POST only; `/v3beta/` is an
-// alias of `/v3/`; `/v3alpha/` is not served. The gateway's own answers for unknown routes
-// and wrong methods ("Not Found", "Method Not Allowed") differ from the v2 mux's, and
-// clients probing for v3 rely on them, so routing is exact even before every route is served.
-import type { IncomingMessage } from "node:http";
+// The v3 JSON gateway's routes, as etcd 3.4's grpc-gateway serves them: POST only;
+// `/v3beta/` is an alias of `/v3/` (etcd rewrites it); `/v3alpha/` is not served (the
+// router's plain 404). An unknown route is "Not Found", a known route with another method
+// "Method Not Allowed" (the gateway's own texts, which clients probing for v3 rely on).
+// Everything in a body is read as the protobuf JSON mapping (v3-wire.ts); query strings and
+// the content type are ignored, as etcd ignores them.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { V3Error, GrpcCode } from "../../api/v3-errors.ts";
 import { HttpTextError } from "./respond.ts";
+import type { V3CallContext, V3GatewayContext } from "./v3-backend.ts";
+import { UNARY_ROUTES, grpcRecvLimit, messageTooLarge } from "./v3-handlers.ts";
+import { readRequestBody } from "./v3-json.ts";
+import { sendV3Json } from "./v3-respond.ts";
+import { serveKeepAlive, serveSnapshot } from "./v3-streams.ts";
+import { serveWatch } from "./v3-watch-stream.ts";
+import { GatewayDecodeError, messageFields } from "./v3-wire.ts";
 
-export const V3_ROUTES: ReadonlySet<string> = new Set([
-  "kv/range", "kv/put", "kv/deleterange", "kv/txn", "kv/compaction",
-  "watch",
-  "lease/grant", "lease/revoke", "lease/keepalive", "lease/timetolive", "lease/leases",
-  "kv/lease/revoke", "kv/lease/timetolive", "kv/lease/leases",
-  "cluster/member/add", "cluster/member/remove", "cluster/member/update", "cluster/member/list", "cluster/member/promote",
-  "maintenance/alarm", "maintenance/status", "maintenance/defragment", "maintenance/hash", "maintenance/hashkv",
-  "maintenance/snapshot", "maintenance/transfer-leadership",
-  "auth/enable", "auth/disable", "auth/authenticate",
-  "auth/user/add", "auth/user/get", "auth/user/list", "auth/user/delete", "auth/user/changepw", "auth/user/grant", "auth/user/revoke",
-  "auth/role/add", "auth/role/get", "auth/role/list", "auth/role/delete", "auth/role/grant", "auth/role/revoke",
-]);
+const STREAM_ROUTES = ["watch", "lease/keepalive", "maintenance/snapshot"] as const;
+
+/**
+ * Every route etcd 3.4's gateway serves under /v3/ (KV, Watch, Lease, Cluster, Maintenance,
+ * Auth). Not here, as in etcd: `maintenance/hashkv` (its pattern duplicates
+ * `maintenance/hash`, which wins), `auth/status` (3.5). The lock and election services
+ * (`lock/*`, `election/*`) are not served by kvctl.
+ */
+export const V3_ROUTES: ReadonlySet<string> = new Set([...UNARY_ROUTES.keys(), ...STREAM_ROUTES]);
 
 /** The gateway route of a path under /v3/ or /v3beta/, or undefined when it is not a v3 path. */
 export function v3Route(path: string): string | undefined {
@@ -25,26 +32,96 @@ export function v3Route(path: string): string | undefined {
   return undefined;
 }
 
-/** A v3 gateway error body: {error, message, code} with the gRPC code. */
-export class GatewayError extends Error {
-  override name = "GatewayError";
-  readonly grpcCode: number;
-  readonly status: number;
-  constructor(grpcCode: number, status: number, message: string) {
-    super(message);
-    this.grpcCode = grpcCode;
-    this.status = status;
-  }
+/** What handleV3 needs of the router's context (RouterContext satisfies it). */
+export interface V3RouteContext {
+  clusterId: string;
+  /** Absent: the server does not serve v3 (answered 501, code 12). */
+  v3Gateway?: V3GatewayContext;
+}
+
+/** The caller's token as etcd reads it: the `token` metadata first, then `authorization`. */
+export function callContext(req: IncomingMessage): V3CallContext {
+  const t = req.headers["grpc-metadata-token"];
+  const token = (Array.isArray(t) ? t[0] : t) ?? req.headers.authorization;
+  return { token };
 }
 
 /**
- * Routes a v3 request. The v3 API itself is not served by this version: a known route
- * answers gRPC code 12 (Unimplemented) in the gateway's error shape, so clients get a clear
- * answer instead of a hang or a misleading 404.
+ * Reads a unary body. etcd's gateway reads any size; here a body that cannot hold a message
+ * under the gRPC receive limit (twice the limit, base64 and names included) is refused as
+ * the gRPC server would refuse the message, after draining it.
  */
-export function handleV3(req: IncomingMessage, route: string): never {
-  req.resume();
-  if (!V3_ROUTES.has(route)) throw new HttpTextError(404, "Not Found");
-  if (req.method !== "POST") throw new HttpTextError(405, "Method Not Allowed");
-  throw new GatewayError(12, 501, `the v3 API (/v3/${route}) is not served by this kvctl version yet; use the v2 API`);
+function readBody(req: IncomingMessage, gw: V3GatewayContext): Promise<Buffer> {
+  const limit = grpcRecvLimit(gw);
+  const cap = 2 * limit + 64 * 1024;
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (c: Buffer) => {
+      size += c.length;
+      if (size <= cap) chunks.push(c);
+      else chunks.length = 0;
+    });
+    req.on("end", () => (size > cap ? reject(messageTooLarge(size, limit)) : resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks))));
+    req.on("error", reject);
+  });
+}
+
+async function serveUnary(req: IncomingMessage, res: ServerResponse, route: string, gw: V3GatewayContext): Promise<void> {
+  const handler = UNARY_ROUTES.get(route);
+  if (handler === undefined) throw new HttpTextError(404, "Not Found");
+  const body = await readBody(req, gw);
+  const parsed = readRequestBody(body);
+  if ("error" in parsed) throw new GatewayDecodeError(parsed.error);
+  const out = await handler(messageFields(parsed.node), { backend: gw.backend, ctx: callContext(req), gw });
+  sendV3Json(res, out);
+}
+
+/**
+ * Serves a /v3/ (or /v3beta/) route. Unary answers are complete JSON responses; errors are
+ * thrown to the router's writeError (V3Error -> etcd's body and status). Streams answer on
+ * their own and stay open after this returns.
+ */
+export async function handleV3(req: IncomingMessage, res: ServerResponse, route: string, ctx: V3RouteContext): Promise<void> {
+  if (!V3_ROUTES.has(route)) {
+    req.resume();
+    throw new HttpTextError(404, "Not Found");
+  }
+  if (req.method !== "POST") {
+    req.resume();
+    throw new HttpTextError(405, "Method Not Allowed");
+  }
+  const gw = ctx.v3Gateway;
+  if (gw === undefined) {
+    req.resume();
+    throw new V3Error(GrpcCode.Unimplemented, `the v3 API (/v3/${route}) is not served by this server`);
+  }
+  try {
+    await dispatch(req, res, route, gw);
+  } catch (err) {
+    // Whatever else fails in the server reaches the client as gRPC code Unknown (500), as in etcd.
+    if (err instanceof V3Error || err instanceof HttpTextError) throw err;
+    throw new V3Error(GrpcCode.Unknown, err instanceof Error ? err.message : String(err));
+  }
+}
+
+async function dispatch(req: IncomingMessage, res: ServerResponse, route: string, gw: V3GatewayContext): Promise<void> {
+  switch (route) {
+    case "watch":
+      serveWatch(req, res, gw, callContext(req));
+      return;
+    case "lease/keepalive":
+      serveKeepAlive(req, res, gw, callContext(req));
+      return;
+    case "maintenance/snapshot": {
+      // A server-streaming call: the request is one message (ignored: it has no fields).
+      const parsed = readRequestBody(await readBody(req, gw));
+      if ("error" in parsed) throw new GatewayDecodeError(parsed.error);
+      messageFields(parsed.node);
+      await serveSnapshot(res, gw, callContext(req));
+      return;
+    }
+    default:
+      await serveUnary(req, res, route, gw);
+  }
 }

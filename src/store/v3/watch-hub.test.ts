@@ -9,7 +9,7 @@ import type { WriteResult } from "./mvcc-store.ts";
 import type { RevisionEvents } from "./types.ts";
 import { EventType } from "./types.ts";
 import type { WatchCreate, WatchMessage } from "./watch-hub.ts";
-import { WatchHub } from "./watch-hub.ts";
+import { REPLAY_BATCH_REVISIONS, WatchHub } from "./watch-hub.ts";
 import { FROM_KEY, b, delReq, opDel, opPut, putReq, txnReq } from "./v3.test-helper.ts";
 
 /** A store and hub wired like the server: every write's changes go to notify(). */
@@ -121,9 +121,10 @@ test("a start revision in the past replays history then follows live with no gap
   apply(store.put(putReq("other", "x"))); // 4
   const r = recorder();
   hub.watch(watchReq("k", { startRevision: 3, prevKv: true }), r.sink);
-  assert.deepEqual(r.lines(), ["3: PUT k=2 (was 1)"]);
+  // History goes out as one message under the current revision, as etcd's catch-up does.
+  assert.deepEqual(r.lines(), ["4: PUT k=2 (was 1)"]);
   apply(store.put(putReq("k", "3"))); // 5
-  assert.deepEqual(r.lines(), ["3: PUT k=2 (was 1)", "5: PUT k=3 (was 2)"]);
+  assert.deepEqual(r.lines(), ["4: PUT k=2 (was 1)", "5: PUT k=3 (was 2)"]);
 });
 
 test("a watch created after a write is applied but before its notify gets it exactly once", () => {
@@ -149,6 +150,14 @@ test("a future start revision waits for it", () => {
   assert.deepEqual(r.lines(), ["4: PUT k=3"]);
 });
 
+test("replay sends at most REPLAY_BATCH_REVISIONS revisions per message, each under the current revision", () => {
+  const { store, hub, apply } = setup();
+  for (let i = 0; i < REPLAY_BATCH_REVISIONS + 5; i++) apply(store.put(putReq("k", `${i}`)));
+  const r = recorder();
+  hub.watch(watchReq("k", { startRevision: 2 }), r.sink);
+  assert.deepEqual(r.msgs.map((m) => [m.revision, m.events.length]), [[store.revision, REPLAY_BATCH_REVISIONS], [store.revision, 5]]);
+});
+
 test("a start revision below the compaction revision is canceled with compact_revision", () => {
   const { store, hub, apply } = setup();
   for (let i = 0; i < 4; i++) apply(store.put(putReq("k", `${i}`))); // 2..5
@@ -158,7 +167,7 @@ test("a start revision below the compaction revision is canceled with compact_re
   assert.deepEqual(old.msgs, [{ revision: 5, events: [], canceled: true, compactRevision: 4 }]);
   const atCompaction = recorder();
   assert.equal(hub.watch(watchReq("k", { startRevision: 4 }), atCompaction.sink), "watching");
-  assert.deepEqual(atCompaction.lines(), ["4: PUT k=2", "5: PUT k=3"]);
+  assert.deepEqual(atCompaction.lines(), ["5: PUT k=2 PUT k=3"]);
   assert.equal(hub.size, 1);
 });
 
@@ -281,7 +290,7 @@ test("restore after a snapshot install catches watchers up or cancels the compac
   hub.restore(installed);
   assert.deepEqual(lost.msgs, [{ revision: 5, events: [], canceled: true, compactRevision: 3 }]);
   // The value before revision 3 is compacted: no prevKv for it (etcd alike).
-  assert.deepEqual(behind.lines(), ["3: PUT k=2", "4: PUT k=3 (was 2)"]);
+  assert.deepEqual(behind.lines(), ["5: PUT k=2 PUT k=3 (was 2)"]);
   assert.equal(hub.size, 1);
   hub.notify(installed.put(putReq("k", "4")).changes!);
   assert.deepEqual(behind.lines().at(-1), "6: PUT k=4 (was 3)");

@@ -3,7 +3,8 @@
 // holding the events that match its range and filters (none sent when nothing matches).
 //
 // A watcher created with a start revision at or below the current revision first replays
-// the history [start, current] from the store, synchronously inside watch(), then follows
+// the history [start, current] from the store, synchronously inside watch(), in messages
+// of up to 1000 revisions under the current revision (as etcd's catch-up), then follows
 // live from current + 1. Nothing can be applied between the two (single thread), and live
 // delivery skips revisions below the watcher's next revision, so the switch neither
 // duplicates nor skips (even when notify() for the current revision comes after watch()).
@@ -68,6 +69,9 @@ interface Watcher {
   next: number;
   active: boolean;
 }
+
+/** etcd's watchBatchMaxRevs: revisions per catch-up message. */
+export const REPLAY_BATCH_REVISIONS = 1000;
 
 export class WatchHub {
   #history: WatchHistory;
@@ -200,11 +204,24 @@ export class WatchHub {
       rangeEnd: w.rangeEnd,
       prevKv: w.prevKv,
     });
+    // As etcd's syncWatchers: history goes out in batches of up to REPLAY_BATCH_REVISIONS
+    // revisions, each message under the current revision (clients see one message, not
+    // one per past revision).
+    let batch: V3Event[] = [];
+    let revs = 0;
     for (const rev of history) {
       const events = rev.events.filter((e) => passes(w, e));
-      if (events.length > 0) this.#deliver(w, { revision: rev.revision, events });
-      if (!w.active) return;
+      if (events.length === 0) continue;
+      batch.push(...events);
+      if (++revs === REPLAY_BATCH_REVISIONS) {
+        this.#deliver(w, { revision: current, events: batch });
+        if (!w.active) return;
+        batch = [];
+        revs = 0;
+      }
     }
+    if (batch.length > 0) this.#deliver(w, { revision: current, events: batch });
+    if (!w.active) return;
     w.next = current + 1;
   }
 

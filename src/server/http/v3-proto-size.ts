@@ -1,0 +1,115 @@
+// Protobuf encoded sizes of v3 messages. etcd's limits are on these sizes, not on the JSON:
+// the gRPC server refuses a request message over --max-request-bytes + 512 KiB (code 8),
+// the server refuses a raft request (the request plus its header) over --max-request-bytes
+// ("etcdserver: request is too large"), and a watcher asking for fragments gets its
+// responses split at --max-request-bytes. The gateway reproduces the three.
+import type { Compare, DeleteRangeRequest, KeyValue, PutRequest, RangeRequest, RequestOp, TxnRequest, V3Event } from "../../store/v3/index.ts";
+
+/** etcd's grpcOverheadBytes: the gRPC receive limit is --max-request-bytes plus this. */
+export const GRPC_OVERHEAD_BYTES = 512 * 1024;
+
+/** Length of a varint; negative int64 values take 10 bytes. */
+export function varintLen(v: number | bigint): number {
+  let n = typeof v === "bigint" ? v : BigInt(Math.trunc(v));
+  if (n < 0n) return 10;
+  let len = 1;
+  while (n >= 0x80n) {
+    n >>= 7n;
+    len++;
+  }
+  return len;
+}
+
+const tagLen = (field: number): number => varintLen(field << 3);
+const intField = (field: number, v: number | bigint): number => (v === 0 || v === 0n ? 0 : tagLen(field) + varintLen(v));
+const boolField = (field: number, v: boolean): number => (v ? tagLen(field) + 1 : 0);
+const bytesField = (field: number, len: number): number => (len === 0 ? 0 : tagLen(field) + varintLen(len) + len);
+/** A present sub-message is written even when empty. */
+const msgField = (field: number, size: number): number => tagLen(field) + varintLen(size) + size;
+
+export function rangeRequestSize(r: RangeRequest): number {
+  return (
+    bytesField(1, r.key.length) +
+    bytesField(2, r.rangeEnd.length) +
+    intField(3, r.limit) +
+    intField(4, r.revision) +
+    intField(5, r.sortOrder) +
+    intField(6, r.sortTarget) +
+    boolField(7, r.serializable) +
+    boolField(8, r.keysOnly) +
+    boolField(9, r.countOnly) +
+    intField(10, r.minModRevision) +
+    intField(11, r.maxModRevision) +
+    intField(12, r.minCreateRevision) +
+    intField(13, r.maxCreateRevision)
+  );
+}
+
+export function putRequestSize(r: PutRequest): number {
+  return (
+    bytesField(1, r.key.length) +
+    bytesField(2, r.value.length) +
+    intField(3, r.lease) +
+    boolField(4, r.prevKv) +
+    boolField(5, r.ignoreValue) +
+    boolField(6, r.ignoreLease)
+  );
+}
+
+export function deleteRangeRequestSize(r: DeleteRangeRequest): number {
+  return bytesField(1, r.key.length) + bytesField(2, r.rangeEnd.length) + boolField(3, r.prevKv);
+}
+
+function compareSize(c: Compare): number {
+  let union = 0;
+  if ("version" in c) union = intField(4, c.version);
+  else if ("createRevision" in c) union = intField(5, c.createRevision);
+  else if ("modRevision" in c) union = intField(6, c.modRevision);
+  else if ("value" in c) union = bytesField(7, c.value.length);
+  else if ("lease" in c) union = intField(8, c.lease);
+  return intField(1, c.result) + intField(2, c.target) + bytesField(3, c.key.length) + union + bytesField(64, c.rangeEnd.length);
+}
+
+function requestOpSize(op: RequestOp): number {
+  if ("range" in op) return msgField(1, rangeRequestSize(op.range));
+  if ("put" in op) return msgField(2, putRequestSize(op.put));
+  if ("deleteRange" in op) return msgField(3, deleteRangeRequestSize(op.deleteRange));
+  if ("txn" in op) return msgField(4, txnRequestSize(op.txn));
+  return 0;
+}
+
+export function txnRequestSize(r: TxnRequest): number {
+  let size = 0;
+  for (const c of r.compare) size += msgField(1, compareSize(c));
+  for (const op of r.success) size += msgField(2, requestOpSize(op));
+  for (const op of r.failure) size += msgField(3, requestOpSize(op));
+  return size;
+}
+
+/**
+ * An InternalRaftRequest carrying a request of `size` bytes in field `field`: the request
+ * plus etcd's RequestHeader (field 100; a 64-bit request ID). The user name of an
+ * authenticated caller, a few more bytes in etcd, is not counted.
+ */
+export function raftRequestSize(field: number, size: number): number {
+  const header = tagLen(1) + 10;
+  return msgField(100, header) + msgField(field, size);
+}
+
+/** InternalRaftRequest field numbers of the requests the gateway checks. */
+export const RaftField = { put: 4, deleteRange: 5, txn: 6 } as const;
+
+export function keyValueSize(kv: KeyValue): number {
+  return (
+    bytesField(1, kv.key.length) +
+    intField(2, kv.createRevision) +
+    intField(3, kv.modRevision) +
+    intField(4, kv.version) +
+    bytesField(5, kv.value.length) +
+    intField(6, kv.lease)
+  );
+}
+
+export function eventSize(e: V3Event): number {
+  return intField(1, e.type) + msgField(2, keyValueSize(e.kv)) + (e.prevKv ? msgField(3, keyValueSize(e.prevKv)) : 0);
+}

@@ -1,0 +1,417 @@
+// The v3 API on a member: what the JSON gateway calls. Writes become log entries (apply.ts
+// runs them on every member); linearizable reads wait on Raft's ReadIndex and read the
+// local key space; watches register in the member's hub. Access control is decided here,
+// at the edge, from the caller's token (etcd's v3 auth): a refused request never reaches
+// the log. Auth changes themselves carry the caller into the entry, so apply judges them
+// against the state they change.
+import { randomBytes } from "node:crypto";
+import { V3Error, V3Errors } from "../api/v3-errors.ts";
+import {
+  checkDeleteRangeRequest as checkDeleteRangePerm,
+  checkLeaseKeys,
+  checkPutRequest as checkPutPerm,
+  checkRangeRequest as checkRangePerm,
+  checkTxnRequest as checkTxnPerm,
+  checkV3Password,
+  authenticateOp,
+  hashPassword,
+  simpleTokenIndex,
+  type V3AuthInfo,
+  type V3AuthOp,
+  type V3AuthResults,
+} from "../auth/index.ts";
+import {
+  MAX_LEASE_TTL,
+  checkDeleteRangeRequest,
+  checkPutRequest,
+  checkRangeRequest,
+  validateTxn,
+  type DeleteRangeRequest,
+  type DeleteRangeResponse,
+  type LeaseGrantResponse,
+  type LeaseId,
+  type LeaseStatus,
+  type LeaseTimeToLiveResponse,
+  type PutRequest,
+  type PutResponse,
+  type RangeRequest,
+  type RangeResponse,
+  type TxnRequest,
+  type TxnResponse,
+  type WatchCreate,
+  type WatchSink,
+} from "../store/v3/index.ts";
+import type { KvServer } from "./kv-server.ts";
+import type { V3AlarmMember, V3Backend, V3CallContext, V3Header, V3Member, V3Status, V3WatchRegistration } from "./http/v3-backend.ts";
+import { ETCD_SERVER_VERSION } from "./version.ts";
+import { encodePermission, type V3Permission } from "../auth/index.ts";
+import type { Member } from "./membership.ts";
+import { HttpMessageError } from "./http/respond.ts";
+import type { V3Op } from "./v3-command.ts";
+import { ServerUnavailableError } from "./http/respond.ts";
+
+
+/** A random positive int64 lease ID (etcd lets the server choose when the request says 0). */
+function newLeaseId(): LeaseId {
+  const id = randomBytes(8).readBigUInt64BE() & 0x7fff_ffff_ffff_ffffn;
+  return id === 0n ? 1n : id;
+}
+
+export class V3Service implements V3Backend {
+  readonly #kv: KvServer;
+  #nextWatchId = 1;
+
+  constructor(kv: KvServer) {
+    this.#kv = kv;
+  }
+
+  header(revision?: number): V3Header {
+    return {
+      clusterId: BigInt(this.#kv.clusterId).toString(),
+      memberId: BigInt(this.#kv.memberId).toString(),
+      revision: revision ?? this.#kv.v3.revision,
+      raftTerm: this.#kv.term,
+    };
+  }
+
+  /**
+   * The caller as auth sees it: null while auth is disabled; with auth enabled a request
+   * without a token is refused (etcd: "user name is empty"), a bad token is 401.
+   */
+  async authInfo(ctx: V3CallContext): Promise<V3AuthInfo | null> {
+    const auth = this.#kv.v3auth;
+    if (!auth.enabled) return null;
+    if (ctx.token === undefined || ctx.token === "") throw V3Errors.userEmpty();
+    // A token issued through another member names a log index this member may not have
+    // applied yet: catch up before looking it up.
+    const index = simpleTokenIndex(ctx.token);
+    if (index !== undefined && index > this.#kv.appliedIndex && index <= this.#kv.commitIndex + 1_000_000) await this.#read();
+    return this.#kv.v3auth.authInfoOf(ctx.token, Date.now());
+  }
+
+  async #read(): Promise<void> {
+    try {
+      await this.#kv.linearizableRead();
+    } catch (err) {
+      throw toV3Error(err);
+    }
+  }
+
+  async #propose(op: V3Op): Promise<unknown> {
+    let res;
+    try {
+      res = await this.#kv.propose({ t: "v3", time: Date.now(), op });
+    } catch (err) {
+      throw toV3Error(err);
+    }
+    if (!res.ok) throw res.error instanceof V3Error ? res.error : new V3Error(2, res.error.message);
+    return res.v3;
+  }
+
+  async range(req: RangeRequest, ctx: V3CallContext): Promise<RangeResponse> {
+    checkRangeRequest(req);
+    const info = await this.authInfo(ctx);
+    checkRangePerm(this.#kv.v3auth, info, req);
+    if (!req.serializable) await this.#read();
+    return this.#kv.v3.range(req);
+  }
+
+  async put(req: PutRequest, ctx: V3CallContext): Promise<PutResponse> {
+    checkPutRequest(req);
+    const info = await this.authInfo(ctx);
+    checkPutPerm(this.#kv.v3auth, info, req);
+    return (await this.#propose({ k: "put", r: req })) as PutResponse;
+  }
+
+  async deleteRange(req: DeleteRangeRequest, ctx: V3CallContext): Promise<DeleteRangeResponse> {
+    checkDeleteRangeRequest(req);
+    const info = await this.authInfo(ctx);
+    checkDeleteRangePerm(this.#kv.v3auth, info, req);
+    return (await this.#propose({ k: "deleteRange", r: req })) as DeleteRangeResponse;
+  }
+
+  async txn(req: TxnRequest, ctx: V3CallContext): Promise<TxnResponse> {
+    validateTxn(req, this.#kv.config.maxTxnOps);
+    const info = await this.authInfo(ctx);
+    checkTxnPerm(this.#kv.v3auth, info, req);
+    if (isReadOnly(req)) {
+      // etcd serves a txn without writes as a read: no log entry, no revision.
+      await this.#read();
+      return this.#kv.v3.txn(req).response;
+    }
+    return (await this.#propose({ k: "txn", r: req })) as TxnResponse;
+  }
+
+  async compact(req: { revision: number; physical: boolean }, ctx: V3CallContext): Promise<{ revision: number }> {
+    await this.authInfo(ctx);
+    return (await this.#propose({ k: "compact", r: { revision: req.revision, physical: req.physical } })) as { revision: number };
+  }
+
+  async leaseGrant(req: { id: LeaseId; ttl: number }, ctx: V3CallContext): Promise<LeaseGrantResponse> {
+    await this.authInfo(ctx);
+    if (req.ttl > MAX_LEASE_TTL) throw V3Errors.leaseTTLTooLarge();
+    const id = req.id === 0n ? newLeaseId() : req.id;
+    return (await this.#propose({ k: "leaseGrant", id, ttl: req.ttl })) as LeaseGrantResponse;
+  }
+
+  async leaseRevoke(id: LeaseId, ctx: V3CallContext): Promise<{ revision: number }> {
+    const info = await this.authInfo(ctx);
+    if (info !== null) {
+      const keys = this.#kv.v3.timeToLive(id, Date.now(), { keys: true })?.keys ?? [];
+      checkLeaseKeys(this.#kv.v3auth, info, keys);
+    }
+    return (await this.#propose({ k: "leaseRevoke", id })) as { revision: number };
+  }
+
+  /** Keepalive: the granted TTL, or undefined for a lease that does not exist (any more). */
+  async leaseKeepAlive(id: LeaseId, ctx: V3CallContext): Promise<number | undefined> {
+    await this.authInfo(ctx);
+    try {
+      return (await this.#propose({ k: "leaseRenew", id })) as number;
+    } catch (err) {
+      if (err instanceof V3Error && err.code === V3Errors.leaseNotFound().code) return undefined;
+      throw err;
+    }
+  }
+
+  async leaseTimeToLive(req: { id: LeaseId; keys: boolean }, ctx: V3CallContext): Promise<LeaseTimeToLiveResponse | undefined> {
+    await this.authInfo(ctx);
+    await this.#read();
+    return this.#kv.v3.timeToLive(req.id, Date.now(), { keys: req.keys });
+  }
+
+  async leaseLeases(ctx: V3CallContext): Promise<LeaseStatus[]> {
+    await this.authInfo(ctx);
+    await this.#read();
+    return this.#kv.v3.leases();
+  }
+
+  /** An auth change or read through the log, judged at apply against the caller. */
+  async auth<K extends V3AuthOp["kind"]>(op: Extract<V3AuthOp, { kind: K }>, ctx: V3CallContext): Promise<V3AuthResults[K]> {
+    const info = await this.authInfo(ctx);
+    return (await this.#propose({ k: "auth", op, info })) as V3AuthResults[K];
+  }
+
+  /** User add / change password: the password is hashed here; only the hash enters the log. */
+  async userAdd(req: { name: string; password: string; noPassword: boolean }, ctx: V3CallContext): Promise<void> {
+    if (req.name === "") throw V3Errors.userEmpty();
+    const passwordHash = req.noPassword ? null : await hashPassword(req.password);
+    await this.auth({ kind: "userAdd", name: req.name, passwordHash, noPassword: req.noPassword }, ctx);
+  }
+
+  async userChangePassword(name: string, password: string, ctx: V3CallContext): Promise<void> {
+    await this.auth({ kind: "userChangePassword", name, passwordHash: await hashPassword(password) }, ctx);
+  }
+
+  /** etcd's Authenticate: check the password here, register the token through the log; retry when auth moved meanwhile. */
+  async authenticate(name: string, password: string): Promise<string> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const checkedRevision = await checkV3Password(this.#kv.v3auth, { name, password });
+      const op = authenticateOp({ name, checkedRevision, time: Date.now() });
+      const r = (await this.#propose({ k: "auth", op, info: null })) as V3AuthResults["authenticate"];
+      if (r.kind === "authenticated") return r.token;
+    }
+    throw V3Errors.authOldRevision();
+  }
+
+  /**
+   * Registers a watcher on this member's hub. Returns its hub id and a cancel function;
+   * a permission failure throws (the gateway answers it as etcd does).
+   */
+  async watch(create: Omit<WatchCreate, "id">, sink: WatchSink, ctx: V3CallContext): Promise<V3WatchRegistration> {
+    const info = await this.authInfo(ctx);
+    this.#kv.v3auth.isRangePermitted(info, create.key, create.rangeEnd);
+    const id = this.#nextWatchId++;
+    const status = this.#kv.watchHub.watch({ ...create, id }, sink);
+    return { id, status, cancel: () => void this.#kv.watchHub.cancel(id) };
+  }
+
+  async authEnable(ctx: V3CallContext): Promise<void> {
+    await this.auth({ kind: "authEnable" }, ctx);
+  }
+
+  async authDisable(ctx: V3CallContext): Promise<void> {
+    await this.auth({ kind: "authDisable" }, ctx);
+  }
+
+  async userGet(name: string, ctx: V3CallContext): Promise<string[]> {
+    return (await this.auth({ kind: "userGet", name }, ctx)).roles;
+  }
+
+  async userList(ctx: V3CallContext): Promise<string[]> {
+    return (await this.auth({ kind: "userList" }, ctx)).users;
+  }
+
+  async userDelete(name: string, ctx: V3CallContext): Promise<void> {
+    await this.auth({ kind: "userDelete", name }, ctx);
+  }
+
+  async userGrantRole(req: { user: string; role: string }, ctx: V3CallContext): Promise<void> {
+    await this.auth({ kind: "userGrantRole", user: req.user, role: req.role }, ctx);
+  }
+
+  async userRevokeRole(req: { name: string; role: string }, ctx: V3CallContext): Promise<void> {
+    await this.auth({ kind: "userRevokeRole", name: req.name, role: req.role }, ctx);
+  }
+
+  async roleAdd(name: string, ctx: V3CallContext): Promise<void> {
+    await this.auth({ kind: "roleAdd", name }, ctx);
+  }
+
+  async roleGet(role: string, ctx: V3CallContext): Promise<V3Permission[]> {
+    return (await this.auth({ kind: "roleGet", role }, ctx)).perm;
+  }
+
+  async roleList(ctx: V3CallContext): Promise<string[]> {
+    return (await this.auth({ kind: "roleList" }, ctx)).roles;
+  }
+
+  async roleDelete(role: string, ctx: V3CallContext): Promise<void> {
+    await this.auth({ kind: "roleDelete", role }, ctx);
+  }
+
+  async roleGrantPermission(req: { name: string; perm: V3Permission }, ctx: V3CallContext): Promise<void> {
+    await this.auth({ kind: "roleGrantPermission", name: req.name, perm: encodePermission(req.perm) }, ctx);
+  }
+
+  async roleRevokePermission(req: { role: string; key: Buffer; rangeEnd: Buffer }, ctx: V3CallContext): Promise<void> {
+    await this.auth({ kind: "roleRevokePermission", role: req.role, key: req.key.toString("base64"), rangeEnd: req.rangeEnd.toString("base64") }, ctx);
+  }
+
+  // ---- cluster and maintenance ----------------------------------------------------------
+
+  #member(m: Member): V3Member {
+    return { id: BigInt(m.id).toString(), name: m.name, peerUrls: m.peerUrls, clientUrls: m.clientUrls, isLearner: m.isLearner === true };
+  }
+
+  #members(): V3Member[] {
+    return this.#kv.membership.list().map((m) => this.#member(m));
+  }
+
+  /** Membership changes need the root role when auth is on (etcd's admin check). */
+  async #admin(ctx: V3CallContext): Promise<void> {
+    this.#kv.v3auth.isAdminPermitted(await this.authInfo(ctx));
+  }
+
+  async memberList(req: { linearizable: boolean }, ctx: V3CallContext): Promise<V3Member[]> {
+    await this.authInfo(ctx);
+    if (req.linearizable) await this.#read();
+    return this.#members();
+  }
+
+  async memberAdd(req: { peerUrls: string[]; isLearner: boolean }, ctx: V3CallContext): Promise<{ member: V3Member; members: V3Member[] }> {
+    await this.#admin(ctx);
+    for (const u of req.peerUrls) {
+      if (!/^https?:\/\/[^/]+/.test(u)) throw V3Errors.memberBadURLs();
+    }
+    if (req.peerUrls.length === 0) throw V3Errors.memberBadURLs();
+    const member = await this.#membership(() => this.#kv.addMember(req.peerUrls, { learner: req.isLearner }));
+    return { member: this.#member(member), members: this.#members() };
+  }
+
+  async memberRemove(id: string, ctx: V3CallContext): Promise<V3Member[]> {
+    await this.#admin(ctx);
+    await this.#membership(() => this.#kv.removeMember(parseMemberId(id)));
+    return this.#members();
+  }
+
+  async memberUpdate(req: { id: string; peerUrls: string[] }, ctx: V3CallContext): Promise<V3Member[]> {
+    await this.#admin(ctx);
+    await this.#membership(() => this.#kv.updateMember(parseMemberId(req.id), req.peerUrls));
+    return this.#members();
+  }
+
+  async memberPromote(id: string, ctx: V3CallContext): Promise<V3Member[]> {
+    await this.#admin(ctx);
+    await this.#membership(() => this.#kv.promoteMember(parseMemberId(id)));
+    return this.#members();
+  }
+
+  /** The v2 members API's errors (HttpMessageError) in the v3 API's terms. */
+  async #membership<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      if (err instanceof HttpMessageError) {
+        if (err.status === 404) throw V3Errors.memberNotFound();
+        if (err.status === 409) throw V3Errors.peerURLExist();
+        throw new V3Error(9, err.message);
+      }
+      throw toV3Error(err);
+    }
+  }
+
+  async status(ctx: V3CallContext): Promise<V3Status> {
+    await this.authInfo(ctx);
+    const size = await this.#kv.dataSize();
+    const me = this.#kv.membership.get(this.#kv.memberId);
+    return {
+      version: ETCD_SERVER_VERSION,
+      dbSize: size,
+      leader: BigInt(this.#kv.leaderId).toString(),
+      raftIndex: this.#kv.commitIndex,
+      raftTerm: this.#kv.term,
+      raftAppliedIndex: this.#kv.appliedIndex,
+      errors: [],
+      dbSizeInUse: size,
+      isLearner: me?.isLearner === true,
+    };
+  }
+
+  /** kvctl raises no alarms (no space quota, no corruption check): every answer is "none". */
+  async alarm(_req: unknown, ctx: V3CallContext): Promise<V3AlarmMember[]> {
+    await this.#admin(ctx);
+    return [];
+  }
+
+  /** Nothing to defragment: the state is in memory and snapshots are rewritten whole. */
+  async defragment(ctx: V3CallContext): Promise<void> {
+    await this.#admin(ctx);
+  }
+
+  async hash(ctx: V3CallContext): Promise<{ hash: number; revision: number }> {
+    await this.#admin(ctx);
+    return { hash: parseInt(this.#kv.v3.hash().slice(0, 8), 16), revision: this.#kv.v3.revision };
+  }
+
+  async snapshot(ctx: V3CallContext): Promise<Uint8Array> {
+    await this.#admin(ctx);
+    await this.#read();
+    return this.#kv.snapshotImage();
+  }
+
+  async moveLeader(targetId: string, ctx: V3CallContext): Promise<void> {
+    await this.#admin(ctx);
+    if (!this.#kv.isLeader) throw V3Errors.notLeader();
+    const target = parseMemberId(targetId);
+    if (!this.#kv.membership.get(target) || target === this.#kv.memberId) throw V3Errors.badLeaderTransferee();
+    await this.#kv.transferLeadershipTo(target);
+  }
+
+  /** A progress message to one watcher of this member (etcd's progress_request). */
+  requestProgress(id: number): boolean {
+    return this.#kv.watchHub.requestProgress(id, this.#kv.v3.revision);
+  }
+}
+
+/** Member IDs arrive as decimal uint64 strings; ours fit in 53 bits. */
+function parseMemberId(id: string): number {
+  const n = Number(id);
+  if (!/^[0-9]+$/.test(id) || !Number.isSafeInteger(n) || n === 0) throw V3Errors.memberNotFound();
+  return n;
+}
+
+function isReadOnly(req: TxnRequest): boolean {
+  const ops = [...req.success, ...req.failure];
+  return ops.every((op) => "range" in op || ("txn" in op && isReadOnly(op.txn)));
+}
+
+/** Raft-side failures in the v3 API's terms (etcd: "etcdserver: request timed out", code 14). */
+function toV3Error(err: unknown): unknown {
+  if (err instanceof V3Error) return err;
+  if (err instanceof ServerUnavailableError) {
+    if (/stopped/.test(err.message)) return V3Errors.stopped();
+    return V3Errors.timeout();
+  }
+  return err;
+}
