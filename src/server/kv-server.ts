@@ -35,6 +35,8 @@ import { ServerStats } from "./stats.ts";
 
 /** How often the leader stamps its clock into the log while TTL keys exist (etcd: 500 ms). */
 const SYNC_INTERVAL_MS = 500;
+/** etcd's default watch progress notify interval (--experimental-watch-progress-notify-interval). */
+const WATCH_PROGRESS_NOTIFY_MS = 10 * 60 * 1000;
 /** Entries kept in memory after a snapshot so slow followers catch up without one (etcd: 5000). */
 const SNAPSHOT_CATCHUP_ENTRIES = 5000;
 
@@ -100,6 +102,7 @@ export class KvServer {
   #drainAgain = false;
   #tickTimer: NodeJS.Timeout | undefined;
   #syncTimer: NodeJS.Timeout | undefined;
+  #progressTimer: NodeJS.Timeout | undefined;
   /** Proposals waiting for a leader to be known. */
   #leaderWaiters: Array<() => void> = [];
 
@@ -226,6 +229,8 @@ export class KvServer {
       this.#kick();
     }, this.config.heartbeatInterval);
     this.#syncTimer = setInterval(() => this.#maybeSync(), SYNC_INTERVAL_MS);
+    // v3 watchers created with progress_notify hear the current revision now and then.
+    this.#progressTimer = setInterval(() => this.watchHub.progress(this.v3.revision), WATCH_PROGRESS_NOTIFY_MS);
     if (ids.length > 1) void this.#advanceTicksWhenPeersUp();
   }
 
@@ -647,6 +652,7 @@ export class KvServer {
     this.#stopped = true;
     clearInterval(this.#tickTimer);
     clearInterval(this.#syncTimer);
+    clearInterval(this.#progressTimer);
     const stopped = new ServerUnavailableError("etcdserver: server stopped");
     this.#waits.failAll(stopped);
     this.#confWaits.failAll(stopped);

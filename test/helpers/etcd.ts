@@ -4,8 +4,8 @@
 // Two servers run side by side and receive the same operations in the same order, so
 // their revisions agree:
 // - the reference: always the real etcd 3.4, which etcdctl talks to (gRPC);
-// - the server under test, which kvctl talks to (v3 JSON gateway): etcd by default, or
-//   `kvctl serve` when KVCTL_V3_TEST_SERVER=kvctl.
+// - the server under test, which kvctl talks to (v3 JSON gateway): `kvctl serve` by
+//   default, or etcd when KVCTL_V3_TEST_SERVER=etcd.
 // Their cluster and member IDs differ; sameIds() rewrites the tested server's IDs to the
 // reference's so outputs compare byte for byte.
 //

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import type { ChildProcess } from "node:child_process";
 import { collect, gateway, gatewayPut, maskLeases, sameIds, spawnEtcdctl, spawnKvctlV3, startV3Server, type V3Server } from "../helpers/etcd.ts";
 
-const testedKind = process.env["KVCTL_V3_TEST_SERVER"] === "kvctl" ? "kvctl" : "etcd";
+const testedKind = process.env["KVCTL_V3_TEST_SERVER"] === "etcd" ? "etcd" : "kvctl";
 let ref: V3Server;
 let tested: V3Server;
 

@@ -1,6 +1,6 @@
 // `kvctl v3 …` against `ETCDCTL_API=3 etcdctl …`, command line by command line: each
-// case runs etcdctl on the reference etcd and kvctl on the server under test (etcd, or
-// `kvctl serve` with KVCTL_V3_TEST_SERVER=kvctl), both fed the same operations in the
+// case runs etcdctl on the reference etcd and kvctl on the server under test (`kvctl
+// serve`, or etcd with KVCTL_V3_TEST_SERVER=etcd), both fed the same operations in the
 // same order, and compares stdout, stderr and the exit code byte for byte (after mapping
 // the two servers' cluster/member IDs, and lease IDs where a case creates leases).
 // See test/helpers/etcd.ts for how the servers and the two CLIs are started.
@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gateway, gatewayPut, maskLeases, runEtcdctl, runKvctlV3, sameIds, startV3Server, type RunResult, type V3Server } from "../helpers/etcd.ts";
 
-const testedKind = process.env["KVCTL_V3_TEST_SERVER"] === "kvctl" ? "kvctl" : "etcd";
+const testedKind = process.env["KVCTL_V3_TEST_SERVER"] === "etcd" ? "etcd" : "kvctl";
 let ref: V3Server;
 let tested: V3Server;
 const tmp = mkdtempSync(join(tmpdir(), "kvctl-v3-cli-"));
