@@ -8,22 +8,13 @@ import { V3Error } from "../../../api/v3-errors.ts";
 import type { Io } from "../../io.ts";
 import { promptPassword } from "../../tty.ts";
 import type { V3Invocation } from "./argv.ts";
-import { v3Fail, V3Exit, withV3Context, type V3Context } from "./context.ts";
-import { UnsupportedFormatError } from "./printers.ts";
+import { printOut, v3Fail, V3Exit, withV3Context, type V3Context } from "./context.ts";
 import { prefixRangeEnd, printHeaderOnly, printRoleGet, printRoleList, printUserGet, printUserList, revokePermissionLine } from "./printers-admin.ts";
 
 const bad = (message: string): never => {
   throw v3Fail(V3Exit.BadArgs, message);
 };
 
-function out(io: Io, text: () => string): void {
-  try {
-    io.stdout(text());
-  } catch (err) {
-    if (err instanceof UnsupportedFormatError) throw v3Fail(err.exitCode, err.message);
-    throw err;
-  }
-}
 
 /** etcdctl's readPasswordInteractive: asked twice, must match and not be empty. */
 async function readPasswordTwice(name: string): Promise<string> {
@@ -97,7 +88,7 @@ async function user(inv: V3Invocation, io: Io): Promise<number> {
         }
         const body = noPassword ? { name, options: { no_password: true } } : { name, password };
         const r = await call<WireHeaderResponse>(ctx, "/v3/auth/user/add", body);
-        out(io, () => printHeaderOnly(`User ${name} created`, r, ctx.print));
+        printOut(io, () => printHeaderOnly(`User ${name} created`, r, ctx.print));
         return V3Exit.Success;
       });
     }
@@ -105,7 +96,7 @@ async function user(inv: V3Invocation, io: Io): Promise<number> {
       const name = one("delete");
       return withV3Context(inv, io, async (ctx) => {
         const r = await call<WireHeaderResponse>(ctx, "/v3/auth/user/delete", { name });
-        out(io, () => printHeaderOnly(`User ${name} deleted`, r, ctx.print));
+        printOut(io, () => printHeaderOnly(`User ${name} deleted`, r, ctx.print));
         return V3Exit.Success;
       });
     }
@@ -114,14 +105,14 @@ async function user(inv: V3Invocation, io: Io): Promise<number> {
       return withV3Context(inv, io, async (ctx) => {
         const r = await call<WireUserGetResponse>(ctx, "/v3/auth/user/get", { name });
         if (f["detail"] !== true) {
-          out(io, () => printUserGet(name, r, ctx.print));
+          printOut(io, () => printUserGet(name, r, ctx.print));
           return V3Exit.Success;
         }
         io.stdout(`User: ${name}\n`);
         for (const role of r.roles ?? []) {
           io.stdout("\n");
           const rr = await call<WireRoleGetResponse>(ctx, "/v3/auth/role/get", { role });
-          out(io, () => printRoleGet(role, rr, ctx.print));
+          printOut(io, () => printRoleGet(role, rr, ctx.print));
         }
         return V3Exit.Success;
       });
@@ -130,7 +121,7 @@ async function user(inv: V3Invocation, io: Io): Promise<number> {
       if (a.length !== 0) bad("user list command requires no arguments");
       return withV3Context(inv, io, async (ctx) => {
         const r = await call<WireUserListResponse>(ctx, "/v3/auth/user/list", {});
-        out(io, () => printUserList(r, ctx.print));
+        printOut(io, () => printUserList(r, ctx.print));
         return V3Exit.Success;
       });
     case "passwd": {
@@ -139,7 +130,7 @@ async function user(inv: V3Invocation, io: Io): Promise<number> {
       return withV3Context(inv, io, async (ctx) => {
         const password = f["interactive"] === false ? await readPasswordWord() : await readPasswordTwice(name);
         const r = await call<WireHeaderResponse>(ctx, "/v3/auth/user/changepw", { name, password });
-        out(io, () => printHeaderOnly("Password updated", r, ctx.print));
+        printOut(io, () => printHeaderOnly("Password updated", r, ctx.print));
         return V3Exit.Success;
       });
     }
@@ -155,7 +146,7 @@ async function user(inv: V3Invocation, io: Io): Promise<number> {
           ? await call<WireHeaderResponse>(ctx, "/v3/auth/user/grant", { user: name, role })
           : await call<WireHeaderResponse>(ctx, "/v3/auth/user/revoke", { name, role });
         const line = grant ? `Role ${role} is granted to user ${name}` : `Role ${role} is revoked from user ${name}`;
-        out(io, () => printHeaderOnly(line, r, ctx.print));
+        printOut(io, () => printHeaderOnly(line, r, ctx.print));
         return V3Exit.Success;
       });
     }
@@ -175,7 +166,7 @@ async function role(inv: V3Invocation, io: Io): Promise<number> {
       const name = one(verb);
       return withV3Context(inv, io, async (ctx) => {
         const r = await call<WireHeaderResponse>(ctx, `/v3/auth/role/${verb}`, verb === "add" ? { name } : { role: name });
-        out(io, () => printHeaderOnly(`Role ${name} ${verb === "add" ? "created" : "deleted"}`, r, ctx.print));
+        printOut(io, () => printHeaderOnly(`Role ${name} ${verb === "add" ? "created" : "deleted"}`, r, ctx.print));
         return V3Exit.Success;
       });
     }
@@ -183,7 +174,7 @@ async function role(inv: V3Invocation, io: Io): Promise<number> {
       const name = one("get");
       return withV3Context(inv, io, async (ctx) => {
         const r = await call<WireRoleGetResponse>(ctx, "/v3/auth/role/get", { role: name });
-        out(io, () => printRoleGet(name, r, ctx.print));
+        printOut(io, () => printRoleGet(name, r, ctx.print));
         return V3Exit.Success;
       });
     }
@@ -191,7 +182,7 @@ async function role(inv: V3Invocation, io: Io): Promise<number> {
       if (a.length !== 0) bad("role list command requires no arguments");
       return withV3Context(inv, io, async (ctx) => {
         const r = await call<WireRoleListResponse>(ctx, "/v3/auth/role/list", {});
-        out(io, () => printRoleList(r, ctx.print));
+        printOut(io, () => printRoleList(r, ctx.print));
         return V3Exit.Success;
       });
     case "grant-permission": {
@@ -203,7 +194,7 @@ async function role(inv: V3Invocation, io: Io): Promise<number> {
         const perm: Record<string, string> = { permType, key: key.toString("base64") };
         if (end.length > 0) perm["range_end"] = end.toString("base64");
         const r = await call<WireHeaderResponse>(ctx, "/v3/auth/role/grant", { name, perm });
-        out(io, () => printHeaderOnly(`Role ${name} updated`, r, ctx.print));
+        printOut(io, () => printHeaderOnly(`Role ${name} updated`, r, ctx.print));
         return V3Exit.Success;
       });
     }
@@ -215,7 +206,7 @@ async function role(inv: V3Invocation, io: Io): Promise<number> {
         const body: Record<string, string> = { role: name, key: key.toString("base64") };
         if (end.length > 0) body["range_end"] = end.toString("base64");
         const r = await call<WireHeaderResponse>(ctx, "/v3/auth/role/revoke", body);
-        out(io, () => printHeaderOnly(revokePermissionLine(name, a[1] ?? "", end.toString("utf8")), r, ctx.print));
+        printOut(io, () => printHeaderOnly(revokePermissionLine(name, a[1] ?? "", end.toString("utf8")), r, ctx.print));
         return V3Exit.Success;
       });
     }

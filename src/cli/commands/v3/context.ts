@@ -12,7 +12,7 @@ import { deadline } from "../../context.ts";
 import type { Io } from "../../io.ts";
 import { promptPassword } from "../../tty.ts";
 import type { V3Invocation } from "./argv.ts";
-import type { PrintOptions } from "./printers.ts";
+import { UnsupportedFormatError, type PrintOptions } from "./printers.ts";
 
 /** etcdctl v3's exit codes (ctlv3/command/error.go). */
 export const V3Exit = {
@@ -29,6 +29,16 @@ export const V3Exit = {
 /** etcdctl's ExitWithError: `Error: <message>` on stderr and the exit code. */
 export function v3Fail(code: number, message: string): CliExit {
   return new CliExit(code, `Error: ${message}\n`);
+}
+
+/** Prints a command's output; a format the command does not support is etcdctl's exit 4. */
+export function printOut(io: Io, text: () => string): void {
+  try {
+    io.stdout(text());
+  } catch (err) {
+    if (err instanceof UnsupportedFormatError) throw v3Fail(err.exitCode, err.message);
+    throw err;
+  }
 }
 
 /**

@@ -7,9 +7,9 @@ import { b64 } from "../../../client/v3-types.ts";
 import type { Io } from "../../io.ts";
 import { readAllStdin } from "../../tty.ts";
 import type { V3FlagValue, V3Invocation } from "./argv.ts";
-import { v3Fail, V3Exit, withV3Context } from "./context.ts";
+import { printOut, v3Fail, V3Exit, withV3Context } from "./context.ts";
 import { parseDecInt64, parseHexInt64 } from "./go-format.ts";
-import { printDel, printGet, printPut, UnsupportedFormatError } from "./printers.ts";
+import { printDel, printGet, printPut } from "./printers.ts";
 import { prefixRangeEnd } from "./printers-admin.ts";
 
 type Flags = Readonly<Record<string, V3FlagValue>>;
@@ -98,14 +98,6 @@ export function delRequest(args: readonly string[], f: Flags): WireDeleteRangeRe
   return req;
 }
 
-function write(io: Io, text: () => string): void {
-  try {
-    io.stdout(text());
-  } catch (err) {
-    if (err instanceof UnsupportedFormatError) throw v3Fail(err.exitCode, err.message);
-    throw err;
-  }
-}
 
 export async function run(inv: V3Invocation, io: Io): Promise<number> {
   const f = inv.flags;
@@ -116,7 +108,7 @@ export async function run(inv: V3Invocation, io: Io): Promise<number> {
       if (bool(f, "count-only") && inv.globals.writeOut !== "fields") bad("`--count-only` is only for `--write-out=fields`");
       return withV3Context(inv, io, async (ctx) => {
         const r = await ctx.request((signal) => ctx.client.call<WireRangeResponse>("/v3/kv/range", req, { signal }));
-        write(io, () => printGet(r, { ...ctx.print, valueOnly: bool(f, "print-value-only") }));
+        printOut(io, () => printGet(r, { ...ctx.print, valueOnly: bool(f, "print-value-only") }));
         return V3Exit.Success;
       });
     }
@@ -127,7 +119,7 @@ export async function run(inv: V3Invocation, io: Io): Promise<number> {
       const req = putRequest(inv.args, f, value);
       return withV3Context(inv, io, async (ctx) => {
         const r = await ctx.request((signal) => ctx.client.call<WirePutResponse>("/v3/kv/put", req, { signal }));
-        write(io, () => printPut(r, ctx.print));
+        printOut(io, () => printPut(r, ctx.print));
         return V3Exit.Success;
       });
     }
@@ -135,7 +127,7 @@ export async function run(inv: V3Invocation, io: Io): Promise<number> {
       const req = delRequest(inv.args, f);
       return withV3Context(inv, io, async (ctx) => {
         const r = await ctx.request((signal) => ctx.client.call<WireDeleteRangeResponse>("/v3/kv/deleterange", req, { signal }));
-        write(io, () => printDel(r, ctx.print));
+        printOut(io, () => printDel(r, ctx.print));
         return V3Exit.Success;
       });
     }

@@ -8,9 +8,8 @@ import { wireNumber } from "../../../client/v3-types.ts";
 import { V3Error } from "../../../api/v3-errors.ts";
 import type { Io } from "../../io.ts";
 import type { V3Invocation } from "./argv.ts";
-import { v3Fail, V3Exit, withV3Context, type V3Context } from "./context.ts";
+import { printOut, v3Fail, V3Exit, withV3Context, type V3Context } from "./context.ts";
 import { leaseHex, parseDecInt64, parseHexInt64 } from "./go-format.ts";
-import { UnsupportedFormatError } from "./printers.ts";
 import { printGrant, printKeepAlive, printLeases, printRevoke, printTimeToLive } from "./printers-admin.ts";
 
 /** etcdctl's leaseFromArgs: a hex int64, as a decimal string for the gateway. */
@@ -20,14 +19,6 @@ export function leaseArg(arg: string): string {
   return id.value;
 }
 
-function out(io: Io, text: () => string): void {
-  try {
-    io.stdout(text());
-  } catch (err) {
-    if (err instanceof UnsupportedFormatError) throw v3Fail(err.exitCode, err.message);
-    throw err;
-  }
-}
 
 /** One keep-alive exchange: the first message of a /v3/lease/keepalive stream. */
 async function keepAliveOnce(ctx: V3Context, id: string, signal: AbortSignal): Promise<WireLeaseKeepAliveResponse> {
@@ -63,14 +54,14 @@ async function keepAlive(ctx: V3Context, id: string, once: boolean): Promise<num
       if (wireNumber(res.TTL) <= 0) throw leaseNotFound();
       return res;
     }, { code: V3Exit.BadConnection });
-    out(ctx.io, () => printKeepAlive(r, ctx.print));
+    printOut(ctx.io, () => printKeepAlive(r, ctx.print));
     return V3Exit.Success;
   }
   for (;;) {
     const r = await ctx.request((signal) => keepAliveOnce(ctx, id, signal), { code: V3Exit.BadConnection });
     const ttl = wireNumber(r.TTL);
     if (ttl <= 0) break;
-    out(ctx.io, () => printKeepAlive(r, ctx.print));
+    printOut(ctx.io, () => printKeepAlive(r, ctx.print));
     const waitMs = Math.max(500, Math.floor(ttl / 3) * 1000);
     await new Promise((resolve) => setTimeout(resolve, waitMs));
   }
@@ -89,7 +80,7 @@ export async function run(inv: V3Invocation, io: Io): Promise<number> {
         const r = await ctx.request((signal) => ctx.client.call<WireLeaseGrantResponse>("/v3/lease/grant", { TTL: ttl.value }, { signal }), {
           wrap: (m) => `failed to grant lease (${m})`,
         });
-        out(io, () => printGrant(r, ctx.print));
+        printOut(io, () => printGrant(r, ctx.print));
         return V3Exit.Success;
       });
     }
@@ -100,7 +91,7 @@ export async function run(inv: V3Invocation, io: Io): Promise<number> {
         const r = await ctx.request((signal) => ctx.client.call<WireHeaderResponse>("/v3/lease/revoke", { ID: id }, { signal }), {
           wrap: (m) => `failed to revoke lease (${m})`,
         });
-        out(io, () => printRevoke(id, r, ctx.print));
+        printOut(io, () => printRevoke(id, r, ctx.print));
         return V3Exit.Success;
       });
     }
@@ -113,7 +104,7 @@ export async function run(inv: V3Invocation, io: Io): Promise<number> {
         const r = await ctx.request((signal) => ctx.client.call<WireLeaseTimeToLiveResponse>("/v3/lease/timetolive", body, { signal }), {
           code: V3Exit.BadConnection,
         });
-        out(io, () => printTimeToLive(r, keys, ctx.print));
+        printOut(io, () => printTimeToLive(r, keys, ctx.print));
         return V3Exit.Success;
       });
     }
@@ -122,7 +113,7 @@ export async function run(inv: V3Invocation, io: Io): Promise<number> {
         const r = await ctx.request((signal) => ctx.client.call<WireLeaseLeasesResponse>("/v3/lease/leases", {}, { signal }), {
           code: V3Exit.BadConnection,
         });
-        out(io, () => printLeases(r, ctx.print));
+        printOut(io, () => printLeases(r, ctx.print));
         return V3Exit.Success;
       });
     case "keep-alive": {
