@@ -112,6 +112,14 @@ complete -c kvctl -n '__fish_seen_subcommand_from serve' -l peer-cert-allowed-cn
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l peer-crl-file -r -d 'peer certificate revocation list'
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l cipher-suites -x -d 'TLS 1.2 cipher suites (Go names)'
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l host-whitelist -x -d 'accepted Host names on plain HTTP'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l discovery-srv -x -d 'DNS domain for SRV bootstrapping'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l discovery-srv-name -x -d 'SRV service name suffix'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l proxy -x -a 'off on readonly' -d 'run as a v2 proxy'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l proxy-failure-wait -x -d 'ms a failed member is skipped'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l proxy-refresh-interval -x -d 'ms between member list refreshes'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l proxy-dial-timeout -x -d 'dial timeout (ms)'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l proxy-write-timeout -x -d 'write timeout (ms)'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l proxy-read-timeout -x -d 'read timeout (ms)'
 
 # kvctl v3 (etcdctl v3's commands)
 complete -c kvctl -n __kvctl_no_command -f -a v3 -d 'etcdctl v3 commands through the v3 JSON gateway'

@@ -14,6 +14,7 @@ import { V2AuthState, V3AuthState, type V2AuthImage, type V3AuthImage } from "..
 import { V3KeySpace, type KeySpaceImage } from "../store/v3/index.ts";
 import { createAgent, peerGet, type PeerTlsClient } from "../transport/index.ts";
 import { Membership, type Member } from "./membership.ts";
+import { srvClusterFromConfig } from "./discovery-srv.ts";
 import type { Logger } from "./logger.ts";
 import type { ServerConfig } from "./config.ts";
 
@@ -75,6 +76,8 @@ export async function openMember(config: ServerConfig, log: Logger, peerTls?: Pe
   await mkdir(snapDir, { recursive: true, mode: 0o700 });
   const snapshotter = new Snapshotter(snapDir, { logger: log });
   if (Wal.exists(walDir)) return restart(walDir, snapshotter, log);
+  // --discovery-srv: the initial cluster comes from DNS, once, before the first start.
+  if (config.discoverySrv !== "") config = { ...config, initialCluster: await srvClusterFromConfig(config, log, { requireLocal: true }) };
   if (config.initialClusterState === "new") return createNew(config, walDir, snapshotter, log);
   return joinExisting(config, walDir, snapshotter, log, peerTls);
 }

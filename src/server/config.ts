@@ -33,6 +33,25 @@ export interface ServerConfig {
   cipherSuites: string[];
   /** --host-whitelist; empty (or "*" listed) allows every Host. */
   hostWhitelist: string[];
+  /** --discovery-srv: the domain whose SRV records list the initial cluster ("" = off); see discovery-srv.ts. */
+  discoverySrv: string;
+  /** --discovery-srv-name: suffix of the SRV service names (_etcd-server-ssl-<name>._tcp). */
+  discoverySrvName: string;
+  /** --proxy and --proxy-*: the v2 proxy (src/server/proxy/); times in milliseconds, 0 = none. */
+  proxy: ProxyFlags;
+}
+
+export const proxyModes = ["off", "readonly", "on"] as const;
+export type ProxyMode = (typeof proxyModes)[number];
+
+/** etcd's configProxy. */
+export interface ProxyFlags {
+  mode: ProxyMode;
+  failureWaitMs: number;
+  refreshIntervalMs: number;
+  dialTimeoutMs: number;
+  writeTimeoutMs: number;
+  readTimeoutMs: number;
 }
 
 /** One side's TLS flags, as etcd's TLSInfo: "" means not set. */
@@ -93,6 +112,15 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "peer-crl-file", type: "string", default: "", describe: "Path to the peer certificate revocation list file" },
   { name: "cipher-suites", type: "string", default: "", describe: "Comma-separated list of supported TLS 1.2 cipher suites (Go names) between client/server and peers (empty: platform default)" },
   { name: "host-whitelist", type: "string", default: "", describe: "Comma-separated acceptable hostnames from HTTP client requests, if server is not secure (empty means allow all)" },
+  // DNS SRV bootstrapping and the v2 proxy (issue 6); see discovery-srv.ts and proxy/README.md.
+  { name: "discovery-srv", type: "string", default: "", describe: "DNS domain used to bootstrap the initial cluster from SRV records (peer certificates must list it in their SAN)" },
+  { name: "discovery-srv-name", type: "string", default: "", describe: "Service name suffix to query when using DNS discovery" },
+  { name: "proxy", type: "string", default: "off", describe: "Run as a v2 proxy: 'off', 'readonly' or 'on'" },
+  { name: "proxy-failure-wait", type: "number", default: 5000, describe: "Time (in milliseconds) an endpoint will be held in a failed state" },
+  { name: "proxy-refresh-interval", type: "number", default: 30000, describe: "Time (in milliseconds) of the endpoints refresh interval" },
+  { name: "proxy-dial-timeout", type: "number", default: 1000, describe: "Time (in milliseconds) for a dial to timeout (0: no timeout)" },
+  { name: "proxy-write-timeout", type: "number", default: 5000, describe: "Time (in milliseconds) for a write to timeout (0: no timeout)" },
+  { name: "proxy-read-timeout", type: "number", default: 0, describe: "Time (in milliseconds) for a read to timeout (0: no timeout; keep it 0 or above the longest watch)" },
 ];
 
 
@@ -136,6 +164,32 @@ export function parseInitialCluster(raw: string): Map<string, string[]> {
     out.set(name, list);
   }
   return out;
+}
+
+/** Go's uint flags (the --proxy-* times): 0 is allowed. */
+function nonNegativeInt(flag: string, v: unknown): number {
+  const n = typeof v === "number" ? v : Number(v);
+  if (!Number.isSafeInteger(n) || n < 0 || String(v).trim() === "") {
+    throw new ConfigError(`invalid value ${JSON.stringify(String(v))} for flag -${flag}: must be a non-negative integer`);
+  }
+  return n;
+}
+
+/** --proxy and --proxy-*. */
+function proxyFlags(v: Record<string, unknown>): ProxyFlags {
+  const mode = String(v["proxy"] ?? "off");
+  if (!(proxyModes as readonly string[]).includes(mode)) {
+    throw new ConfigError(`invalid value ${JSON.stringify(mode)} for flag -proxy: valid values are "off", "readonly", "on"`);
+  }
+  const ms = (flag: string, dflt: number): number => nonNegativeInt(flag, v[flag] ?? dflt);
+  return {
+    mode: mode as ProxyMode,
+    failureWaitMs: ms("proxy-failure-wait", 5000),
+    refreshIntervalMs: ms("proxy-refresh-interval", 30000),
+    dialTimeoutMs: ms("proxy-dial-timeout", 1000),
+    writeTimeoutMs: ms("proxy-write-timeout", 5000),
+    readTimeoutMs: ms("proxy-read-timeout", 0),
+  };
 }
 
 function positiveInt(flag: string, v: unknown): number {
@@ -225,7 +279,17 @@ export function buildConfig(v: Record<string, unknown>, explicit: ReadonlySet<st
   if (name === "") throw new ConfigError("--name must not be empty");
   const dataDir = explicit.has("data-dir") ? str("data-dir") : `${name}.kvctl`;
   const listenClientUrls = splitUrls("listen-client-urls", str("listen-client-urls")).map((u) => parseUrl("listen-client-urls", u));
-  if (explicit.has("listen-client-urls") && !explicit.has("advertise-client-urls")) {
+  const proxy = proxyFlags(v);
+  const discoverySrv = String(v["discovery-srv"] ?? "");
+  const discoverySrvName = String(v["discovery-srv-name"] ?? "");
+  // etcd: discovery replaces --initial-cluster; both given is a conflict.
+  if ((discoverySrv !== "" || discoverySrvName !== "") && explicit.has("initial-cluster")) {
+    throw new ConfigError('multiple discovery or bootstrap flags are set. Choose one of "initial-cluster", "discovery" or "discovery-srv"');
+  }
+  if (discoverySrvName !== "" && discoverySrv === "") throw new ConfigError("--discovery-srv-name needs --discovery-srv");
+  // A proxy advertises nothing and is no member: etcd skips these checks for it.
+  const member = proxy.mode === "off";
+  if (member && explicit.has("listen-client-urls") && !explicit.has("advertise-client-urls")) {
     throw new ConfigError("--advertise-client-urls is required when --listen-client-urls is set explicitly");
   }
   const advertiseClientUrls = splitUrls("advertise-client-urls", str("advertise-client-urls"));
@@ -239,12 +303,12 @@ export function buildConfig(v: Record<string, unknown>, explicit: ReadonlySet<st
     throw new ConfigError(`invalid value ${JSON.stringify(state)} for flag -initial-cluster-state: valid values are "new", "existing"`);
   }
   const mine = initialCluster.get(name);
-  if (!mine) {
+  if (!mine && member) {
     throw new ConfigError(`couldn't find local name ${JSON.stringify(name)} in the initial cluster configuration`);
   }
   const sortedEq = (a: string[], b: string[]): boolean =>
     a.length === b.length && [...a].sort().every((x, i) => new URL(x).href === new URL([...b].sort()[i]!).href);
-  if (!sortedEq(mine, initialAdvertisePeerUrls)) {
+  if (mine && member && !sortedEq(mine, initialAdvertisePeerUrls)) {
     throw new ConfigError(
       `--initial-cluster has ${name}=${mine.join(",")} but missing from --initial-advertise-peer-urls=${initialAdvertisePeerUrls.join(",")}`,
     );
@@ -280,6 +344,9 @@ export function buildConfig(v: Record<string, unknown>, explicit: ReadonlySet<st
     maxTxnOps: positiveInt("max-txn-ops", v["max-txn-ops"]),
     logLevel,
     ...tlsConfig(v, { client: listenClientUrls, peer: listenPeerUrls }),
+    discoverySrv,
+    discoverySrvName,
+    proxy,
   };
 }
 

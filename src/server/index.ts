@@ -6,6 +6,7 @@ import { listen, type Listener } from "./http/listener.ts";
 import { createPeerRouter } from "./http/peer-router.ts";
 import { V3Service } from "./v3-service.ts";
 import { clientListenerTls, preparePeerTls } from "./tls/server-tls.ts";
+import { withSrvDomainCheck } from "./discovery-srv.ts";
 import type { ServerConfig } from "./config.ts";
 import type { Logger } from "./logger.ts";
 
@@ -19,7 +20,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   // Credentials load (or auto TLS creates them) before anything starts: a bad file is a
   // startup error, and nothing is left running.
   const clientTls = await clientListenerTls(config, log);
-  const peerTls = await preparePeerTls(config, log);
+  const peerTls = withSrvDomainCheck(await preparePeerTls(config, log), config.discoverySrv);
   let stop: () => Promise<void> = async () => undefined;
   // A member removed from the cluster stops, as etcd's does.
   const kv = new KvServer({ config, logger: log, onRemoved: () => void stop().then(() => process.exit(0)), ...(peerTls === undefined ? {} : { peerTls }) });

@@ -16,9 +16,11 @@ export async function runServe(args: string[]): Promise<number> {
   if (config === null) return 0;
   const log = createLogger(config.logLevel);
   const { startServer } = await import("../../server/index.ts");
+  // --proxy on|readonly (or a proxy's data dir): a v2 proxy instead of a member.
+  const { startProxyIfConfigured } = await import("../../server/proxy/index.ts");
   let running;
   try {
-    running = await startServer(config, log);
+    running = (await startProxyIfConfigured(config, log)) ?? (await startServer(config, log));
   } catch (err) {
     log.error("cannot start", { error: err instanceof Error ? err.message : String(err) });
     return 1;
