@@ -168,3 +168,21 @@ test("with auth on, the certificate's CN is the v2 user; Basic credentials take 
   assert.notEqual(denied.code, 0);
   assert.match(denied.stderr, /The request requires user authentication/);
 });
+
+test("the v3 gateway refuses a certificate's Common Name as an identity once v3 auth is on (400), and serves tokens", async () => {
+  const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+    request(srv.url, { method: "POST", path, body: JSON.stringify(body), headers, tls: as(root) });
+  // Before v3 auth: the gateway serves the request (the CN authenticates nobody, nothing to refuse).
+  let r = await post("/v3/kv/put", { key: Buffer.from("cn").toString("base64"), value: Buffer.from("1").toString("base64") });
+  assert.equal(r.status, 200, r.body);
+  assert.equal((await post("/v3/auth/user/add", { name: "root", password: "rootpw" })).status, 200);
+  assert.equal((await post("/v3/auth/user/grant", { user: "root", role: "root" })).status, 200);
+  assert.equal((await post("/v3/auth/enable", {})).status, 200);
+  // etcd's accessController: with --client-cert-auth and v3 auth on, a gateway request
+  // carrying a certificate with a CN is answered 400, so nobody takes the CN for a login.
+  r = await post("/v3/kv/range", { key: Buffer.from("cn").toString("base64") });
+  assert.deepEqual([r.status, r.body], [400, "CommonName of client sending a request against gateway will be ignored and not used as expected\n"]);
+  // The v2 API is not the gateway: CN-as-user still applies there.
+  r = await request(srv.url, { path: "/v2/keys/tls/a", tls: as(root) });
+  assert.equal(r.status, 200, r.body);
+});

@@ -2,9 +2,7 @@
 // makes that explicit in its accessController: with --client-cert-auth on and v3
 // authentication enabled, a /v3/ request over TLS whose verified certificate has a Common
 // Name is refused with 400, so nobody believes the CN authenticated them.
-// Not wired yet: the router calls it once v3 authentication exists on the server
-// (`if (refuseGatewayCommonName(req, res, { clientCertAuth, v3AuthEnabled })) return;`
-// right after the host whitelist check).
+// The router calls it right after the host whitelist check.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { TLSSocket } from "node:tls";
 

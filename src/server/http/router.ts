@@ -11,6 +11,7 @@ import { handleAuth, requireRootForWrite } from "./auth-handlers.ts";
 import { handleV3, v3Route } from "./v3-routes.ts";
 import type { V3GatewayContext } from "./v3-backend.ts";
 import { refuseUnlistedHost } from "./host-whitelist.ts";
+import { refuseGatewayCommonName } from "./gateway-cn.ts";
 import { handleHealth, handleMachines, handleMembers, handleStats, handleVersion } from "./info-handlers.ts";
 
 /** etcd (cmux) resets requests whose request line exceeds this; kvctl answers 414 instead. */
@@ -49,6 +50,9 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterConte
     throw new HttpTextError(414, "Request-URI Too Long: the request line exceeds 4096 bytes");
   }
   if (refuseUnlistedHost(req, res, ctx.server.config.hostWhitelist)) return; // issue 6: before CORS, routing, auth
+  // issue 6: the v3 gateway never takes a user from a certificate's Common Name (etcd says so with a 400).
+  const gatewayCn = { clientCertAuth: ctx.server.config.clientTls.clientCertAuth, v3AuthEnabled: ctx.server.v3auth.enabled };
+  if (refuseGatewayCommonName(req, res, gatewayCn)) return;
   if (method === "OPTIONS") {
     req.resume();
     res.writeHead(200, corsHeaders);
