@@ -82,6 +82,13 @@ export function nextBackoff(prevMs: number, limits: { backoffMinMs: number; back
   return prevMs === 0 ? limits.backoffMinMs : Math.min(prevMs * 2, limits.backoffMaxMs);
 }
 
+/** What a failure is, without the details that change every time (ports, timings). */
+function failureKind(err: unknown): string {
+  if (err instanceof TransportError) return err.code;
+  const e = err as { code?: unknown } | undefined;
+  return typeof e?.code === "string" ? e.code : describeFailure(err);
+}
+
 function describeFailure(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
@@ -100,6 +107,8 @@ export class Peer {
   #backoffTimer: NodeJS.Timeout | undefined;
   /** undefined until the first outcome, so the first failure is logged too. */
   #active: boolean | undefined;
+  /** The kind of the last failure logged (see failureKind). */
+  #lastFailure = "";
   #dropWarned = false;
   #stopped = false;
   #sentApps = 0;
@@ -329,11 +338,17 @@ export class Peer {
     this.#ctx.onUnreachable(this.id);
   }
 
-  /** Logs transitions only: a peer that stays down does not flood the log. */
+  /**
+   * Logs transitions only: a peer that stays down does not flood the log. A down peer
+   * whose reason changes (refused, then a certificate error once it is up) is logged
+   * again: the new reason is what the operator needs.
+   */
   #setActive(active: boolean, err: unknown): void {
-    if (this.#active === active) return;
+    const reason = active ? "" : failureKind(err);
+    if (this.#active === active && (active || reason === this.#lastFailure)) return;
     const wasKnown = this.#active !== undefined;
     this.#active = active;
+    this.#lastFailure = reason;
     if (active) {
       if (wasKnown) this.#ctx.logger.info("peer became active", { remotePeerId: this.#hex() });
       return;

@@ -40,6 +40,30 @@ test("a peer that is down, then comes up, receives the messages sent after back-
   await b.close();
 });
 
+test("a down peer is logged again when the reason changes (refused, then a refusal by status)", async () => {
+  const a = await member({ id: 1, limits: { backoffMinMs: 20, backoffMaxMs: 50 } });
+  a.transport.addPeer(2, [`http://127.0.0.1:${downPort}`]);
+  a.transport.send([app(1, 2, 1)]);
+  await waitFor("refused", () => a.lines.some((l) => l.msg === "peer became inactive"));
+  // Something answers on the port now, but refuses every request with 500 (at once: a
+  // stream's body never ends).
+  const server = http.createServer((req, res) => {
+    req.resume();
+    res.writeHead(500).end("no");
+  });
+  await new Promise<void>((r) => server.listen(downPort, "127.0.0.1", r));
+  try {
+    for (let i = 0; i < 5; i++) a.transport.send([app(1, 2, 2 + i)]);
+    await waitFor("the new reason", () => a.lines.filter((l) => l.msg === "peer became inactive").length === 2);
+    const [first, second] = a.lines.filter((l) => l.msg === "peer became inactive");
+    assert.match(String(first!.fields["error"]), /ECONNREFUSED/);
+    assert.match(String(second!.fields["error"]), /peer answered 500/);
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+  }
+});
+
 test("members of different clusters refuse to talk: 412 and a log line on both sides", async () => {
   const a = await member({ id: 1, clusterId: 0xaaa });
   const b = await member({ id: 2, clusterId: 0xbbb });
