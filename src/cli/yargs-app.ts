@@ -58,6 +58,11 @@ function addCommand(y: Argv, spec: CommandSpec, parents: string[], onRun: Handle
     spec.description,
     (cy: Argv) => {
       for (const f of spec.flags) cy.option(f.name, option(f));
+      // `kvctl v3 …` has etcdctl v3's persistent flags: the v2-only globals stay out of its help.
+      if (parents.length === 0 && spec.name === "v3") {
+        const own = new Set(spec.flags.flatMap((f) => [f.name, ...(f.aliases ?? [])]));
+        for (const g of globalFlags) if (!own.has(g.name) && g.name !== "help") cy.hide(g.name);
+      }
       for (const sub of spec.subcommands ?? []) addCommand(cy, sub, [...parents, spec.name], onRun);
       if (spec.subcommands !== undefined) cy.demandCommand(1, "");
       return cy;
