@@ -4,7 +4,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseServeArgs } from "./config.ts";
-import { openMember, encodeConfState, type SnapshotImage } from "./bootstrap.ts";
+import { openMember, encodeConfState, resolvedUrls, type SnapshotImage } from "./bootstrap.ts";
 import { createLogger } from "./logger.ts";
 import { V2Store } from "../store/v2/store.ts";
 import { V2AuthState } from "../auth/index.ts";
@@ -35,4 +35,14 @@ test("a restart after a crash mid snapshot install (snapshot saved, hard state n
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+test("a member's URLs match however the host is spelled: localhost resolves to the loopback address", async () => {
+  const byName = await resolvedUrls(["http://localhost:2380"]);
+  const byIp = await resolvedUrls(["http://127.0.0.1:2380"]);
+  assert.ok([...byName].some((u) => byIp.has(u)), `${[...byName].join(",")} vs ${[...byIp].join(",")}`);
+  const otherPort = await resolvedUrls(["http://127.0.0.1:2381"]);
+  assert.ok(![...otherPort].some((u) => byIp.has(u)), "another port is another member");
+  // An unresolvable host still matches itself as written.
+  assert.ok((await resolvedUrls(["http://no-such-host.invalid:1"])).has("http://no-such-host.invalid:1/"));
 });

@@ -7,6 +7,8 @@
 //   Raft starts empty and the leader sends it the log or a snapshot.
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
+import { lookup } from "node:dns/promises";
+import { isIP } from "node:net";
 import { MemoryStorage, EntryType, type ConfState } from "../raft/index.ts";
 import { Wal, Snapshotter } from "../wal/index.ts";
 import { V2Store } from "../store/v2/store.ts";
@@ -166,11 +168,33 @@ async function freshMember(walDir: string, snapshotter: Snapshotter, membership:
   };
 }
 
+/**
+ * URLs with their host names resolved (scheme://address:port), so a member finds itself in
+ * the cluster's list however either side spelled its host (etcd compares resolved URLs:
+ * `localhost` and `127.0.0.1` are the same member). An unresolvable host stays as written.
+ */
+export async function resolvedUrls(urls: readonly string[]): Promise<Set<string>> {
+  const out = new Set<string>();
+  for (const raw of urls) {
+    const u = new URL(raw);
+    out.add(u.href);
+    const host = u.hostname.replace(/^\[|\]$/g, "");
+    if (isIP(host) !== 0) continue;
+    try {
+      for (const a of await lookup(host, { all: true })) out.add(`${u.protocol}//${a.family === 6 ? `[${a.address}]` : a.address}:${u.port}`);
+    } catch {
+      // not resolvable here: only the spelling as written can match
+    }
+  }
+  for (const h of [...out]) out.add(new URL(h).href);
+  return out;
+}
+
 /** The peer-port endpoint a joining member reads the cluster's membership from. */
 export const PEER_MEMBERS_PATH = "/members";
 
 async function joinExisting(config: ServerConfig, walDir: string, snapshotter: Snapshotter, log: Logger, peerTls: PeerTlsClient | undefined): Promise<OpenedMember> {
-  const mine = new Set(config.initialAdvertisePeerUrls.map((u) => new URL(u).href));
+  const mine = await resolvedUrls(config.initialAdvertisePeerUrls);
   const others = [...config.initialCluster.entries()].filter(([name]) => name !== config.name).flatMap(([, urls]) => urls);
   if (others.length === 0) {
     throw new Error("--initial-cluster-state=existing needs the running members' peer URLs in --initial-cluster");
@@ -182,7 +206,11 @@ async function joinExisting(config: ServerConfig, walDir: string, snapshotter: S
       const res = await peerGet(new URL(PEER_MEMBERS_PATH, url), { agent, timeoutMs: 2000 });
       if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
       const membership = Membership.fromJSON(JSON.parse(res.body) as ReturnType<Membership["toJSON"]>);
-      const me = membership.list().find((m) => m.peerUrls.some((u) => mine.has(new URL(u).href)));
+      let me: Member | undefined;
+      for (const m of membership.list()) {
+        const theirs = await resolvedUrls(m.peerUrls);
+        if ([...theirs].some((u) => mine.has(u))) me = m;
+      }
       if (!me) {
         throw new Error(`this member (peer URLs ${config.initialAdvertisePeerUrls.join(",")}) is not in the cluster: add it first with 'kvctl member add'`);
       }
