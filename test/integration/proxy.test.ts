@@ -4,6 +4,7 @@
 // certificates with its own peer certificate (spec 5.2 rule 5).
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
+import { request as httpRequest } from "node:http";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -116,6 +117,20 @@ test("a proxy forwards v2 writes, reads and watches to the members and fails ove
   assert.equal(direct.status, 200);
   const w = JSON.parse((await watch).body) as { action: string; node: { value: string } };
   assert.deepEqual([w.action, w.node.value], ["set", "2"]);
+
+  // A long poll that has not fired yet already has its head (200, X-Etcd-Index) through the
+  // proxy, as from a member: clients wait on the status before the body.
+  const head = await new Promise<number>((resolve, reject) => {
+    const u = new URL(`${p.url}/v2/keys/px-idle?wait=true`);
+    const req = httpRequest({ host: u.hostname, port: u.port, path: u.pathname + u.search, agent: false }, (res) => {
+      resolve(res.statusCode ?? 0);
+      req.destroy();
+    });
+    req.on("error", reject);
+    req.setTimeout(5000, () => req.destroy(new Error("no head within 5 s")));
+    req.end();
+  });
+  assert.equal(head, 200);
 
   // Kill the member the proxy tries first: every request still gets an answer from the others.
   const order = (JSON.parse((await request(p.url, { path: "/v2/config/local/proxy" })).body) as { endpoints: string[] }).endpoints;

@@ -193,6 +193,9 @@ export function createReverseProxy(o: ReverseProxyOptions): Handler {
       }
       const { up } = sent;
       res.writeHead(up.statusCode ?? 502, downstreamHeaders(up));
+      // The head goes out now, as the member sent it: a long-poll watch answers 200 and
+      // headers at once and its body only when an event comes (etcd's proxy flushes too).
+      res.flushHeaders();
       // pipe() writes every chunk as it arrives (watch events are not held back) and
       // pauses the member's answer while the client is slow.
       up.on("error", () => res.destroy());
