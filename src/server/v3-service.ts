@@ -3,7 +3,8 @@
 // local key space; watches register in the member's hub. Access control is decided here,
 // at the edge, from the caller's token (etcd's v3 auth): a refused request never reaches
 // the log. Auth changes themselves carry the caller into the entry, so apply judges them
-// against the state they change.
+// against the state they change. Requests arrive already checked as etcd's v3rpc checks
+// them (the gateway does that, see http/v3-backend.ts); they are not checked again here.
 import { randomBytes } from "node:crypto";
 import { V3Error, V3Errors } from "../api/v3-errors.ts";
 import {
@@ -22,10 +23,7 @@ import {
 } from "../auth/index.ts";
 import {
   MAX_LEASE_TTL,
-  checkDeleteRangeRequest,
-  checkPutRequest,
-  checkRangeRequest,
-  validateTxn,
+  isReadOnlyTxn,
   type DeleteRangeRequest,
   type DeleteRangeResponse,
   type LeaseGrantResponse,
@@ -109,7 +107,6 @@ export class V3Service implements V3Backend {
   }
 
   async range(req: RangeRequest, ctx: V3CallContext): Promise<RangeResponse> {
-    checkRangeRequest(req);
     const info = await this.authInfo(ctx);
     checkRangePerm(this.#kv.v3auth, info, req);
     if (!req.serializable) await this.#read();
@@ -117,24 +114,21 @@ export class V3Service implements V3Backend {
   }
 
   async put(req: PutRequest, ctx: V3CallContext): Promise<PutResponse> {
-    checkPutRequest(req);
     const info = await this.authInfo(ctx);
     checkPutPerm(this.#kv.v3auth, info, req);
     return (await this.#propose({ k: "put", r: req })) as PutResponse;
   }
 
   async deleteRange(req: DeleteRangeRequest, ctx: V3CallContext): Promise<DeleteRangeResponse> {
-    checkDeleteRangeRequest(req);
     const info = await this.authInfo(ctx);
     checkDeleteRangePerm(this.#kv.v3auth, info, req);
     return (await this.#propose({ k: "deleteRange", r: req })) as DeleteRangeResponse;
   }
 
   async txn(req: TxnRequest, ctx: V3CallContext): Promise<TxnResponse> {
-    validateTxn(req, this.#kv.config.maxTxnOps);
     const info = await this.authInfo(ctx);
     checkTxnPerm(this.#kv.v3auth, info, req);
-    if (isReadOnly(req)) {
+    if (isReadOnlyTxn(req)) {
       // etcd serves a txn without writes as a read: no log entry, no revision.
       await this.#read();
       return this.#kv.v3.txn(req).response;
@@ -399,11 +393,6 @@ function parseMemberId(id: string): number {
   const n = Number(id);
   if (!/^[0-9]+$/.test(id) || !Number.isSafeInteger(n) || n === 0) throw V3Errors.memberNotFound();
   return n;
-}
-
-function isReadOnly(req: TxnRequest): boolean {
-  const ops = [...req.success, ...req.failure];
-  return ops.every((op) => "range" in op || ("txn" in op && isReadOnly(op.txn)));
 }
 
 /** Raft-side failures in the v3 API's terms (etcd: "etcdserver: request timed out", code 14). */

@@ -2,7 +2,7 @@
 // backend call -> the response object. The checks run in etcd's order: the gRPC receive
 // limit, v3rpc's request checks, then (for what goes through Raft) the raft request size.
 import { V3Error, V3Errors, GrpcCode } from "../../api/v3-errors.ts";
-import { checkDeleteRangeRequest, checkPutRequest, checkRangeRequest, validateTxn, type TxnRequest } from "../../store/v3/index.ts";
+import { checkDeleteRangeRequest, checkPutRequest, checkRangeRequest, isReadOnlyTxn, validateTxn } from "../../store/v3/index.ts";
 import type { V3Backend, V3CallContext, V3GatewayContext, V3Header } from "./v3-backend.ts";
 import {
   decodeAlarm,
@@ -71,11 +71,6 @@ function checkRecvSize(size: number, gw: V3GatewayContext): void {
 /** etcd checks the encoded raft request against --max-request-bytes before proposing it. */
 function checkRaftSize(field: number, size: number, gw: V3GatewayContext): void {
   if (raftRequestSize(field, size) > gw.maxRequestBytes) throw V3Errors.requestTooLarge();
-}
-
-/** A txn without writes is served as a read in etcd: no raft request, no size check. */
-export function isReadOnlyTxn(t: TxnRequest): boolean {
-  return [...t.success, ...t.failure].every((op) => "range" in op || ("txn" in op && isReadOnlyTxn(op.txn)));
 }
 
 /** The header of a response: the result's revision, or the current one when it has none. */

@@ -18,3 +18,4 @@ export {
   validateTxn,
 } from "./txn-check.ts";
 export { prefixEnd, prefixRangeEnd } from "./keys.ts";
+export { isReadOnlyTxn } from "./txn.ts";

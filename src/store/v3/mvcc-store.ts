@@ -15,7 +15,7 @@ import type { KeyId, KeySpan } from "./keys.ts";
 import { keyId, keySpan, spanContains } from "./keys.ts";
 import { indexesIn, newKeyTree, rangeAt, visibleIn } from "./range.ts";
 import type { KeyTree } from "./range.ts";
-import { checkPathOps, checkRangeRevision, comparePath, isReadOnly, opsOnPath } from "./txn.ts";
+import { checkPathOps, checkRangeRevision, comparePath, isReadOnlyTxn, opsOnPath } from "./txn.ts";
 import type { TxnReadView } from "./txn.ts";
 import { validateTxn } from "./txn-check.ts";
 import type {
@@ -125,7 +125,7 @@ export class MvccStore {
   txn(req: TxnRequest): WriteResult<TxnResponse> {
     const view = this.#readView();
     const path = comparePath(view, req);
-    checkPathOps(view, opsOnPath(req, path), { writes: !isReadOnly(req) });
+    checkPathOps(view, opsOnPath(req, path), { writes: !isReadOnlyTxn(req) });
     const batch = this.#begin();
     const cursor = { next: 0 };
     const response = this.#txnIn(batch, req, path, cursor);

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { V3Error, V3Errors } from "../../api/v3-errors.ts";
 import { MvccStore } from "./mvcc-store.ts";
+import { isReadOnlyTxn } from "./txn.ts";
 import type { Compare, TxnResponse } from "./types.ts";
 import { CompareResult as R, EventType } from "./types.ts";
 import {
@@ -222,3 +223,16 @@ test("deleteRange standalone answers prev_kvs and detaches nothing without a les
   const r = s.deleteRange(delReq("p/", { rangeEnd: b("p0"), prevKv: true }));
   assert.deepEqual(keysOf(r.response.prevKvs), ["p/a", "p/b"]);
 });
+
+const readOnlyCases: { name: string; req: ReturnType<typeof txnReq>; readOnly: boolean }[] = [
+  { name: "an empty txn", req: txnReq(), readOnly: true },
+  { name: "ranges in both branches", req: txnReq({ success: [opRange("a")], failure: [opRange("b")] }), readOnly: true },
+  { name: "a nested txn of ranges only", req: txnReq({ success: [opTxn({ failure: [opRange("a")] })] }), readOnly: true },
+  { name: "a put in the failure branch", req: txnReq({ success: [opRange("a")], failure: [opPut("a", "1")] }), readOnly: false },
+  { name: "a delete inside a nested txn", req: txnReq({ success: [opTxn({ success: [opDel("a")] })] }), readOnly: false },
+];
+for (const c of readOnlyCases) {
+  test(`isReadOnlyTxn is ${c.readOnly} for ${c.name}`, () => {
+    assert.equal(isReadOnlyTxn(c.req), c.readOnly);
+  });
+}

@@ -105,10 +105,15 @@ function isPathOp(op: RequestOp): op is PathOp {
   );
 }
 
-/** etcd's isTxnReadonly: only ranges at the top level of both branches. */
-export function isReadOnly(req: TxnRequest): boolean {
-  const rangeOnly = (op: RequestOp) => "range" in op && op.range !== undefined;
-  return req.success.every(rangeOnly) && req.failure.every(rangeOnly);
+/**
+ * A txn that can write nothing: only ranges in both branches, nested txns included. The
+ * one definition for the store (no put checks needed), the gateway (no Raft size limit)
+ * and the server (served as a read, not proposed). etcd's isTxnReadonly stops at nested
+ * txns; a nested txn of ranges only is a read either way.
+ */
+export function isReadOnlyTxn(req: TxnRequest): boolean {
+  const readOnly = (op: RequestOp): boolean => ("range" in op && op.range !== undefined) || ("txn" in op && op.txn !== undefined && isReadOnlyTxn(op.txn));
+  return req.success.every(readOnly) && req.failure.every(readOnly);
 }
 
 /**
