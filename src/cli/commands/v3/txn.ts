@@ -8,8 +8,8 @@ import type { WireTxnRequest, WireTxnResponse } from "../../../client/v3-types.t
 import type { Io } from "../../io.ts";
 import { readAllStdin } from "../../tty.ts";
 import type { V3Invocation } from "./argv.ts";
-import { v3Fail, V3Exit, withV3Context } from "./context.ts";
-import { printTxn, UnsupportedFormatError } from "./printers.ts";
+import { printOut, v3Fail, V3Exit, withV3Context } from "./context.ts";
+import { printTxn } from "./printers.ts";
 import { linesOf, looksLikeJson, parseJsonTxn, readLineTxn, TxnInputError, type NextLine } from "./txn-parse.ts";
 
 /** Lines typed on a terminal, read as they come. */
@@ -65,12 +65,7 @@ export async function run(inv: V3Invocation, io: Io): Promise<number> {
       throw err;
     }
     const r = await ctx.request((signal) => ctx.client.call<WireTxnResponse>("/v3/kv/txn", req, { signal }));
-    try {
-      io.stdout(printTxn(r, ctx.print));
-    } catch (err) {
-      if (err instanceof UnsupportedFormatError) throw v3Fail(err.exitCode, err.message);
-      throw err;
-    }
+    printOut(io, () => printTxn(r, ctx.print));
     return V3Exit.Success;
   });
 }

@@ -9,9 +9,9 @@ import { b64, unb64, wireNumber } from "../../../client/v3-types.ts";
 import { CliExit } from "../../exit-codes.ts";
 import type { Io } from "../../io.ts";
 import { parseV3Argv, type V3Invocation } from "./argv.ts";
-import { v3ErrorText, v3Fail, V3Exit, withV3Context, type V3Context } from "./context.ts";
+import { printOut, v3ErrorText, v3Fail, V3Exit, withV3Context, type V3Context } from "./context.ts";
 import { goQuote } from "./go-format.ts";
-import { printWatch, UnsupportedFormatError } from "./printers.ts";
+import { printWatch } from "./printers.ts";
 import { prefixRangeEnd } from "./printers-admin.ts";
 import { argify, linesOf } from "./txn-parse.ts";
 
@@ -92,14 +92,7 @@ function runExec(exec: readonly string[], r: WireWatchResponse): void {
 /** Streams one watch until the server cancels or ends it; resolves with the cancel text. */
 async function watchOne(ctx: V3Context, t: WatchTarget): Promise<string | undefined> {
   let canceled: string | undefined;
-  const print = (r: WireWatchResponse): void => {
-    try {
-      ctx.io.stdout(printWatch(r, ctx.print));
-    } catch (err) {
-      if (err instanceof UnsupportedFormatError) throw v3Fail(err.exitCode, err.message);
-      throw err;
-    }
-  };
+  const print = (r: WireWatchResponse): void => printOut(ctx.io, () => printWatch(r, ctx.print));
   const controller = new AbortController();
   let failure: unknown;
   try {
