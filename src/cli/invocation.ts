@@ -149,9 +149,8 @@ const durationUnits: Readonly<Record<string, number>> = {
   h: 3_600_000,
 };
 
-/** Go's time.ParseDuration, in milliseconds: `2s`, `1m30s`, `300ms`, `1.5h`, `0`. */
-export function parseGoDuration(text: string, flag: string): number {
-  const bad = (): UsageError => new UsageError(`invalid value "${text}" for flag ${flag}: parse error`);
+/** Go's time.ParseDuration, in milliseconds (`2s`, `1m30s`, `300ms`, `1.5h`, `0`); undefined when malformed. */
+export function parseDurationMs(text: string): number | undefined {
   let s = text;
   let sign = 1;
   if (s.startsWith("-") || s.startsWith("+")) {
@@ -159,16 +158,23 @@ export function parseGoDuration(text: string, flag: string): number {
     s = s.slice(1);
   }
   if (s === "0") return 0;
-  if (s === "") throw bad();
+  if (s === "") return undefined;
   let total = 0;
   const part = /^([0-9]*(?:\.[0-9]*)?)([a-zµμ]+)/;
   while (s !== "") {
     const m = part.exec(s);
-    if (m === null || m[1] === "" || m[1] === ".") throw bad();
+    if (m === null || m[1] === "" || m[1] === ".") return undefined;
     const unit = durationUnits[m[2] ?? ""];
-    if (unit === undefined) throw bad();
+    if (unit === undefined) return undefined;
     total += Number(m[1]) * unit;
     s = s.slice(m[0].length);
   }
   return sign * total;
+}
+
+/** parseDurationMs for a flag value: a malformed one is urfave/cli's usage error. */
+export function parseGoDuration(text: string, flag: string): number {
+  const ms = parseDurationMs(text);
+  if (ms === undefined) throw new UsageError(`invalid value "${text}" for flag ${flag}: parse error`);
+  return ms;
 }

@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { parseV3Argv, parseDurationMs, parseInt64, V3UsageError } from "./argv.ts";
+import { parseDurationMs } from "../../invocation.ts";
+import { parseV3Argv, parseInt64, V3UsageError } from "./argv.ts";
 import { v3Position } from "../../run.ts";
 
 interface ParseCase {

@@ -5,6 +5,7 @@
 // Persistent flags not given come from KV_<FLAG>, then ETCDCTL_<FLAG>.
 // Pure: no I/O; errors are V3UsageError with pflag's/cobra's wording.
 
+import { parseDurationMs } from "../../invocation.ts";
 import { v3Commands, v3Flags, v3DefaultEndpoints, type FlagSpec, type V3CommandSpec } from "../../spec.ts";
 
 export type V3FlagValue = string | number | boolean;
@@ -224,30 +225,6 @@ export function parseInt64(s: string): number | undefined {
   else n = Number(body);
   if (!Number.isSafeInteger(n)) return undefined;
   return m[1] === "-" ? -n : n;
-}
-
-const units: Readonly<Record<string, number>> = { ns: 1e-6, us: 1e-3, "µs": 1e-3, "μs": 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
-/** time.ParseDuration in milliseconds. */
-export function parseDurationMs(text: string): number | undefined {
-  let s = text;
-  let sign = 1;
-  if (s.startsWith("-") || s.startsWith("+")) {
-    sign = s.startsWith("-") ? -1 : 1;
-    s = s.slice(1);
-  }
-  if (s === "0") return 0;
-  if (s === "") return undefined;
-  let total = 0;
-  while (s !== "") {
-    const m = /^([0-9]*(?:\.[0-9]*)?)([a-zµμ]+)/.exec(s);
-    if (m === null || m[1] === "" || m[1] === ".") return undefined;
-    const unit = units[m[2] ?? ""];
-    if (unit === undefined) return undefined;
-    total += Number(m[1]) * unit;
-    s = s.slice(m[0].length);
-  }
-  return sign * total;
 }
 
 function envValue(env: NodeJS.ProcessEnv, name: string): string | undefined {
