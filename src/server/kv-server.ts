@@ -29,7 +29,7 @@ import { WaitRegistry, requestIdGenerator } from "./wait.ts";
 import { HttpMessageError, ServerUnavailableError } from "./http/respond.ts";
 import { ReadIndexBatcher } from "./read-index.ts";
 import { openMember, decodeSnapshotImage, encodeConfState, restoreV3, PEER_MEMBERS_PATH, type SnapshotImage } from "./bootstrap.ts";
-import type { Logger } from "./logger.ts";
+import { raftLogger, type Logger } from "./logger.ts";
 import type { ServerConfig } from "./config.ts";
 import { ServerStats } from "./stats.ts";
 
@@ -181,6 +181,7 @@ export class KvServer {
       checkQuorum: true,
       preVote: true,
       random: Math.random,
+      logger: raftLogger(this.#log),
     });
     if (m.bootstrapPeers) this.#node.bootstrap(m.bootstrapPeers);
     this.#reads = new ReadIndexBatcher(

@@ -1,5 +1,6 @@
 // A small structured logger: one JSON object per line on stderr, like etcd's zap output,
 // so operators can grep and parse it. Library layers receive it; they never write to stdio.
+import type { RaftLogger } from "../raft/index.ts";
 
 export const LogLevel = { debug: 10, info: 20, warn: 30, error: 40 } as const;
 export type LogLevelName = keyof typeof LogLevel;
@@ -30,3 +31,16 @@ export function createLogger(level: LogLevelName, sink: (line: string) => void =
 }
 
 export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+/**
+ * Raft's own lines (became candidate, cast vote, lease not expired, ...) in the member's
+ * log, as etcd prints them: without them an election that took too long cannot be traced.
+ */
+export function raftLogger(log: Logger): RaftLogger {
+  return {
+    debug: (m) => log.debug(m, { component: "raft" }),
+    info: (m) => log.info(m, { component: "raft" }),
+    warn: (m) => log.warn(m, { component: "raft" }),
+    error: (m) => log.error(m, { component: "raft" }),
+  };
+}

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { EntryType, MessageType, message, type Message } from "../raft/index.ts";
-import { CodecError, FrameReader, decodeBatch, encodeBatch, encodeFrame } from "./codec.ts";
+import { CodecError, FrameReader, batchHeader, decodeBatch, encodeBatch, encodeFrame, heartbeatFrame } from "./codec.ts";
 
 function concat(chunks: Uint8Array[]): Buffer {
   return Buffer.concat(chunks);
@@ -162,6 +162,19 @@ test("FrameReader decodes a stream split at every byte the same as the whole bat
   assert.equal(reader.partial, false);
   assert.deepStrictEqual(got, decodeBatch(body));
   assert.equal(sizes.reduce((a, b) => a + b, 1), body.length);
+});
+
+test("FrameReader skips link heartbeats (empty frames) between messages, split anywhere", () => {
+  const msgs = cases.map((c) => c.m);
+  const parts: Uint8Array[] = [batchHeader(), heartbeatFrame()];
+  for (const m of msgs) parts.push(...encodeFrame(m), heartbeatFrame());
+  const body = concat(parts);
+  const reader = new FrameReader();
+  const got: Message[] = [];
+  for (let i = 0; i < body.length; i += 3) got.push(...reader.push(body.subarray(i, i + 3)));
+  assert.equal(reader.partial, false);
+  assert.deepStrictEqual(got, msgs);
+  assert.deepStrictEqual(decodeBatch(concat([batchHeader(), heartbeatFrame()])), []);
 });
 
 test("FrameReader refuses a declared frame length above its bound before buffering it", () => {

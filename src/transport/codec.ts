@@ -2,6 +2,7 @@
 //
 //   batch   = version:u8 frame*                      (version is codecVersion = 1)
 //   frame   = length:u32be message                   (length counts the message bytes)
+//           | 00 00 00 00                            (length 0: a link heartbeat, no message)
 //   message = type:u8 flags:u8                       (flags: bit0 reject, bit1 has snapshot)
 //             to from term logTerm index commit rejectHint : varint each
 //             contextLen:varint context
@@ -151,6 +152,14 @@ export function batchHeader(): Uint8Array {
   return Uint8Array.of(codecVersion);
 }
 
+/**
+ * The empty frame: written on an idle stream so that a dead path shows up as data left
+ * unacknowledged (peer.ts), as etcd's link heartbeat does. Readers skip it.
+ */
+export function heartbeatFrame(): Uint8Array {
+  return new Uint8Array(4);
+}
+
 /** A whole batch as chunks (for tests and small bodies; the sender frames lazily). */
 export function encodeBatch(msgs: readonly Message[]): Uint8Array[] {
   const out = [batchHeader()];
@@ -288,6 +297,10 @@ export class FrameReader {
       const len = ((buf[pos]! << 24) >>> 0) + (buf[pos + 1]! << 16) + (buf[pos + 2]! << 8) + buf[pos + 3]!;
       if (len > this.#maxFrame) throw new FrameTooLargeError(`Cannot decode raft batch: frame of ${len} bytes exceeds the limit of ${this.#maxFrame}`);
       if (buf.length - pos - 4 < len) break;
+      if (len === 0) {
+        pos += 4;
+        continue;
+      }
       const r = new Reader(buf, pos + 4, pos + 4 + len);
       out.push(decodeMessage(r));
       if (r.pos !== r.end) throw new CodecError(`Cannot decode raft batch: ${r.end - r.pos} stray bytes in frame at offset ${pos + 4}`);

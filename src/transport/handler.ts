@@ -230,6 +230,9 @@ export function createHandler(ctx: HandlerContext): (req: IncomingMessage, res: 
     req.on("data", (chunk: Buffer) => {
       if (dead) return;
       if (ctx.isStopped()) return fail(503, "transport stopped");
+      // Removed while its stream was open (streams stay open for good): cut it, so the
+      // sender re-dials and is answered 410, which is how it learns it was removed.
+      if (ctx.isRemoved(from)) return fail(410, REMOVED_MESSAGE);
       const sizes: number[] = [];
       let messages: Message[];
       try {

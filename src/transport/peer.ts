@@ -3,6 +3,12 @@
 // lane for snapshots (one request each, never blocking the heartbeats and appends behind
 // a large image).
 //
+// A member's peers are connected before anything needs sending, and re-connected after
+// every failure, as etcd keeps a stream to every peer: followers do not talk to each
+// other until an election, and a vote that first has to open a connection (and, after
+// the peer restarted, wait out a back-off) is what made elections slow. An idle stream
+// carries an empty frame every linkHeartbeatMs, so a dead path is noticed there too.
+//
 // The stream (etcd's rafthttp stream, as a POST whose body never ends): messages are
 // written as soon as send() queues them, without waiting for any answer, so a replicated
 // write costs one network hop per direction. The peer acknowledges what it read (at most
@@ -12,6 +18,7 @@
 // Invariants:
 // - at most one stream and one snapshot request open;
 // - no stream is opened while the back-off timer is pending;
+// - a connected peer (connect()) has a stream open or a back-off timer pending, until stop();
 // - after stop() no callback fires, no timer is pending, no request is open.
 //
 // Messages written into a stream that then fails are lost, not retried: Raft retransmits
@@ -20,7 +27,7 @@
 
 import type { Agent } from "node:http";
 import { MessageType, type Message } from "../raft/index.ts";
-import { batchHeader, encodeFrame } from "./codec.ts";
+import { batchHeader, encodeFrame, heartbeatFrame } from "./codec.ts";
 import type { ClientRequest } from "node:http";
 import { TransportError, checkStatus, openStream, parsePeerUrl, post } from "./http-client.ts";
 import { LatencyTracker, type PeerStats } from "./stats.ts";
@@ -54,6 +61,9 @@ interface Stream {
   /** MsgApps written since the last acknowledgement (counted sent on ack, failed on loss). */
   unackedApps: number;
   watchdog: NodeJS.Timeout | undefined;
+  /** When data was last written (link heartbeats fill the silences). */
+  lastWriteAt: number;
+  heartbeat: NodeJS.Timeout | undefined;
 }
 
 interface Queued {
@@ -111,6 +121,8 @@ export class Peer {
   #lastFailure = "";
   #dropWarned = false;
   #stopped = false;
+  /** connect() was called: keep a stream open even with nothing to send. */
+  #kept = false;
   #sentApps = 0;
   #failedApps = 0;
   #dropped = 0;
@@ -137,7 +149,15 @@ export class Peer {
     if (s !== undefined) {
       this.#stream = undefined;
       this.#closeStream(s);
+      if (this.#kept && this.#backoffTimer === undefined) this.#openStream();
     }
+  }
+
+  /** Opens the stream now and keeps one open from here on (re-opened after each failure). */
+  connect(): void {
+    if (this.#stopped) return;
+    this.#kept = true;
+    if (this.#stream === undefined && this.#backoffTimer === undefined) this.#openStream();
   }
 
   /** Queues one message; call flush() after queueing a batch. */
@@ -250,12 +270,8 @@ export class Peer {
         bytes += q.size;
         chunks.push(...q.chunks);
       }
-      s.req.write(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes));
+      this.#write(s, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes));
       s.unackedApps += countApps(batch);
-      if (s.unackedSince === undefined) {
-        s.unackedSince = this.#ctx.now();
-        this.#armWatchdog(s);
-      }
       this.#ctx.onDelivered(
         batch.map((q) => q.m),
         batch.map((q) => q.size),
@@ -267,7 +283,7 @@ export class Peer {
     const ac = new AbortController();
     let done!: () => void;
     this.#track(new Promise<void>((r) => (done = r)));
-    const s: Stream = { ac, unackedSince: undefined, unackedApps: 0, watchdog: undefined } as Stream;
+    const s: Stream = { ac, unackedSince: undefined, unackedApps: 0, watchdog: undefined, lastWriteAt: 0, heartbeat: undefined } as Stream;
     s.req = openStream({
       url: this.#url("/raft"),
       agent: this.#ctx.agent,
@@ -281,9 +297,25 @@ export class Peer {
       },
     });
     s.req.on("drain", () => this.#pump());
-    s.req.write(batchHeader());
     this.#stream = s;
+    // The version byte is data the peer acknowledges on arrival: a connection that never
+    // completes (a black-holed address) is cut by the watchdog like any silent stream.
+    this.#write(s, batchHeader());
+    const every = this.#ctx.limits.linkHeartbeatMs;
+    s.heartbeat = setInterval(() => {
+      if (this.#stream !== s || s.req.writableNeedDrain) return;
+      if (this.#ctx.now() - s.lastWriteAt >= every) this.#write(s, heartbeatFrame());
+    }, every);
     return s;
+  }
+
+  #write(s: Stream, data: Uint8Array): void {
+    s.req.write(data);
+    s.lastWriteAt = this.#ctx.now();
+    if (s.unackedSince === undefined) {
+      s.unackedSince = s.lastWriteAt;
+      this.#armWatchdog(s);
+    }
   }
 
   #armWatchdog(s: Stream): void {
@@ -314,6 +346,8 @@ export class Peer {
   #closeStream(s: Stream): void {
     clearTimeout(s.watchdog);
     s.watchdog = undefined;
+    clearInterval(s.heartbeat);
+    s.heartbeat = undefined;
     s.ac.abort();
   }
 
@@ -328,6 +362,7 @@ export class Peer {
     this.#backoffMs = nextBackoff(this.#backoffMs, this.#ctx.limits);
     this.#backoffTimer = setTimeout(() => {
       this.#backoffTimer = undefined;
+      if (this.#kept && this.#stream === undefined) this.#openStream();
       this.#pump();
     }, this.#backoffMs);
     this.#setActive(false, err);

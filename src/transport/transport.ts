@@ -98,8 +98,10 @@ export class PeerTransport {
       this.#remotes.delete(id);
       void remote.stop();
     }
-    this.#peers.set(id, new Peer(id, urls, this.#ctx));
+    const peer = new Peer(id, urls, this.#ctx);
+    this.#peers.set(id, peer);
     this.#log.info("added peer", { remotePeerId: idHex(id), urls });
+    peer.connect();
   }
 
   updatePeer(id: number, urls: string[]): void {

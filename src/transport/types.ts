@@ -21,6 +21,8 @@ export interface TransportLimits {
   maxReceiveSnapshotBytes: number;
   /** A stream whose written data stays unacknowledged this long is cut (dead peer or path). */
   requestTimeoutMs: number;
+  /** An idle stream carries an empty frame this often, so a dead path is noticed (requestTimeoutMs). */
+  linkHeartbeatMs: number;
   /** A snapshot request fails after this long without socket activity. */
   snapshotTimeoutMs: number;
   /** Back-off after a failed stream: starts here, doubles per failure, capped below. */
@@ -35,6 +37,7 @@ export const defaultLimits: TransportLimits = {
   maxReceiveBatchBytes: 64 * 1024 * 1024,
   maxReceiveSnapshotBytes: 1024 * 1024 * 1024,
   requestTimeoutMs: 5000,
+  linkHeartbeatMs: 1000,
   snapshotTimeoutMs: 30_000,
   backoffMinMs: 50,
   backoffMaxMs: 2000,
