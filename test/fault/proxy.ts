@@ -132,6 +132,10 @@ export class FaultProxy {
 
   async #accept(inbound: Socket): Promise<void> {
     inbound.pause();
+    // A network does not add Nagle's algorithm to a path: both members set TCP_NODELAY on
+    // their ends, so the proxy's two sockets must too, or each small frame it forwards
+    // waits on the next hop's delayed acknowledgement (tens of ms per message).
+    inbound.setNoDelay(true);
     inbound.on("error", () => {});
     const link: Link = { from: undefined, inbound, outbound: undefined, held: false };
     this.#links.add(link);
@@ -145,7 +149,7 @@ export class FaultProxy {
       this.#stats.held++;
       return;
     }
-    const outbound = createConnection({ host: "127.0.0.1", port: this.#opts.targetPort });
+    const outbound = createConnection({ host: "127.0.0.1", port: this.#opts.targetPort, noDelay: true });
     link.outbound = outbound;
     outbound.on("error", () => {});
     outbound.once("close", () => this.#destroy(link));
