@@ -4,7 +4,7 @@ import http from "node:http";
 import { EntryType, MessageType, message } from "../raft/index.ts";
 import { encodeBatch } from "./codec.ts";
 import { PeerTransport } from "./transport.ts";
-import { app, gate, mesh, recordingLogger, memberFactory, startMember, waitFor, type Member } from "./transport.test-helper.ts";
+import { app, countStreams, gate, mesh, recordingLogger, memberFactory, startMember, waitFor } from "./transport.test-helper.ts";
 
 // Ports from this helper's range (23500-23599), for the tests that need a known address
 // before anything listens on it. A member linked to it keeps dialling it (streams are kept
@@ -151,15 +151,8 @@ test("the queue keeps the newest messages beyond its bound while the stream is f
 
 test("a peer gets a stream before anything is sent, and again after it restarts, with nothing to send", async () => {
   const a = await member({ id: 1, limits: { backoffMinMs: 20, backoffMaxMs: 50 } });
-  const streams = (m: Member): { n: number } => {
-    const count = { n: 0 };
-    m.server.on("request", (req: http.IncomingMessage) => {
-      if (req.url === "/raft") count.n++;
-    });
-    return count;
-  };
   const b = await member({ id: 2, port: downPort });
-  const first = streams(b);
+  const first = countStreams(b);
   a.transport.addPeer(2, [b.url]);
   // Followers do not talk to each other until an election: the vote must not be the
   // first thing to open a connection.
@@ -167,7 +160,7 @@ test("a peer gets a stream before anything is sent, and again after it restarts,
   await b.close();
   await waitFor("the loss noticed", () => a.unreachable.includes(2));
   const b2 = await member({ id: 2, port: downPort });
-  const second = streams(b2);
+  const second = countStreams(b2);
   await waitFor("a stream to the restarted b without a message", () => second.n === 1);
   a.transport.send([app(1, 2, 7)]);
   await waitFor("delivery on the open stream", () => b2.received().length === 1);

@@ -122,6 +122,15 @@ export function app(from: number, to: number, i: number): Message {
   return message({ type: MessageType.MsgApp, from, to, term: 1, index: i, commit: i });
 }
 
+/** Counts the message streams (`POST /raft`) `m` receives from now on, from `from` (hex id) or anyone. */
+export function countStreams(m: Member, from?: string): { n: number } {
+  const count = { n: 0 };
+  m.server.on("request", (req: http.IncomingMessage) => {
+    if (req.url === "/raft" && (from === undefined || req.headers["x-server-from"] === from)) count.n++;
+  });
+  return count;
+}
+
 /** Link every member to every other. */
 export function mesh(members: readonly Member[]): void {
   for (const a of members) for (const b of members) if (a !== b) a.transport.addPeer(b.id, [b.url]);

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { EntryType, MessageType, message, type Message } from "../raft/index.ts";
-import { app, gate, mesh, memberFactory, startMember, waitFor, type Member } from "./transport.test-helper.ts";
+import { app, countStreams, gate, mesh, memberFactory, startMember, waitFor, type Member } from "./transport.test-helper.ts";
 
 const member = memberFactory();
 
@@ -183,14 +183,11 @@ test("updatePeer moves later messages to the new URL", async () => {
 test("a removed member's requests are answered 410 and it is told it was removed", async () => {
   const a = await member({ id: 1 });
   const b = await member({ id: 2 });
-  let streamsFromB = 0;
-  a.server.on("request", (req: { url?: string; headers: Record<string, unknown> }) => {
-    if (req.url === "/raft" && req.headers["x-server-from"] === "2") streamsFromB++;
-  });
+  const fromB = countStreams(a, "2");
   mesh([a, b]);
   // b's stream to a is open before the removal (streams are kept open): a cuts it at b's
   // next write, and the re-dial is answered 410.
-  await waitFor("b's stream to a", () => streamsFromB === 1);
+  await waitFor("b's stream to a", () => fromB.n === 1);
   a.transport.removePeer(2);
   b.transport.send([app(2, 1, 1)]);
   await waitFor("b to learn it was removed", () => b.removed > 0);
