@@ -209,7 +209,10 @@ async function joinExisting(config: ServerConfig, walDir: string, snapshotter: S
       let me: Member | undefined;
       for (const m of membership.list()) {
         const theirs = await resolvedUrls(m.peerUrls);
-        if ([...theirs].some((u) => mine.has(u))) me = m;
+        if ([...theirs].some((u) => mine.has(u))) {
+          me = m;
+          break;
+        }
       }
       if (!me) {
         throw new Error(`this member (peer URLs ${config.initialAdvertisePeerUrls.join(",")}) is not in the cluster: add it first with 'kvctl member add'`);
