@@ -2,6 +2,7 @@
 import type { ServerResponse } from "node:http";
 import { KvServer } from "./kv-server.ts";
 import { createRouter } from "./http/router.ts";
+import { keysFastGet } from "./http/keys-fast-get.ts";
 import { listen, type Listener } from "./http/listener.ts";
 import { createPeerRouter } from "./http/peer-router.ts";
 import { V3Service } from "./v3-service.ts";
@@ -30,12 +31,13 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   let peerListeners: Listener[];
   let listeners: Listener[];
   try {
-    peerListeners = await listen(config.listenPeerUrls, createPeerRouter(kv), log, "peer", peerTls?.listener);
+    peerListeners = await listen(config.listenPeerUrls, createPeerRouter(kv), log, { traffic: "peer", tls: peerTls?.listener });
     opened.push(...peerListeners);
     // v3 streams (watch, keepalive) join the v2 watches: shutdown ends them all.
     const v3Gateway = { backend: new V3Service(kv), maxRequestBytes: config.maxRequestBytes, maxTxnOps: config.maxTxnOps, streams: watches };
-    const router = createRouter({ server: kv, clusterId: kv.clusterId.toString(16), watches, v3Gateway });
-    listeners = await listen(config.listenClientUrls, router, log, "client", clientTls);
+    const routes = { server: kv, clusterId: kv.clusterId.toString(16), watches, v3Gateway };
+    // Plain key reads skip node:http (fast-lane.ts); everything else goes through the router.
+    listeners = await listen(config.listenClientUrls, createRouter(routes), log, { tls: clientTls, fast: keysFastGet(routes) });
   } catch (err) {
     // A port in use (or any listener failure) after the member started: stop it cleanly
     // (WAL closed, timers cleared) so the process can exit with the error.

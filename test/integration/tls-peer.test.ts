@@ -43,7 +43,7 @@ async function peerServer(allowedCn: string): Promise<{ port: number; member: Ce
   assert.ok(config);
   const peer = await preparePeerTls(config, silentLogger, noDns);
   assert.ok(peer);
-  const ls = await listen(config.listenPeerUrls, (_req, res) => res.end("peer ok"), silentLogger, "peer", peer.listener);
+  const ls = await listen(config.listenPeerUrls, (_req, res) => res.end("peer ok"), silentLogger, { traffic: "peer", tls: peer.listener });
   listeners.push(...ls);
   return { port, member, clientOptions: () => peer.clientOptions() };
 }

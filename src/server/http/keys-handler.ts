@@ -9,7 +9,7 @@ import type { KvServer } from "../kv-server.ts";
 import { parseKeyRequest } from "./parse-key-request.ts";
 import { parseForm } from "./body.ts";
 import { authorizeKeyRequest, type KeyAccess } from "./auth-handlers.ts";
-import { corsHeaders, methodNotAllowed, sendJson } from "./respond.ts";
+import { jsonBase, methodNotAllowed, sendJson } from "./respond.ts";
 
 /** etcd closes an idle long-poll watch after 5 minutes with 200 and an empty body. */
 export const WATCH_TIMEOUT_MS = 5 * 60 * 1000;
@@ -33,7 +33,7 @@ export interface KeysContext {
 }
 
 /** The key-space headers after CORS and Content-Type, as a flat list for writeHead. */
-function raftHeaders(ctx: KeysContext, index: number): string[] {
+export function raftHeaders(ctx: KeysContext, index: number): string[] {
   const s = ctx.server;
   const idx = String(index);
   return [
@@ -45,8 +45,6 @@ function raftHeaders(ctx: KeysContext, index: number): string[] {
     Header.raftTerm, String(s.term),
   ];
 }
-
-const jsonWithCors: readonly string[] = [...(Object.entries(corsHeaders).flat() as string[]), "Content-Type", "application/json"];
 
 export async function handleKeys(req: IncomingMessage, res: ServerResponse, keyPath: string, rawQuery: string, ctx: KeysContext): Promise<void> {
   const method = req.method ?? "GET";
@@ -72,16 +70,10 @@ export async function handleKeys(req: IncomingMessage, res: ServerResponse, keyP
     }
     case "get": {
       if (kr.quorum) await server.linearizableRead();
-      let ev: V2Event;
-      try {
-        ev = server.store.get(kr.path, { recursive: kr.recursive, sorted: kr.sorted }, Date.now());
-      } catch (err) {
-        if (err instanceof V2Error) err.index = server.store.index;
-        throw err;
-      }
+      const ev = readKey(server, kr);
       if (kr.head) {
         // HEAD: the GET's status and headers, no body (and no length of a body never sent).
-        res.writeHead(200, jsonWithCors.concat(raftHeaders(ctx, ev.etcdIndex)));
+        res.writeHead(200, jsonBase.concat(raftHeaders(ctx, ev.etcdIndex)));
         res.end();
       } else {
         sendJson(res, 200, raftHeaders(ctx, ev.etcdIndex), eventJSON(ev));
@@ -91,6 +83,16 @@ export async function handleKeys(req: IncomingMessage, res: ServerResponse, keyP
     case "watch":
       handleWatch(req, res, kr, ctx, access);
       return;
+  }
+}
+
+/** A read from the local store; a V2Error (key not found) carries the store's index. */
+export function readKey(server: KvServer, kr: { path: string; recursive: boolean; sorted: boolean }): V2Event {
+  try {
+    return server.store.get(kr.path, { recursive: kr.recursive, sorted: kr.sorted }, Date.now());
+  } catch (err) {
+    if (err instanceof V2Error) err.index = server.store.index;
+    throw err;
   }
 }
 
@@ -120,7 +122,7 @@ function handleWatch(
     if (!kr.stream) finish();
   });
   ctx.watches.add(res);
-  res.writeHead(200, jsonWithCors.concat(raftHeaders(ctx, watcher.startIndex)));
+  res.writeHead(200, jsonBase.concat(raftHeaders(ctx, watcher.startIndex)));
   res.flushHeaders();
   timer = setTimeout(finish, WATCH_TIMEOUT_MS);
   // The client going away releases the watcher at once: thousands of abandoned long polls

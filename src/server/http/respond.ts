@@ -55,7 +55,7 @@ export function methodNotAllowed(allow: string): HttpTextError {
 }
 
 /** CORS + JSON content type as a flat [name, value, ...] list (writeHead's cheapest form). */
-const jsonBase: readonly string[] = [...Object.entries(corsHeaders).flat() as string[], "Content-Type", "application/json"];
+export const jsonBase: readonly string[] = [...Object.entries(corsHeaders).flat() as string[], "Content-Type", "application/json"];
 
 /**
  * Writes a complete JSON response. The Content-Length matters for speed: with it Node sends
@@ -85,6 +85,16 @@ export function writeText(res: ServerResponse, status: number, headers: Outgoing
   res.end(text);
 }
 
+/** A v2 error's status, headers after `jsonBase`, and body (also used by the fast lane). */
+export function v2ErrorParts(err: V2Error, clusterId: string): { status: number; extra: string[]; body: string } {
+  const idx = String(err.index);
+  return {
+    status: v2ErrorStatus(err.errorCode),
+    extra: [Header.kvClusterId, clusterId, Header.etcdClusterId, clusterId, Header.kvIndex, idx, Header.etcdIndex, idx],
+    body: JSON.stringify(err.toJSON()) + "\n",
+  };
+}
+
 /** THE error mapper: any thrown value -> status, headers, body. */
 export function writeError(req: IncomingMessage, res: ServerResponse, err: unknown, ctx: ErrorContext): void {
   if (res.headersSent) {
@@ -92,18 +102,8 @@ export function writeError(req: IncomingMessage, res: ServerResponse, err: unkno
     return;
   }
   if (err instanceof V2Error) {
-    const idx = String(err.index);
-    writeJson(
-      res,
-      v2ErrorStatus(err.errorCode),
-      {
-        [Header.kvClusterId]: ctx.clusterId,
-        [Header.etcdClusterId]: ctx.clusterId,
-        [Header.kvIndex]: idx,
-        [Header.etcdIndex]: idx,
-      },
-      JSON.stringify(err.toJSON()) + "\n",
-    );
+    const r = v2ErrorParts(err, ctx.clusterId);
+    sendJson(res, r.status, r.extra, r.body);
     return;
   }
   if (err instanceof HttpMessageError) {

@@ -122,7 +122,7 @@ export async function startProxy(config: ServerConfig, log: Logger): Promise<Run
   });
   let listeners: Listener[];
   try {
-    listeners = await listen(config.listenClientUrls, handler, log, "client", clientTls);
+    listeners = await listen(config.listenClientUrls, handler, log, { tls: clientTls });
   } catch (err) {
     stopped = true;
     clearTimeout(timer);

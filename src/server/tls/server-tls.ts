@@ -69,7 +69,7 @@ export async function clientListenerTls(config: ServerConfig, log: Logger): Prom
 }
 
 export interface PeerTls {
-  /** For listen(config.listenPeerUrls, handler, log, "peer", peerTls.listener). */
+  /** For listen(config.listenPeerUrls, handler, log, { traffic: "peer", tls: peerTls.listener }). */
   listener: ListenerTls;
   /**
    * node:tls / node:https options for one new connection to another member: the

@@ -1,0 +1,286 @@
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { Server } from "node:http";
+import { connect, createServer, type Socket } from "node:net";
+import { once } from "node:events";
+import { FastLane, parseHead, renderResponse, type FastHandler, type RequestHead } from "./fast-lane.ts";
+
+const MAX = 16 * 1024;
+
+function head(text: string): RequestHead {
+  const r = parseHead(text, 0, MAX);
+  assert.ok(typeof r === "object", `expected a head, got ${String(r)}`);
+  return r;
+}
+
+test("parseHead reads method, target, Host, Authorization and the head's length", () => {
+  const text = "GET /v2/keys/a?recursive=true HTTP/1.1\r\nHost: example:2379\r\nUser-Agent: x\r\nAuthorization: Basic abc\r\n\r\nrest";
+  const h = head(text);
+  assert.deepEqual(h, { method: "GET", target: "/v2/keys/a?recursive=true", host: "example:2379", authorization: "Basic abc", length: text.length - 4 });
+});
+
+test("parseHead starts where asked (pipelined requests) and trims header values", () => {
+  const a = "GET /a HTTP/1.1\r\nHost: h\r\n\r\n";
+  const b = "GET /b HTTP/1.1\r\nhOsT:  \t h2 \t\r\nConnection: Keep-Alive\r\n\r\n";
+  const r = parseHead(a + b, a.length, MAX);
+  assert.ok(typeof r === "object");
+  assert.equal(r.target, "/b");
+  assert.equal(r.host, "h2");
+  assert.equal(r.length, b.length);
+});
+
+test("parseHead waits for the empty line, however the head is split", () => {
+  const text = "GET /v2/keys/a HTTP/1.1\r\nHost: h\r\n\r\n";
+  for (let cut = 0; cut < text.length; cut++) assert.equal(parseHead(text.slice(0, cut), 0, MAX), "incomplete", `cut at ${cut}`);
+  assert.equal(head(text).length, text.length);
+});
+
+const declined: [string, string][] = [
+  ["HTTP/1.0", "GET /a HTTP/1.0\r\nHost: h\r\n\r\n"],
+  ["no Host", "GET /a HTTP/1.1\r\nX: y\r\n\r\n"],
+  ["two Hosts", "GET /a HTTP/1.1\r\nHost: h\r\nHost: h\r\n\r\n"],
+  ["a body by length", "GET /a HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"],
+  ["a chunked body", "POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"],
+  ["Connection: close", "GET /a HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"],
+  ["Expect", "GET /a HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\n\r\n"],
+  ["Upgrade", "GET /a HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\n\r\n"],
+  ["a bare LF", "GET /a HTTP/1.1\nHost: h\r\n\r\n"],
+  ["a bare LF ending the head", "GET /a HTTP/1.1\r\nHost: h\r\n\n"],
+  ["a leading empty line", "\r\nGET /a HTTP/1.1\r\nHost: h\r\n\r\n"],
+  ["a folded header", "GET /a HTTP/1.1\r\nHost: h\r\nX: a\r\n b\r\n\r\n"],
+  ["a header without colon", "GET /a HTTP/1.1\r\nHost: h\r\nbroken\r\n\r\n"],
+  ["a space in a header name", "GET /a HTTP/1.1\r\nHost: h\r\nX Y: z\r\n\r\n"],
+  ["a control byte in a value", "GET /a HTTP/1.1\r\nHost: h\r\nX: a\u0001b\r\n\r\n"],
+  ["a byte above ASCII in a value", "GET /a HTTP/1.1\r\nHost: h\r\nX: caf\u00e9\r\n\r\n"],
+  ["a byte above ASCII in the target", "GET /caf\u00e9 HTTP/1.1\r\nHost: h\r\n\r\n"],
+  ["a lower-case method", "get /a HTTP/1.1\r\nHost: h\r\n\r\n"],
+  ["two spaces in the request line", "GET  /a HTTP/1.1\r\nHost: h\r\n\r\n"],
+  ["a space in the target", "GET /a b HTTP/1.1\r\nHost: h\r\n\r\n"],
+  ["a missing version", "GET /a\r\nHost: h\r\n\r\n"],
+];
+for (const [why, text] of declined) {
+  test(`parseHead leaves ${why} to node:http`, () => {
+    assert.equal(parseHead(text, 0, MAX), "decline");
+  });
+}
+
+test("parseHead declines a head past the size limit, complete or not", () => {
+  const big = "GET /a HTTP/1.1\r\nHost: h\r\nX: " + "y".repeat(200) + "\r\n\r\n";
+  assert.equal(parseHead(big, 0, 100), "decline");
+  assert.equal(parseHead(big.slice(0, 150), 0, 100), "decline");
+  assert.equal(parseHead(big.slice(0, 90), 0, 100), "incomplete");
+});
+
+/** What node:http itself writes for a response, with the Date header's value blanked. */
+async function nodeHttpBytes(status: number, headers: string[], body: string): Promise<string> {
+  const srv = new Server({ keepAliveTimeout: 30_000 }, (_req, res) => {
+    res.writeHead(status, [...headers, "Content-Length", String(Buffer.byteLength(body))]);
+    res.end(body);
+  });
+  srv.listen(0, "127.0.0.1");
+  await once(srv, "listening");
+  const port = (srv.address() as { port: number }).port;
+  const s = connect(port, "127.0.0.1");
+  s.write("GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+  let got = "";
+  const want = Buffer.byteLength(body);
+  for await (const c of s) {
+    got += (c as Buffer).toString("latin1");
+    const end = got.indexOf("\r\n\r\n");
+    if (end >= 0 && got.length - end - 4 >= want) break;
+  }
+  s.destroy();
+  srv.close();
+  return got.replace(/Date: [^\r]*/, "Date: -");
+}
+
+test("renderResponse writes the bytes node:http writes for the same response", async () => {
+  const headers = ["Access-Control-Allow-Origin", "*", "Content-Type", "application/json", "X-Kv-Index", "7"];
+  for (const [status, body] of [[200, '{"a":"é ✓"}\n'], [404, '{"errorCode":100}\n'], [201, ""]] as const) {
+    const lane = renderResponse({ status, headers, body }, 30, Date.now());
+    const mine = Buffer.from(lane, "utf8").toString("latin1").replace(/Date: [^\r]*/, "Date: -");
+    assert.equal(mine, await nodeHttpBytes(status, headers, body));
+  }
+});
+
+// --- the lane in front of a real node:http server ---------------------------------------
+
+interface Rig {
+  port: number;
+  lane: FastLane;
+  http: Server;
+  /** Requests node:http received, by path. */
+  slow: string[];
+}
+
+async function rig(handler: FastHandler, opts: { keepAliveMs?: number; headersTimeoutMs?: number } = {}): Promise<Rig> {
+  const slow: string[] = [];
+  const http = new Server({ keepAliveTimeout: 30_000 }, (req, res) => {
+    slow.push(`${req.method ?? ""} ${req.url ?? ""}`);
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = `slow ${req.url ?? ""} ${Buffer.concat(chunks).toString()}`;
+      // Answer later than the lane would: order must still hold.
+      setTimeout(() => res.writeHead(200, { "Content-Length": Buffer.byteLength(body) }).end(body), 5);
+    });
+  });
+  const httpConnection = http.listeners("connection") as ((s: Socket) => void)[];
+  http.removeAllListeners("connection");
+  const lane = new FastLane({
+    handler,
+    toHttp: (s) => {
+      for (const l of httpConnection) l.call(http, s);
+    },
+    keepAliveMs: opts.keepAliveMs ?? 30_000,
+    maxHeadBytes: MAX,
+    headersTimeoutMs: opts.headersTimeoutMs ?? 60_000,
+  });
+  const net = createServer((s) => lane.accept(s));
+  net.listen(0, "127.0.0.1");
+  await once(net, "listening");
+  after(() => {
+    lane.destroyAll();
+    http.closeAllConnections();
+    net.close();
+  });
+  return { port: (net.address() as { port: number }).port, lane, http, slow };
+}
+
+/** Answers GET /fast/* itself (body: the path), declines everything else. */
+const fastOnly: FastHandler = (h) => (h.method === "GET" && h.target.startsWith("/fast/") ? { status: 200, headers: ["X-Lane", "1"], body: `fast ${h.target}` } : undefined);
+
+/** Sends `chunks` (with a pause between them) and reads until `n` responses arrived; returns their bodies. */
+async function exchange(port: number, chunks: string[], n: number): Promise<string[]> {
+  const s = connect(port, "127.0.0.1");
+  await once(s, "connect");
+  let got = "";
+  const bodies: string[] = [];
+  const done = new Promise<void>((resolve, reject) => {
+    s.on("error", reject);
+    s.on("data", (c: Buffer) => {
+      got += c.toString("latin1");
+      for (;;) {
+        const end = got.indexOf("\r\n\r\n");
+        if (end < 0) break;
+        const len = Number(/Content-Length: (\d+)/i.exec(got.slice(0, end))?.[1]);
+        if (got.length < end + 4 + len) break;
+        bodies.push(got.slice(end + 4, end + 4 + len));
+        got = got.slice(end + 4 + len);
+      }
+      if (bodies.length >= n) resolve();
+    });
+  });
+  for (const c of chunks) {
+    s.write(c);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  await done;
+  s.destroy();
+  return bodies;
+}
+
+const get = (p: string): string => `GET ${p} HTTP/1.1\r\nHost: h\r\n\r\n`;
+const post = (p: string, body: string): string => `POST ${p} HTTP/1.1\r\nHost: h\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+
+test("pipelined requests are answered in order: the lane's, then node:http's after the hand-over", async () => {
+  const r = await rig(fastOnly);
+  const bodies = await exchange(r.port, [get("/fast/1") + get("/fast/2") + post("/slow/3", "abc") + get("/fast/4")], 4);
+  assert.deepEqual(bodies, ["fast /fast/1", "fast /fast/2", "slow /slow/3 abc", "slow /fast/4 "]);
+  assert.deepEqual(r.slow, ["POST /slow/3", "GET /fast/4"]);
+  assert.equal(r.lane.size, 0, "the connection went to node:http");
+});
+
+test("a request split into single bytes is answered once, and so is the hand-over that follows", async () => {
+  const r = await rig(fastOnly);
+  const text = get("/fast/a") + post("/slow/b", "body!") + get("/fast/c");
+  const bodies = await exchange(r.port, [...text], 3);
+  assert.deepEqual(bodies, ["fast /fast/a", "slow /slow/b body!", "slow /fast/c "]);
+});
+
+test("a hand-over in the middle of a body passes every byte of it to node:http", async () => {
+  const r = await rig(fastOnly);
+  const body = "x".repeat(100_000);
+  const text = get("/fast/1") + post("/slow/big", body);
+  const bodies = await exchange(r.port, [text.slice(0, 50), text.slice(50, 40_000), text.slice(40_000)], 2);
+  assert.equal(bodies[0], "fast /fast/1");
+  assert.equal(bodies[1], `slow /slow/big ${body}`);
+});
+
+test("a client that does not read stops the lane reading; all answers arrive once it reads", async () => {
+  const big = "y".repeat(64 * 1024);
+  const r = await rig((h) => ({ status: 200, headers: [], body: h.target === "/end" ? "end" : big }));
+  const s = connect(r.port, "127.0.0.1");
+  await once(s, "connect");
+  s.pause();
+  const n = 200; // 13 MB of answers: far past the socket buffers
+  s.write(get("/x").repeat(n) + get("/end"));
+  await new Promise((res) => setTimeout(res, 200));
+  let got = 0;
+  let text = "";
+  s.on("data", (c: Buffer) => {
+    got += c.length;
+    text = (text + c.toString("latin1")).slice(-10);
+  });
+  s.resume();
+  await new Promise<void>((resolve) => {
+    const t = setInterval(() => {
+      if (text.endsWith("\r\n\r\nend")) {
+        clearInterval(t);
+        resolve();
+      }
+    }, 10);
+  });
+  assert.ok(got > n * big.length, `read ${got} bytes`);
+  s.destroy();
+});
+
+test("an idle connection is closed after the keep-alive time, and destroyAll closes the rest", async () => {
+  const r = await rig(fastOnly, { keepAliveMs: 100 });
+  const idle = connect(r.port, "127.0.0.1");
+  await once(idle, "connect");
+  idle.write(get("/fast/1"));
+  const t0 = Date.now();
+  idle.resume();
+  await once(idle, "close");
+  assert.ok(Date.now() - t0 >= 80, "closed too early");
+
+  const r2 = await rig(fastOnly);
+  const s = connect(r2.port, "127.0.0.1");
+  await once(s, "connect");
+  s.write("GET /fast/partial HTTP/1.1\r\nHo");
+  s.resume();
+  await new Promise((res) => setTimeout(res, 50));
+  assert.equal(r2.lane.size, 1);
+  r2.lane.destroyAll();
+  await once(s, "close");
+  assert.equal(r2.lane.size, 0);
+});
+
+test("a head dripped in slower than the headers timeout closes the connection", async () => {
+  const r = await rig(fastOnly, { headersTimeoutMs: 150 });
+  const s = connect(r.port, "127.0.0.1");
+  await once(s, "connect");
+  s.resume();
+  let closed = false;
+  s.on("close", () => (closed = true));
+  const t0 = Date.now();
+  for (const ch of get("/fast/slow")) {
+    if (closed) break;
+    s.write(ch);
+    await new Promise((res) => setTimeout(res, 20));
+  }
+  assert.ok(closed, "the connection outlived the headers timeout");
+  assert.ok(Date.now() - t0 >= 150);
+});
+
+test("a head node:http would refuse is handed over and refused by node:http (400), not answered by the lane", async () => {
+  const r = await rig(() => ({ status: 200, headers: [], body: "lane" }));
+  const s = connect(r.port, "127.0.0.1");
+  await once(s, "connect");
+  s.write("GET /fast/1 HTTP/1.1\r\nHost: h\r\nBad Header: x\r\n\r\n");
+  let got = "";
+  for await (const c of s) got += (c as Buffer).toString();
+  assert.match(got, /^HTTP\/1\.1 400 Bad Request/);
+  assert.deepEqual(r.slow, []);
+});

@@ -1,0 +1,302 @@
+// A byte-level lane in front of node:http for requests answered at once from memory (a
+// plain `GET /v2/keys/...`). For such a request node:http costs more CPU than the work
+// itself (request and response objects, header maps, a socket write through the outgoing
+// message machinery); on a read-heavy member that is the difference between serving fewer
+// GETs than etcd and more. The lane parses the request head itself, asks a `FastHandler`
+// for the whole response and writes it in one call.
+//
+// Everything else goes to node:http unchanged: when the handler declines a request (any
+// other method or path, a body, an unusual or malformed head), the lane stops reading, puts
+// the unread bytes back on the socket and hands the connection to node:http, which keeps it
+// from then on. So every request the lane does not answer is parsed and answered exactly
+// as it would be without the lane.
+//
+// Invariants:
+// - responses leave in request order: the lane answers synchronously and hands a
+//   connection over only between requests, before anything of the next one is answered;
+// - the lane accepts only heads node:http would accept too (strict HTTP/1.1, CRLF lines,
+//   visible ASCII, one Host, no body, no Connection other than keep-alive, no Expect or
+//   Upgrade), so it never answers a request node:http would have refused;
+// - a response is byte for byte what node:http would write for the same status, headers
+//   and body (Date, Connection and Keep-Alive after the handler's headers).
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
+
+/** The part of a request head the lane understands. */
+export interface RequestHead {
+  method: string;
+  /** The request target as sent (origin form: path and query). */
+  target: string;
+  host: string;
+  authorization: string | undefined;
+  /** Bytes of the head, final empty line included. */
+  length: number;
+}
+
+/** A complete response; the lane adds Content-Length, Date, Connection and Keep-Alive. */
+export interface FastResponse {
+  status: number;
+  /** Header names and values, flat, in the order they are written. */
+  headers: readonly string[];
+  body: string;
+}
+
+/** Answers a request from memory, or `undefined` to leave it to node:http. Never throws. */
+export type FastHandler = (head: RequestHead) => FastResponse | undefined;
+
+/** A head is `incomplete` until its empty line arrives; `decline` leaves it to node:http. */
+export type HeadParse = RequestHead | "incomplete" | "decline";
+
+const CR = 13;
+const LF = 10;
+const SP = 32;
+const HT = 9;
+
+/** Visible ASCII only: what a request target may hold. */
+function isVisible(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x21 || c > 0x7e) return false;
+  }
+  return s.length > 0;
+}
+
+/** RFC 7230 token characters: what a header name may hold. */
+function isToken(s: string): boolean {
+  if (s.length === 0) return false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c <= 0x20 || c >= 0x7f || '"(),/:;<=>?@[\\]{}'.includes(s[i]!)) return false;
+  }
+  return true;
+}
+
+/** Header values: visible ASCII, spaces and tabs. */
+function isFieldValue(s: string, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) {
+    const c = s.charCodeAt(i);
+    if ((c < 0x20 && c !== HT) || c > 0x7e) return false;
+  }
+  return true;
+}
+
+/**
+ * Parses one request head starting at `from` in `buf` (bytes as latin1 characters). Pure.
+ * @param maxHeadBytes a head not complete within this many bytes is declined (node:http
+ *   then answers it with its own limit)
+ */
+export function parseHead(buf: string, from: number, maxHeadBytes: number): HeadParse {
+  let pos = from;
+  let method = "";
+  let target = "";
+  let host: string | undefined;
+  let authorization: string | undefined;
+  for (let line = 0; ; line++) {
+    const nl = buf.indexOf("\n", pos);
+    if (nl < 0) return buf.length - from > maxHeadBytes ? "decline" : "incomplete";
+    if (nl - from > maxHeadBytes) return "decline";
+    // Bare LF line ends are left to node:http (it is lenient about some of them).
+    if (nl === pos || buf.charCodeAt(nl - 1) !== CR) return "decline";
+    const end = nl - 1;
+    if (end === pos) {
+      if (line === 0 || host === undefined) return "decline";
+      return { method, target, host, authorization, length: nl + 1 - from };
+    }
+    if (line === 0) {
+      const sp1 = buf.indexOf(" ", pos);
+      const sp2 = sp1 < 0 ? -1 : buf.indexOf(" ", sp1 + 1);
+      if (sp1 < 0 || sp2 < 0 || sp2 > end || end - sp2 - 1 !== 8 || !buf.startsWith("HTTP/1.1", sp2 + 1)) return "decline";
+      method = buf.slice(pos, sp1);
+      target = buf.slice(sp1 + 1, sp2);
+      if (!/^[A-Z]+$/.test(method) || !isVisible(target)) return "decline";
+    } else {
+      const first = buf.charCodeAt(pos);
+      if (first === SP || first === HT) return "decline"; // obsolete line folding
+      const colon = buf.indexOf(":", pos);
+      if (colon < 0 || colon > end) return "decline";
+      const name = buf.slice(pos, colon).toLowerCase();
+      if (!isToken(name)) return "decline";
+      let vs = colon + 1;
+      let ve = end;
+      while (vs < ve && (buf.charCodeAt(vs) === SP || buf.charCodeAt(vs) === HT)) vs++;
+      while (ve > vs && (buf.charCodeAt(ve - 1) === SP || buf.charCodeAt(ve - 1) === HT)) ve--;
+      if (!isFieldValue(buf, vs, ve)) return "decline";
+      switch (name) {
+        case "host":
+          if (host !== undefined) return "decline";
+          host = buf.slice(vs, ve);
+          break;
+        case "authorization":
+          if (authorization !== undefined) return "decline";
+          authorization = buf.slice(vs, ve);
+          break;
+        case "connection":
+          if (buf.slice(vs, ve).toLowerCase() !== "keep-alive") return "decline";
+          break;
+        case "content-length":
+        case "transfer-encoding":
+        case "expect":
+        case "upgrade":
+          return "decline";
+      }
+    }
+    pos = nl + 1;
+  }
+}
+
+let dateSecond = -1;
+let dateText = "";
+
+/** The Date header's value, as node:http caches it: recomputed once a second. */
+function httpDate(now: number): string {
+  const s = Math.floor(now / 1000);
+  if (s !== dateSecond) {
+    dateSecond = s;
+    dateText = new Date(s * 1000).toUTCString();
+  }
+  return dateText;
+}
+
+/** The bytes node:http writes for this response on a keep-alive connection. */
+export function renderResponse(res: FastResponse, keepAliveSeconds: number, now: number): string {
+  let out = `HTTP/1.1 ${res.status} ${STATUS_CODES[res.status] ?? "unknown"}\r\n`;
+  const h = res.headers;
+  for (let i = 0; i + 1 < h.length; i += 2) out += `${h[i]!}: ${h[i + 1]!}\r\n`;
+  out += `Content-Length: ${Buffer.byteLength(res.body)}\r\nDate: ${httpDate(now)}\r\nConnection: keep-alive\r\nKeep-Alive: timeout=${keepAliveSeconds}\r\n\r\n`;
+  return out + res.body;
+}
+
+export interface FastLaneOptions {
+  handler: FastHandler;
+  /** Hands a connection to node:http (its connection listener). */
+  toHttp: (socket: Socket) => void;
+  /** The server's keepAliveTimeout: idle lane connections are closed after it. */
+  keepAliveMs: number;
+  /** node:http's maxHeaderSize: longer heads are left to it (it answers 431). */
+  maxHeadBytes: number;
+  /** node:http's headersTimeout: a head still incomplete after it closes the connection. */
+  headersTimeoutMs: number;
+}
+
+/** One connection while the lane owns it. */
+class LaneConnection {
+  readonly #socket: Socket;
+  readonly #lane: FastLane;
+  /** Received and not yet answered, as latin1 (one character per byte). */
+  #pending = "";
+  #waitingForDrain = false;
+  /** When the first byte of the head being received arrived (a byte a minute must not hold a connection forever). */
+  #headSince = 0;
+  readonly #onData = (chunk: Buffer): void => {
+    if (this.#pending === "") this.#headSince = Date.now();
+    this.#pending += chunk.toString("latin1");
+    this.#serve();
+  };
+  readonly #onDrain = (): void => {
+    this.#waitingForDrain = false;
+    this.#socket.resume();
+    this.#serve();
+  };
+  readonly #onTimeout = (): void => {
+    this.#socket.destroy();
+  };
+  readonly #onError = (): void => {
+    this.#socket.destroy();
+  };
+  readonly #onClose = (): void => {
+    this.#lane.forget(this.#socket);
+  };
+
+  constructor(socket: Socket, lane: FastLane) {
+    this.#socket = socket;
+    this.#lane = lane;
+    socket.setTimeout(lane.options.keepAliveMs);
+    socket.on("timeout", this.#onTimeout);
+    socket.on("error", this.#onError);
+    socket.on("close", this.#onClose);
+    socket.on("drain", this.#onDrain);
+    socket.on("data", this.#onData);
+    // Accepted paused (TLS, pauseOnConnect): the data listener alone would not start it.
+    socket.resume();
+  }
+
+  #serve(): void {
+    if (this.#waitingForDrain) return;
+    const buf = this.#pending;
+    const { handler, keepAliveMs, maxHeadBytes, headersTimeoutMs } = this.#lane.options;
+    let pos = 0;
+    while (pos < buf.length) {
+      const head = parseHead(buf, pos, maxHeadBytes);
+      if (head === "incomplete") {
+        if (pos > 0) this.#headSince = Date.now(); // a new head begins after the answered ones
+        else if (Date.now() - this.#headSince > headersTimeoutMs) {
+          this.#socket.destroy();
+          return;
+        }
+        break;
+      }
+      const res = head === "decline" ? undefined : handler(head);
+      if (res === undefined) {
+        this.#handOver(buf.slice(pos));
+        return;
+      }
+      pos += head.length;
+      if (!this.#socket.write(renderResponse(res, Math.floor(keepAliveMs / 1000), Date.now()))) {
+        // The client is not reading: stop reading it too until what was written drains.
+        this.#waitingForDrain = true;
+        this.#socket.pause();
+        break;
+      }
+    }
+    this.#pending = pos === 0 ? buf : buf.slice(pos);
+  }
+
+  #handOver(rest: string): void {
+    const s = this.#socket;
+    s.off("data", this.#onData);
+    s.off("drain", this.#onDrain);
+    s.off("timeout", this.#onTimeout);
+    s.off("error", this.#onError);
+    s.off("close", this.#onClose);
+    s.setTimeout(0);
+    this.#lane.forget(s);
+    s.pause();
+    if (rest !== "") s.unshift(Buffer.from(rest, "latin1"));
+    this.#lane.options.toHttp(s);
+    // node:http reads the put-back bytes first: they flow on the next tick, before any
+    // new bytes can reach its parser from the socket.
+    s.resume();
+  }
+}
+
+/** The lane for one listener: owns connections until they are handed to node:http. */
+export class FastLane {
+  readonly options: FastLaneOptions;
+  readonly #open = new Set<Socket>();
+
+  constructor(options: FastLaneOptions) {
+    this.options = options;
+  }
+
+  /** Takes a connection as node:http's connection listener would. */
+  accept(socket: Socket): void {
+    this.#open.add(socket);
+    new LaneConnection(socket, this);
+  }
+
+  /** @internal the connection closed or went to node:http */
+  forget(socket: Socket): void {
+    this.#open.delete(socket);
+  }
+
+  /** Connections the lane owns now (between requests, or mid-head). */
+  get size(): number {
+    return this.#open.size;
+  }
+
+  /** Closes every connection the lane owns (server shutdown: they are all idle or mid-head). */
+  destroyAll(): void {
+    for (const s of this.#open) s.destroy();
+    this.#open.clear();
+  }
+}

@@ -1,0 +1,121 @@
+// The fast lane (src/server/http/fast-lane.ts) against a real member: every answer it gives
+// is the answer node:http and the router give to the same request, and what it declines
+// still gets the router's answer.
+import { test, after, before } from "node:test";
+import assert from "node:assert/strict";
+import { connect } from "node:net";
+import { once } from "node:events";
+import { startServer, type TestServer } from "../helpers/server.ts";
+import { agent, json } from "../helpers/http.ts";
+
+after(() => agent.destroy());
+
+let srv: TestServer;
+before(async () => {
+  srv = await startServer();
+  await json("PUT", `${srv.url}/v2/keys/k`, { value: "v ✓" });
+  await json("PUT", `${srv.url}/v2/keys/dir/b`, { value: "2" });
+  await json("PUT", `${srv.url}/v2/keys/dir/a`, { value: "1" });
+  await json("PUT", `${srv.url}/v2/keys/dir/sub/c`, { value: "3" });
+  await json("PUT", `${srv.url}/v2/keys/_hidden`, { value: "h" });
+});
+after(() => srv.stop());
+
+/** Sends raw request heads on one connection and returns the raw responses (Date blanked). */
+async function raw(heads: string[]): Promise<string[]> {
+  const port = Number(new URL(srv.url).port);
+  const s = connect(port, "127.0.0.1");
+  await once(s, "connect");
+  s.write(heads.join(""));
+  const out: string[] = [];
+  let buf = Buffer.alloc(0);
+  for await (const c of s) {
+    buf = Buffer.concat([buf, c as Buffer]);
+    for (;;) {
+      const end = buf.indexOf("\r\n\r\n");
+      if (end < 0) break;
+      const headText = buf.subarray(0, end).toString("latin1");
+      const len = Number(/\r\nContent-Length: (\d+)/i.exec(headText)?.[1] ?? "0");
+      if (buf.length < end + 4 + len) break;
+      out.push(buf.subarray(0, end + 4 + len).toString("utf8").replace(/\r\nDate: [^\r]*/, "\r\nDate: -"));
+      buf = buf.subarray(end + 4 + len);
+    }
+    if (out.length === heads.length) break;
+  }
+  s.destroy();
+  return out;
+}
+
+/** A GET as a plain client sends it (the lane's), and the same GET with a header the lane leaves to node:http. */
+const viaLane = (target: string): string => `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`;
+const viaHttp = (target: string): string => `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n`;
+
+const targets = [
+  "/v2/keys/k",
+  "/v2/keys/dir",
+  "/v2/keys/dir/",
+  "/v2/keys/dir?recursive=true&sorted=true",
+  "/v2/keys/dir?sorted=true&recursive=false",
+  "/v2/keys",
+  "/v2/keys/",
+  "/v2/keys/_hidden",
+  "/v2/keys/missing",
+  "/v2/keys/dir/sub/c?recursive=1",
+  // declined by the lane (redirect, escapes, parameter errors, quorum, unknown paths)
+  "/v2/keys//k",
+  "/v2/keys/./k",
+  "/v2/keys/%6B",
+  "/v2/keys/k?recursive=maybe",
+  "/v2/keys/k?waitIndex=x",
+  "/v2/keys/k?quorum=true",
+  "/v2/keys/k?a=%zz",
+  "/version",
+  "/v2/keysx",
+];
+
+test("every plain GET gets the same bytes through the lane as through node:http and the router", async () => {
+  const lane = await raw(targets.map(viaLane));
+  const http = await raw(targets.map(viaHttp));
+  for (let i = 0; i < targets.length; i++) {
+    // /version carries no index; every other answer must match byte for byte.
+    assert.equal(lane[i], http[i], `answers differ for ${targets[i]}`);
+  }
+  assert.match(lane[0]!, /^HTTP\/1\.1 200 OK\r\n[^]*"value":"v ✓"/);
+  assert.match(lane[8]!, /^HTTP\/1\.1 404 Not Found\r\n/);
+  assert.match(lane[10]!, /^HTTP\/1\.1 301 Moved Permanently\r\n/);
+});
+
+test("GETs pipelined around a write on one connection are answered in order, the write seen by the GET after its answer", async () => {
+  const put = `PUT /v2/keys/order HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 7\r\n\r\nvalue=1`;
+  const [first, write, ...rest] = await raw([viaLane("/v2/keys/k"), put]);
+  assert.match(first!, /"key":"\/k"/);
+  assert.match(write!, /^HTTP\/1\.1 201 Created/);
+  assert.equal(rest.length, 0);
+  // The connection now belongs to node:http; a new one starts in the lane again.
+  const [after] = await raw([viaLane("/v2/keys/order")]);
+  assert.match(after!, /"value":"1"/);
+});
+
+test("with v2 authentication on, GETs go through the router: a guest without read permission is refused", async () => {
+  const s = await startServer();
+  after(() => s.stop());
+  await json("PUT", `${s.url}/v2/keys/secret`, { value: "x" });
+  const put = (path: string, body: unknown) =>
+    fetch(`${s.url}${path}`, { method: "PUT", body: JSON.stringify(body), headers: { "Content-Type": "application/json", Authorization: `Basic ${Buffer.from("root:pw").toString("base64")}` } });
+  assert.equal((await put("/v2/auth/users/root", { user: "root", password: "pw" })).status, 201);
+  assert.equal((await put("/v2/auth/enable", {})).status, 200);
+  // The guest role (created by enable with access to everything) may read nothing.
+  assert.equal((await put("/v2/auth/roles/guest", { role: "guest", revoke: { kv: { read: ["/*"], write: ["/*"] } } })).status, 200);
+  const port = Number(new URL(s.url).port);
+  const sock = connect(port, "127.0.0.1");
+  await once(sock, "connect");
+  sock.write(viaLane("/v2/keys/secret"));
+  let got = "";
+  for await (const c of sock) {
+    got += (c as Buffer).toString();
+    if (got.includes("}\n")) break;
+  }
+  sock.destroy();
+  assert.match(got, /^HTTP\/1\.1 401 Unauthorized/);
+  assert.match(got, /"errorCode":110/);
+});
