@@ -27,6 +27,13 @@ export interface Config {
   checkQuorum?: boolean;
   /** Pre-vote (thesis §9.6): a partitioned node rejoining cannot force a new term. */
   preVote?: boolean;
+  /**
+   * A candidate waits for its votes a random [electionTick/2, electionTick) instead of
+   * [electionTick, 2*electionTick) before campaigning again (not in etcd's raft). Only
+   * liveness changes: after a split vote the candidates, who timed out first anyway,
+   * retry before any follower's timer runs out, instead of drawing a whole new timeout.
+   */
+  quickCandidateRetry?: boolean;
   /** Followers drop proposals instead of forwarding them to the leader. */
   disableProposalForwarding?: boolean;
   /** Uniform in [0, 1); the only source of randomness (election timeouts). */

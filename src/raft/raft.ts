@@ -76,6 +76,7 @@ export class Raft {
   heartbeatElapsed = 0;
   checkQuorum: boolean;
   preVote: boolean;
+  quickCandidateRetry: boolean;
   readonly heartbeatTimeout: number;
   readonly electionTimeout: number;
   /** Random in [electionTimeout, 2*electionTimeout); redrawn on every role change. */
@@ -99,6 +100,7 @@ export class Raft {
     this.heartbeatTimeout = c.heartbeatTick;
     this.checkQuorum = c.checkQuorum ?? false;
     this.preVote = c.preVote ?? false;
+    this.quickCandidateRetry = c.quickCandidateRetry ?? false;
     this.disableProposalForwarding = c.disableProposalForwarding ?? false;
     const { hardState, confState } = c.storage.initialState();
     let cs: ConfState = confState;
@@ -329,6 +331,12 @@ export class Raft {
     this.tick = () => this.tickElection();
     this.vote = this.id;
     this.state = StateType.Candidate;
+    if (this.quickCandidateRetry) {
+      // A split vote is retried first by the candidates (see Config.quickCandidateRetry).
+      const half = Math.ceil(this.electionTimeout / 2);
+      const r = Math.min(Math.max(this.random(), 0), 0.9999999999);
+      this.randomizedElectionTimeout = half + Math.floor(r * (this.electionTimeout - half));
+    }
     this.logger.info(`${this.id} became candidate at term ${this.term}`);
   }
 

