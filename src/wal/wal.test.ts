@@ -209,3 +209,18 @@ test("a new WAL starts with a small first segment and cuts into full-size ones",
   assert.equal(reopened.entries.length, 1100);
   await reopened.wal.close();
 });
+
+test("an fdatasync slower than slowSyncMs is logged as etcd logs it (slow fdatasync), a fast one is not", async () => {
+  const warnings: { msg: string; fields?: Record<string, unknown> }[] = [];
+  const logger = { info() {}, warn: (msg: string, fields?: Record<string, unknown>) => warnings.push(fields === undefined ? { msg } : { msg, fields }) };
+  const slow = await Wal.create(newDir(), META, { segmentBytes: SMALL, logger, slowSyncMs: -1 });
+  await slow.save(null, range(1, 2));
+  await slow.close();
+  assert.equal(warnings.length, 1);
+  assert.equal(warnings[0]!.msg, "slow fdatasync");
+  assert.match(String(warnings[0]!.fields?.["took"]), /^\d+\.\d{3}s$/);
+  const fast = await Wal.create(newDir(), META, { segmentBytes: SMALL, logger });
+  await fast.save(null, range(1, 2));
+  await fast.close();
+  assert.equal(warnings.length, 1, "the default threshold is etcd's 1 s");
+});

@@ -35,6 +35,9 @@ export interface WalOpenResult {
 
 export const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024;
 
+/** etcd's warnSyncDuration: an fdatasync slower than this is logged ("slow fdatasync"). */
+export const SLOW_FDATASYNC_MS = 1000;
+
 /**
  * Size of the FIRST segment of a new log (and the least a reopened tail segment is filled
  * to). Zero-filling a full 64 MiB segment at creation made `kvctl serve` on an empty data
@@ -45,7 +48,7 @@ export const FIRST_SEGMENT_BYTES = 4 * 1024 * 1024;
 const silent: WalLogger = { info() {}, warn() {} };
 
 interface WalState {
-  dir: string; segmentBytes: number; capacity: number; logger: WalLogger; metadata: Uint8Array;
+  dir: string; segmentBytes: number; capacity: number; logger: WalLogger; slowSyncMs: number; metadata: Uint8Array;
   fh: FileHandle; segments: SegmentName[]; offset: number; crc: number;
   lastIndex: number; hardState: HardState; snapshotIndex: number;
 }
@@ -56,6 +59,7 @@ export class Wal {
   /** Zero-filled size of the current segment file: cut when #offset reaches it. */
   #capacity: number;
   readonly #logger: WalLogger;
+  readonly #slowSyncMs: number;
   readonly #metadata: Uint8Array;
   readonly #pipeline: FilePipeline;
   #fh: FileHandle;
@@ -76,6 +80,7 @@ export class Wal {
     this.#segmentBytes = s.segmentBytes;
     this.#capacity = s.capacity;
     this.#logger = s.logger;
+    this.#slowSyncMs = s.slowSyncMs;
     this.#metadata = s.metadata;
     this.#fh = s.fh;
     this.#segments = s.segments;
@@ -107,7 +112,7 @@ export class Wal {
    * the snapshot ref {0,0}. Built in `<dir>.tmp` and renamed, so a crash leaves either no
    * WAL or a complete one.
    */
-  static async create(dir: string, metadata: Uint8Array, opts: { segmentBytes?: number; logger?: WalLogger } = {}): Promise<Wal> {
+  static async create(dir: string, metadata: Uint8Array, opts: { segmentBytes?: number; logger?: WalLogger; slowSyncMs?: number } = {}): Promise<Wal> {
     if (Wal.exists(dir)) throw new WalError(WalErrorCode.Exists, `Cannot create WAL: ${dir} already holds segments`);
     const segmentBytes = opts.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
     const logger = opts.logger ?? silent;
@@ -133,7 +138,7 @@ export class Wal {
       await fsyncDir(dirname(dir));
       logger.info("created WAL", { dir, segmentBytes });
       return new Wal({
-        dir, segmentBytes, capacity, logger, metadata: Buffer.from(metadata), fh, segments: [{ seq: 0, index: 0, name }],
+        dir, segmentBytes, capacity, logger, slowSyncMs: opts.slowSyncMs ?? SLOW_FDATASYNC_MS, metadata: Buffer.from(metadata), fh, segments: [{ seq: 0, index: 0, name }],
         offset: w.offset, crc: w.crc, lastIndex: 0, hardState, snapshotIndex: 0,
       });
     } catch (err) {
@@ -146,7 +151,7 @@ export class Wal {
    * Reads the log from the segment holding `snapshot.index` to the end, repairs a torn
    * tail, and returns a Wal ready to append after the last good record.
    */
-  static async open(dir: string, opts: { snapshot: SnapshotRef; logger?: WalLogger; segmentBytes?: number }): Promise<WalOpenResult> {
+  static async open(dir: string, opts: { snapshot: SnapshotRef; logger?: WalLogger; segmentBytes?: number; slowSyncMs?: number }): Promise<WalOpenResult> {
     const logger = opts.logger ?? silent;
     const segmentBytes = opts.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
     const snap = opts.snapshot;
@@ -197,7 +202,7 @@ export class Wal {
     }
     logger.info("opened WAL", { dir, segments: segments.length - start, entries: r.entries.length, lastIndex: r.lastIndex });
     const wal = new Wal({
-      dir, segmentBytes, capacity, logger, metadata: r.metadata, fh, segments, offset: tail.offset, crc: tail.crc,
+      dir, segmentBytes, capacity, logger, slowSyncMs: opts.slowSyncMs ?? SLOW_FDATASYNC_MS, metadata: r.metadata, fh, segments, offset: tail.offset, crc: tail.crc,
       lastIndex: r.lastIndex, hardState: r.hardState, snapshotIndex: snap.index,
     });
     return { wal, metadata: r.metadata, hardState: r.hardState, entries: r.entries, repaired };
@@ -297,7 +302,12 @@ export class Wal {
         // fdatasync waits on the disk, off the event loop. Measured here: sync write +
         // callback fdatasync ~100 us CPU per save, FileHandle write + datasync ~255 us.
         writeFullySync(this.#fh.fd, w.buf, this.#offset);
+        const started = performance.now();
         await fdatasyncAsync(this.#fh.fd);
+        // Every message a follower or candidate sends waits for this: a stalled disk shows
+        // up as a slow election, and this line is how a member's log tells the two apart.
+        const took = performance.now() - started;
+        if (took > this.#slowSyncMs) this.#logger.warn("slow fdatasync", { took: `${(took / 1000).toFixed(3)}s`, "expected-duration": `${this.#slowSyncMs / 1000}s` });
       } catch (err) {
         this.#failed = err;
         throw err;
