@@ -19,3 +19,8 @@ test("summarizeElections flags an election slower than the limit and one that ne
 test("summarizeElections of no leader kill has no max or median", () => {
   assert.deepEqual(summarizeElections([], 1500), { count: 0, maxMs: undefined, medianMs: undefined, limitMs: 1500, slow: [] });
 });
+
+test("summarizeElections appends the notes of a slow election (a disk stall it overlapped), not of a quick one", () => {
+  const s = summarizeElections([{ ...t(1642), notes: ["during a disk stall: m3 fdatasync took 1.063 s"] }, { ...t(500), notes: ["ignored"] }], 1500);
+  assert.deepEqual(s.slow, ["m0 (leader): new leader after 1642 ms — during a disk stall: m3 fdatasync took 1.063 s"]);
+});

@@ -36,12 +36,16 @@ export interface ElectionSummary {
   slow: string[];
 }
 
-export function summarizeElections(timings: ReadonlyArray<{ target: string; timing: ElectionTiming }>, limitMs: number): ElectionSummary {
+/** @param timings `notes` are appended to a slow election's line (e.g. a disk stall it overlapped) */
+export function summarizeElections(timings: ReadonlyArray<{ target: string; timing: ElectionTiming; notes?: readonly string[] }>, limitMs: number): ElectionSummary {
   const ms = timings.map((t) => t.timing.newLeaderMs).filter((x): x is number => x !== undefined).sort((a, b) => a - b);
   const mid = Math.floor(ms.length / 2);
   const median = ms.length === 0 ? undefined : ms.length % 2 === 1 ? ms[mid] : (ms[mid - 1]! + ms[mid]!) / 2;
   const slow = timings
     .filter((t) => t.timing.newLeaderMs === undefined || t.timing.newLeaderMs > limitMs)
-    .map((t) => (t.timing.newLeaderMs === undefined ? `${t.target}: no new leader within ${t.timing.capMs} ms` : `${t.target}: new leader after ${t.timing.newLeaderMs.toFixed(0)} ms`));
+    .map((t) => {
+      const head = t.timing.newLeaderMs === undefined ? `${t.target}: no new leader within ${t.timing.capMs} ms` : `${t.target}: new leader after ${t.timing.newLeaderMs.toFixed(0)} ms`;
+      return [head, ...(t.notes ?? [])].join(" — ");
+    });
   return { count: timings.length, maxMs: ms.at(-1), medianMs: median, limitMs, slow };
 }

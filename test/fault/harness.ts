@@ -9,7 +9,8 @@ import { Anomaly, injectAnomaly, mulberry32 } from "../linearizability/history-g
 import { registerModel, type RegisterOperation } from "../linearizability/register-model.ts";
 import { Cluster, ClusterNotReadyError, sleep, type ServerKind } from "./cluster.ts";
 import { checkConvergence, ConvergenceVerdict, describeConvergence, type ConvergenceResult } from "./convergence.ts";
-import { summarizeElections, type ElectionSummary } from "./election.ts";
+import { summarizeElections, type ElectionSummary, type ElectionTiming } from "./election.ts";
+import { describeStall, readDiskStalls, stallsDuring, type DiskStall } from "./disk-stalls.ts";
 import { findLostWrites, type LostWrite } from "./durability.ts";
 import { healAll, runNemesis, type FaultKind, type FaultRecord } from "./nemesis.ts";
 import type { ProxyStats } from "./proxy.ts";
@@ -79,6 +80,8 @@ export interface FaultReport {
   convergence: ConvergenceResult[];
   /** Leader-kill elections, against the limit 3 × election timeout. */
   elections: ElectionSummary | undefined;
+  /** fdatasyncs over 1 s the members logged during the workload (disk-stalls.ts). */
+  diskStalls: DiskStall[];
   electionTimeoutMs: number;
   problems: string[];
   injected?: string;
@@ -123,7 +126,7 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
   opts.onCluster?.(cluster);
   const report: FaultReport = {
     verdict: RunVerdict.ok, seed: opts.seed, api, elapsedMs: 0, workloadMs: 0, ops: 0, counts: emptyCounts(),
-    faults: [], proxies: [], check: undefined, lost: [], finals: {}, convergence: [], elections: undefined, electionTimeoutMs: cluster.electionTimeoutMs, problems: [],
+    faults: [], proxies: [], check: undefined, lost: [], finals: {}, convergence: [], elections: undefined, diskStalls: [], electionTimeoutMs: cluster.electionTimeoutMs, problems: [],
   };
   try {
     opts.log(`starting ${opts.members} ${opts.server} members (data in ${cluster.root})`);
@@ -137,6 +140,7 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
 
     const until = Date.now() + opts.durationMs;
     origin = process.hrtime.bigint();
+    const originEpoch = Date.now();
     const w0 = now();
     const [work, faults] = await Promise.all([
       runWorkload({ clients: opts.clients, keys, urls: cluster.members.map((m) => m.clientUrl), rng: mulberry32(opts.seed), timeoutMs: opts.opTimeoutMs, until, maxOpsPerClient: 100_000, now, signal }),
@@ -145,8 +149,14 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
     report.workloadMs = now() - w0;
     report.counts = work.counts;
     report.faults = faults;
+    report.diskStalls = await readDiskStalls(cluster.root, cluster.members.map((m) => m.name));
+    const stallNote = (f: FaultRecord, timing: ElectionTiming): string[] => {
+      const from = originEpoch + f.start;
+      const during = stallsDuring(report.diskStalls, from, from + (timing.newLeaderMs ?? timing.capMs));
+      return during.length === 0 ? [] : [`during a disk stall: ${during.map(describeStall).join(", ")}`];
+    };
     report.elections = summarizeElections(
-      faults.flatMap((f) => (f.election === undefined ? [] : [{ target: f.target, timing: f.election }])),
+      faults.flatMap((f) => (f.election === undefined ? [] : [{ target: f.target, timing: f.election, notes: stallNote(f, f.election) }])),
       3 * cluster.electionTimeoutMs,
     );
     const history = work.history;

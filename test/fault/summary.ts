@@ -37,6 +37,10 @@ export function formatReport(r: FaultReport, opts: Pick<FaultTestOptions, "membe
   } else if (el !== undefined) {
     lines.push("  elections   no leader was killed (no leader-kill fault hit a leader)");
   }
+  if (r.diskStalls.length > 0) {
+    const max = Math.max(...r.diskStalls.map((d) => d.tookMs));
+    lines.push(`  disk        ${r.diskStalls.length} fdatasync(s) over 1 s logged by the members (longest ${(max / 1000).toFixed(3)} s)`);
+  }
   if (r.proxies.length > 0) {
     const sum = r.proxies.reduce((a, p) => ({ forwarded: a.forwarded + p.forwarded, held: a.held + p.held, cut: a.cut + p.cut, unknownSource: a.unknownSource + p.unknownSource }));
     lines.push(`  proxies     ${sum.forwarded} peer connections forwarded, ${sum.cut} cut, ${sum.held} held by partitions, ${sum.unknownSource} of unknown source`);
