@@ -2,6 +2,7 @@
 // clean is redirected (301) without being executed, then matched against the handlers.
 // Every response carries etcd's CORS headers; OPTIONS answers 200 with them and nothing else.
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import type { KvServer } from "../kv-server.ts";
 import { unescape } from "./form.ts";
 import { muxCleanPath, escapePath } from "./path.ts";
@@ -37,8 +38,19 @@ function redirect(req: IncomingMessage, res: ServerResponse, location: string): 
 }
 
 export function createRouter(ctx: RouterContext): (req: IncomingMessage, res: ServerResponse) => void {
+  // Requests pipelined on one connection are handled one after another, as Go's server
+  // handles them: node:http would start them all at once, and a GET sent after a PUT on
+  // the same connection could then be answered before the PUT is applied.
+  const busy = new WeakMap<Socket, Promise<void>>();
   return (req, res) => {
-    route(req, res, ctx).catch((err: unknown) => writeError(req, res, err, ctx));
+    const socket = req.socket;
+    const run = (): Promise<void> => route(req, res, ctx).catch((err: unknown) => writeError(req, res, err, ctx));
+    const before = busy.get(socket);
+    const done = before === undefined ? run() : before.then(run);
+    busy.set(socket, done);
+    void done.then(() => {
+      if (busy.get(socket) === done) busy.delete(socket);
+    });
   };
 }
 
