@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { describeStall, parseSlowSyncs, stallsDuring } from "./disk-stalls.ts";
+import { describeStall, parseSlowSyncs, stallsDuring, withoutPauses } from "./disk-stalls.ts";
 
 const log = [
   "--- start 2026-11-22T13:27:44.245Z",
@@ -23,4 +23,12 @@ test("stallsDuring keeps a stall that overlaps the window at either end, and onl
   assert.equal(stallsDuring(stalls, end - 1500, end - 1000).length, 1, "the window's end inside the stall");
   assert.equal(stallsDuring(stalls, end - 10, end + 500).length, 1, "the window's start inside the stall");
   assert.equal(stallsDuring(stalls, end + 1, end + 500).length, 0, "began after the stall ended");
+});
+
+test("withoutPauses drops a member's stall that overlapped its own SIGSTOP, not another member's", () => {
+  const end = Date.parse("2026-11-22T13:35:24.944Z");
+  const stalls = [...parseSlowSyncs("m3", log), ...parseSlowSyncs("m4", log)];
+  const kept = withoutPauses(stalls, [{ member: "m3", fromMs: end - 2000, toMs: end - 500 }]);
+  assert.deepEqual(kept.map((s) => s.member), ["m4"]);
+  assert.equal(withoutPauses(stalls, [{ member: "m3", fromMs: end + 1, toMs: end + 900 }]).length, 2, "a pause after the stall excuses nothing");
 });

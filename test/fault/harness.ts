@@ -10,9 +10,9 @@ import { registerModel, type RegisterOperation } from "../linearizability/regist
 import { Cluster, ClusterNotReadyError, sleep, type ServerKind } from "./cluster.ts";
 import { checkConvergence, ConvergenceVerdict, describeConvergence, type ConvergenceResult } from "./convergence.ts";
 import { summarizeElections, type ElectionSummary, type ElectionTiming } from "./election.ts";
-import { describeStall, readDiskStalls, stallsDuring, type DiskStall } from "./disk-stalls.ts";
+import { describeStall, readDiskStalls, stallsDuring, withoutPauses, type DiskStall } from "./disk-stalls.ts";
 import { findLostWrites, type LostWrite } from "./durability.ts";
-import { healAll, runNemesis, type FaultKind, type FaultRecord } from "./nemesis.ts";
+import { FaultKind, healAll, runNemesis, type FaultRecord } from "./nemesis.ts";
 import type { ProxyStats } from "./proxy.ts";
 import { Api, ApiChoice, runApiOp, workloadKeys, type WorkloadKey } from "./api.ts";
 import { closeClientConnections, Outcome } from "./v2-client.ts";
@@ -149,7 +149,8 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
     report.workloadMs = now() - w0;
     report.counts = work.counts;
     report.faults = faults;
-    report.diskStalls = await readDiskStalls(cluster.root, cluster.members.map((m) => m.name));
+    const paused = faults.filter((f) => f.kind === FaultKind.pause).map((f) => ({ member: f.target.split(" ")[0] ?? "", fromMs: originEpoch + f.start, toMs: originEpoch + f.end }));
+    report.diskStalls = withoutPauses(await readDiskStalls(cluster.root, cluster.members.map((m) => m.name)), paused);
     const stallNote = (f: FaultRecord, timing: ElectionTiming): string[] => {
       const from = originEpoch + f.start;
       const during = stallsDuring(report.diskStalls, from, from + (timing.newLeaderMs ?? timing.capMs));
