@@ -333,9 +333,7 @@ export class Raft {
     this.state = StateType.Candidate;
     if (this.quickCandidateRetry) {
       // A split vote is retried first by the candidates (see Config.quickCandidateRetry).
-      const half = Math.ceil(this.electionTimeout / 2);
-      const r = Math.min(Math.max(this.random(), 0), 0.9999999999);
-      this.randomizedElectionTimeout = half + Math.floor(r * (this.electionTimeout - half));
+      this.randomizedElectionTimeout = this.randomTicks(Math.ceil(this.electionTimeout / 2), this.electionTimeout);
     }
     this.logger.info(`${this.id} became candidate at term ${this.term}`);
   }
@@ -478,9 +476,14 @@ export class Raft {
   }
 
   resetRandomizedElectionTimeout(): void {
-    // Clamp: a buggy random() returning 1 must not produce 2*electionTimeout.
+    this.randomizedElectionTimeout = this.randomTicks(this.electionTimeout, 2 * this.electionTimeout);
+  }
+
+  /** A random tick count in [from, to). */
+  randomTicks(from: number, to: number): number {
+    // Clamp: a buggy random() returning 1 must not produce `to`.
     const r = Math.min(Math.max(this.random(), 0), 0.9999999999);
-    this.randomizedElectionTimeout = this.electionTimeout + Math.floor(r * this.electionTimeout);
+    return from + Math.floor(r * (to - from));
   }
 
   sendTimeoutNow(to: number): void {

@@ -48,7 +48,6 @@ export type FastHandler = (head: RequestHead) => FastResponse | undefined;
 export type HeadParse = RequestHead | "incomplete" | "decline";
 
 const CR = 13;
-const LF = 10;
 const SP = 32;
 const HT = 9;
 
@@ -197,10 +196,8 @@ class LaneConnection {
     this.#socket.resume();
     this.#serve();
   };
-  readonly #onTimeout = (): void => {
-    this.#socket.destroy();
-  };
-  readonly #onError = (): void => {
+  /** An idle timeout or a socket error ends the connection. */
+  readonly #destroy = (): void => {
     this.#socket.destroy();
   };
   readonly #onClose = (): void => {
@@ -211,8 +208,8 @@ class LaneConnection {
     this.#socket = socket;
     this.#lane = lane;
     socket.setTimeout(lane.options.keepAliveMs);
-    socket.on("timeout", this.#onTimeout);
-    socket.on("error", this.#onError);
+    socket.on("timeout", this.#destroy);
+    socket.on("error", this.#destroy);
     socket.on("close", this.#onClose);
     socket.on("drain", this.#onDrain);
     socket.on("data", this.#onData);
@@ -255,8 +252,8 @@ class LaneConnection {
     const s = this.#socket;
     s.off("data", this.#onData);
     s.off("drain", this.#onDrain);
-    s.off("timeout", this.#onTimeout);
-    s.off("error", this.#onError);
+    s.off("timeout", this.#destroy);
+    s.off("error", this.#destroy);
     s.off("close", this.#onClose);
     s.setTimeout(0);
     this.#lane.forget(s);

@@ -11,23 +11,24 @@ import { eventJSON, raftHeaders, readKey, type KeysContext } from "./keys-handle
 import { parseKeyRequest, type KeyRequest } from "./parse-key-request.ts";
 import { muxCleanPath } from "./path.ts";
 import { jsonBase, v2ErrorParts } from "./respond.ts";
-import { MAX_REQUEST_LINE } from "./router.ts";
+import { keyOfPath, requestLineTooLong } from "./router.ts";
 
 export function keysFastGet(ctx: KeysContext): FastHandler {
   return (head): FastResponse | undefined => {
     const server = ctx.server;
     if (head.method !== "GET" || server.config.hostWhitelist.length > 0 || server.auth.enabled) return undefined;
     const target = head.target;
-    if (head.method.length + target.length + 10 > MAX_REQUEST_LINE) return undefined;
+    if (requestLineTooLong(head.method, target)) return undefined;
     const q = target.indexOf("?");
     const path = q < 0 ? target : target.slice(0, q);
-    if (!(path === "/v2/keys" || path.startsWith("/v2/keys/")) || path.includes("%") || muxCleanPath(path) !== path) return undefined;
+    // No escapes: the raw path is then the decoded one the router would route.
+    const key = path.includes("%") || muxCleanPath(path) !== path ? undefined : keyOfPath(path);
+    if (key === undefined) return undefined;
     const form: FormValues = new Map();
     if (q >= 0 && parseQuery(target.slice(q + 1), form).error !== undefined) return undefined;
-    const key = path.slice("/v2/keys".length);
     let kr: KeyRequest;
     try {
-      kr = parseKeyRequest("GET", key === "" ? "/" : key, form, Date.now());
+      kr = parseKeyRequest("GET", key, form, Date.now());
     } catch {
       return undefined;
     }

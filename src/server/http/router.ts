@@ -18,6 +18,21 @@ import { handleHealth, handleMachines, handleMembers, handleStats, handleVersion
 /** etcd (cmux) resets requests whose request line exceeds this; kvctl answers 414 instead. */
 export const MAX_REQUEST_LINE = 4096;
 
+/** Is this request line (method, target, version) longer than MAX_REQUEST_LINE? */
+export function requestLineTooLong(method: string, target: string): boolean {
+  return method.length + target.length + 10 > MAX_REQUEST_LINE;
+}
+
+/**
+ * The key a decoded, clean `/v2/keys` path names, or undefined for any other path. Key
+ * paths are cleaned once more without the trailing slash: "/v2/keys/a/" is the key "/a".
+ */
+export function keyOfPath(path: string): string | undefined {
+  if (path !== "/v2/keys" && !path.startsWith("/v2/keys/")) return undefined;
+  const key = path.slice("/v2/keys".length);
+  return key === "" ? "/" : key;
+}
+
 export interface RouterContext {
   server: KvServer;
   clusterId: string;
@@ -57,7 +72,7 @@ export function createRouter(ctx: RouterContext): (req: IncomingMessage, res: Se
 async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterContext): Promise<void> {
   const url = req.url ?? "/";
   const method = req.method ?? "GET";
-  if (method.length + url.length + 10 > MAX_REQUEST_LINE) {
+  if (requestLineTooLong(method, url)) {
     req.resume();
     throw new HttpTextError(414, "Request-URI Too Long: the request line exceeds 4096 bytes");
   }
@@ -86,10 +101,9 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterConte
     return;
   }
 
-  if (path === "/v2/keys" || path.startsWith("/v2/keys/")) {
-    // Key paths are cleaned once more without the trailing slash: "/a/" is the key "/a".
-    const key = path.slice("/v2/keys".length);
-    await handleKeys(req, res, key === "" ? "/" : key, rawQuery, ctx);
+  const key = keyOfPath(path);
+  if (key !== undefined) {
+    await handleKeys(req, res, key, rawQuery, ctx);
     return;
   }
   switch (path) {
