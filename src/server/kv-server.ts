@@ -481,22 +481,29 @@ export class KvServer {
     // A follower's forwarded requests (proposals, read-index requests) and heartbeat answers
     // promise nothing about its disk either: they leave at once instead of waiting for this
     // Ready's fsync (a proposal forwarded by a follower used to wait for one).
+    //
+    // What goes out before a disk write leaves before it starts (`immediate`): otherwise
+    // node:http would hold the bytes until this turn of the event loop ends, after the
+    // write, and a follower's fsync would start only then. Acknowledgements leave at once
+    // too: the leader's commit waits for them. A leader's commit broadcast (a Ready with
+    // nothing to save) is left to the end of the turn, after the answers to the clients.
+    const willSave = rd.entries.length > 0 || rd.mustSync;
     const sendFirst = this.isLeader;
     let later = rd.messages;
     if (sendFirst) {
-      if (rd.messages.length > 0) this.#transport.send(rd.messages);
+      if (rd.messages.length > 0) this.#transport.send(rd.messages, { immediate: willSave });
       later = [];
     } else if (rd.messages.length > 0) {
       const now = rd.messages.filter(promisesNothing);
       if (now.length > 0) {
-        this.#transport.send(now);
+        this.#transport.send(now, { immediate: willSave });
         later = rd.messages.filter((m) => !promisesNothing(m));
       }
     }
-    if (rd.entries.length > 0 || rd.mustSync) await this.#wal.save(rd.hardState ?? null, rd.entries);
+    if (willSave) await this.#wal.save(rd.hardState ?? null, rd.entries);
     if (rd.hardState) this.#storage.setHardState(rd.hardState);
     if (rd.entries.length > 0) this.#storage.append(rd.entries);
-    if (later.length > 0) this.#transport.send(later);
+    if (later.length > 0) this.#transport.send(later, { immediate: true });
     for (const rs of rd.readStates) this.#reads.onReadState(rs.index, rs.requestCtx);
     for (const e of rd.committedEntries) this.#applyEntry(e);
     this.#reads.release();

@@ -202,10 +202,16 @@ export class Peer {
     this.#heartbeatSentAt = undefined;
   }
 
-  /** Writes what is queued to the stream (opening it if needed), unless back-off is pending. */
-  flush(): void {
+  /**
+   * Writes what is queued to the stream (opening it if needed), unless back-off is pending.
+   * node:http corks the socket on a write and uncorks it when the event loop turns;
+   * `immediate` uncorks it now, so the bytes leave before the caller blocks on a disk
+   * write (a leader's appends, a follower's acknowledgements).
+   */
+  flush(opts: { immediate?: boolean } = {}): void {
     this.#pump();
     this.#pumpSnapshot();
+    if (opts.immediate === true) this.#stream?.req.socket?.uncork();
   }
 
   stats(): PeerStats {

@@ -1,5 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import net from "node:net";
 import { EntryType, MessageType, message, type Message } from "../raft/index.ts";
 import { app, countStreams, gate, mesh, memberFactory, startMember, waitFor, type Member } from "./transport.test-helper.ts";
 
@@ -52,6 +53,46 @@ test("messages sent while the receiver is held are written at once and arrive in
   await waitFor("four messages", () => b.received().length === 4);
   assert.deepStrictEqual(b.received().map((m) => m.index), [1, 2, 3, 4]);
   await waitFor("the acknowledgement", () => a.transport.stats()["2"]!.sent === 4);
+});
+
+test("send({ immediate }) hands the bytes to the kernel before it returns; send() at the end of the turn", async () => {
+  const a = await member({ id: 1 });
+  const b = await member({ id: 2 });
+  mesh([a, b]);
+  a.transport.send([app(1, 2, 1)]);
+  await waitFor("the stream to carry a first message", () => b.received().length === 1);
+  // Count socket writes (net.Socket's Writable hooks) while send() runs synchronously: the
+  // leader calls send() and then blocks on its WAL write, so only these reach a follower
+  // before its disk write starts.
+  const proto = net.Socket.prototype as unknown as Record<"_write" | "_writev", (...args: unknown[]) => void>;
+  const saved = { _write: proto._write, _writev: proto._writev };
+  let writes = 0;
+  for (const k of ["_write", "_writev"] as const) {
+    const original = saved[k];
+    proto[k] = function (this: unknown, ...args: unknown[]) {
+      writes++;
+      return original.apply(this, args);
+    };
+  }
+  let lazy: number;
+  let lazyAfterTurn: number;
+  let eager: number;
+  try {
+    a.transport.send([app(1, 2, 2)]);
+    lazy = writes;
+    await new Promise((r) => setImmediate(r));
+    lazyAfterTurn = writes;
+    writes = 0;
+    a.transport.send([app(1, 2, 3)], { immediate: true });
+    eager = writes;
+  } finally {
+    Object.assign(proto, saved);
+  }
+  assert.equal(lazy, 0, "send() leaves the bytes corked until the turn ends");
+  assert.ok(lazyAfterTurn > 0, "and writes them when it ends");
+  assert.ok(eager > 0, "send({ immediate: true }) writes before it returns");
+  await waitFor("all three messages", () => b.received().length === 3);
+  assert.deepStrictEqual(b.received().map((m) => m.index), [1, 2, 3]);
 });
 
 test("leader stats latency is the heartbeat round trip", async () => {

@@ -19,6 +19,11 @@ import { Peer, type PeerContext } from "./peer.ts";
 import { RateWindow, type PeerStats, type SelfTransportStats } from "./stats.ts";
 import { PeerHeader, defaultLimits, idHex, type TransportLimits, type TransportLogger } from "./types.ts";
 
+export interface SendOptions {
+  /** Hand the bytes to the kernel before send() returns (see send). */
+  immediate?: boolean;
+}
+
 export interface PeerTransportOptions {
   memberId: number;
   clusterId: number;
@@ -123,8 +128,14 @@ export class PeerTransport {
     this.#log.info("removed peer", { remotePeerId: idHex(id) });
   }
 
-  /** Queues messages for their peers and writes them to the peers' streams (one write per peer). */
-  send(msgs: readonly Message[]): void {
+  /**
+   * Queues messages for their peers and writes them to the peers' streams (one write per
+   * peer). The bytes reach the kernel when this turn of the event loop ends (node:http
+   * corks the socket until then, so several sends in one turn share a syscall), or before
+   * send() returns with `immediate`: for a caller about to block on its disk, or whose
+   * messages someone is waiting for.
+   */
+  send(msgs: readonly Message[], opts: SendOptions = {}): void {
     if (this.#stopped) return;
     const touched = new Set<Peer>();
     for (const m of msgs) {
@@ -140,7 +151,7 @@ export class PeerTransport {
       p.enqueue(m);
       touched.add(p);
     }
-    for (const p of touched) p.flush();
+    for (const p of touched) p.flush(opts);
   }
 
   /** The peer endpoint: mount it for /raft and /raft/snapshot (it answers 404 elsewhere). */
