@@ -45,6 +45,11 @@ function promisesNothing(m: Message): boolean {
   return m.type === MessageType.MsgProp || m.type === MessageType.MsgReadIndex || m.type === MessageType.MsgHeartbeatResp;
 }
 
+/** The command a normal entry carries; undefined for conf changes and empty entries (a new leader's). */
+function commandOf(e: Entry): Command | undefined {
+  return e.type === EntryType.Normal && e.data.length > 0 ? decodeCommand(e.data) : undefined;
+}
+
 /** The context of a membership change entry: who proposed it (for the waiter) and the member. */
 interface ConfChangeContext {
   proposer: number;
@@ -482,30 +487,35 @@ export class KvServer {
     // promise nothing about its disk either: they leave at once instead of waiting for this
     // Ready's fsync (a proposal forwarded by a follower used to wait for one).
     //
-    // What goes out before a disk write leaves before it starts (`immediate`): otherwise
-    // node:http would hold the bytes until this turn of the event loop ends, after the
-    // write, and a follower's fsync would start only then. Acknowledgements leave at once
-    // too: the leader's commit waits for them. A leader's commit broadcast (a Ready with
-    // nothing to save) is left to the end of the turn, after the answers to the clients.
+    // When bytes leave matters on two cores: node:http holds what send() writes until this
+    // turn of the event loop ends, and `immediate` pushes it out at once.
+    // - Before a disk write, everything leaves first, so the peers' fsyncs run alongside
+    //   ours instead of starting after it.
+    // - A follower's acknowledgements after its fsync, and what it forwards (proposals,
+    //   read-index requests, heartbeat answers), leave at once: the leader waits on them.
+    // - A leader's commit broadcast (nothing to save) leaves at the end of the turn, after
+    //   its own clients were answered, unless it commits a follower's proposal: that
+    //   follower answers its client only once it hears of the commit.
     const willSave = rd.entries.length > 0 || rd.mustSync;
-    const sendFirst = this.isLeader;
+    const commands = rd.committedEntries.map(commandOf);
     let later = rd.messages;
-    if (sendFirst) {
-      if (rd.messages.length > 0) this.#transport.send(rd.messages, { immediate: willSave });
+    if (this.isLeader) {
+      const followerWaits = commands.some((c) => c !== undefined && c.m !== this.#memberId);
+      if (rd.messages.length > 0) this.#transport.send(rd.messages, { immediate: willSave || followerWaits });
       later = [];
     } else if (rd.messages.length > 0) {
       const now = rd.messages.filter(promisesNothing);
       if (now.length > 0) {
-        this.#transport.send(now, { immediate: willSave });
+        this.#transport.send(now, { immediate: true });
         later = rd.messages.filter((m) => !promisesNothing(m));
       }
     }
     if (willSave) await this.#wal.save(rd.hardState ?? null, rd.entries);
     if (rd.hardState) this.#storage.setHardState(rd.hardState);
     if (rd.entries.length > 0) this.#storage.append(rd.entries);
-    if (later.length > 0) this.#transport.send(later, { immediate: true });
+    if (later.length > 0) this.#transport.send(later, { immediate: willSave });
     for (const rs of rd.readStates) this.#reads.onReadState(rs.index, rs.requestCtx);
-    for (const e of rd.committedEntries) this.#applyEntry(e);
+    rd.committedEntries.forEach((e, i) => this.#applyEntry(e, commands[i]));
     this.#reads.release();
     this.#node.advance(rd);
     if (this.#appliedIndex - this.#snapshotIndex >= this.config.snapshotCount) await this.#snapshot();
@@ -531,11 +541,11 @@ export class KvServer {
     }
   }
 
-  #applyEntry(e: Entry): void {
+  /** Applies a committed entry; `cmd` is its command, decoded (see commandOf). */
+  #applyEntry(e: Entry, cmd: Command | undefined): void {
     if (e.index <= this.#appliedIndex) return;
     if (e.type === EntryType.ConfChange) this.#applyConfChange(decodeConfChange(e.data));
-    else if (e.data.length > 0) {
-      const cmd = decodeCommand(e.data);
+    else if (cmd !== undefined) {
       const result = applyCommand({ store: this.store, membership: this.membership, auth: this.auth, v3: this.v3, v3auth: this.v3auth }, cmd, e.index);
       if (result.ok && result.changes !== undefined) for (const c of result.changes) this.watchHub.notify(c);
       if (cmd.m === this.#memberId) this.#waits.trigger(cmd.id, result);
