@@ -2,23 +2,42 @@
 // file filled with zeros and synced, so a cut only writes a few header records into it.
 // Invariant: at most one file is being prepared; a prepared file is never part of the log
 // until the WAL renames it to a `.wal` name (stray `.tmp` files are deleted on open).
+//
+// The fill is synced piece by piece. etcd reserves the space with fallocate, which Node
+// cannot call, so we write real zeros; written first and synced once, 64 MB of dirty
+// pages went to the disk in one flush, and every WAL fdatasync queued behind it (measured
+// here: fdatasyncs p99 14-17 ms and up to 199 ms during the fill, with three members
+// filling at once the slowest writes of a benchmark run, 100-110 ms). Synced every 256 KiB,
+// a save waits for one small piece at most (p99 0.7 ms, max 2-16 ms; the fill takes about
+// 200 ms instead of 60). Pauses between pieces only stretched the window.
 import { open, unlink } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { join } from "node:path";
-import { TMP_SUFFIX, zeroFill } from "./segment.ts";
+import { TMP_SUFFIX, writeFully } from "./segment.ts";
 
 export interface PreparedFile { fh: FileHandle; path: string }
 type Outcome = { ok: PreparedFile } | { err: unknown };
 
+export interface FilePipelineOptions {
+  dir: string;
+  segmentBytes: number;
+  /** Bytes written and synced per piece (default 256 KiB). */
+  pieceBytes?: number;
+}
+
+const DEFAULT_PIECE_BYTES = 256 * 1024;
+
 export class FilePipeline {
   readonly #dir: string;
   readonly #segmentBytes: number;
+  readonly #zeros: Buffer;
   #count = 0;
   #pending: Promise<Outcome> | null = null;
 
-  constructor(opts: { dir: string; segmentBytes: number }) {
+  constructor(opts: FilePipelineOptions) {
     this.#dir = opts.dir;
     this.#segmentBytes = opts.segmentBytes;
+    this.#zeros = Buffer.alloc(Math.max(1, Math.min(opts.pieceBytes ?? DEFAULT_PIECE_BYTES, opts.segmentBytes)));
   }
 
   /** Starts preparing the next file unless one is already on its way. */
@@ -53,7 +72,10 @@ export class FilePipeline {
     const path = join(this.#dir, `${this.#count++}${TMP_SUFFIX}`);
     const fh = await open(path, "w+", 0o600);
     try {
-      await zeroFill(fh, 0, this.#segmentBytes);
+      for (let pos = 0; pos < this.#segmentBytes; pos += this.#zeros.length) {
+        await writeFully(fh, this.#zeros.subarray(0, Math.min(this.#zeros.length, this.#segmentBytes - pos)), pos);
+        await fh.datasync();
+      }
       return { fh, path };
     } catch (err) {
       await fh.close().catch(() => undefined);
