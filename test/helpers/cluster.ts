@@ -27,9 +27,10 @@ export interface TestCluster {
   stop(): Promise<void>;
 }
 
-async function healthy(url: string, deadlineMs: number): Promise<boolean> {
+/** Polls /health until it answers 200 (true), the deadline passes or `gone()` holds (false). */
+async function healthy(url: string, deadlineMs: number, gone: () => boolean = () => false): Promise<boolean> {
   const deadline = Date.now() + deadlineMs;
-  while (Date.now() < deadline) {
+  while (Date.now() < deadline && !gone()) {
     try {
       const r = await fetch(`${url}/health`, { signal: AbortSignal.timeout(500) });
       await r.arrayBuffer();
@@ -49,6 +50,21 @@ async function newMember(root: string, name: string): Promise<ClusterMember> {
 }
 
 export async function startCluster(n: number, flags: string[] = ["--heartbeat-interval", "50", "--election-timeout", "500"]): Promise<TestCluster> {
+  // freePort() only finds a port free at that moment: an outgoing connection of a test
+  // running beside us may take it as its ephemeral port before the member listens. Such a
+  // start is retried with new ports (nothing else is).
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startClusterOnce(n, flags);
+    } catch (err) {
+      if (!(err instanceof PortTakenError) || attempt === 3) throw err;
+    }
+  }
+}
+
+class PortTakenError extends Error {}
+
+async function startClusterOnce(n: number, flags: string[]): Promise<TestCluster> {
   const root = mkdtempSync(join(tmpdir(), "kvctl-cluster-"));
   const members: ClusterMember[] = [];
   for (let i = 0; i < n; i++) members.push(await newMember(root, `m${i}`));
@@ -105,9 +121,11 @@ export async function startCluster(n: number, flags: string[] = ["--heartbeat-in
   };
   for (const m of members) await cluster.start(m);
   for (const m of members) {
-    if (!(await healthy(m.clientUrl, 20_000))) {
+    if (!(await healthy(m.clientUrl, 20_000, () => m.process?.exitCode !== null || m.process?.signalCode !== null))) {
       await cluster.stop();
-      throw new Error(`member ${m.name} not healthy:\n${m.log.join("").slice(-3000)}`);
+      const log = m.log.join("");
+      const Failure = log.includes("EADDRINUSE") ? PortTakenError : Error;
+      throw new Failure(`member ${m.name} not healthy:\n${log.slice(-3000)}`);
     }
   }
   return cluster;
