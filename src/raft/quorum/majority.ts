@@ -2,6 +2,8 @@
 // the configuration is one set of voters, and a quorum is any floor(n/2)+1 of them.
 // Joint consensus (two sets) is not implemented; see ../README.md.
 
+import { sortNumbers } from "../util.ts";
+
 /** Outcome of a vote count. Numbers match etcd's quorum.VoteResult. */
 export const VoteResult = { Pending: 1, Lost: 2, Won: 3 } as const;
 export type VoteResult = (typeof VoteResult)[keyof typeof VoteResult];
@@ -16,7 +18,7 @@ export function committedIndex(voters: ReadonlySet<number>, acked: (id: number) 
   if (n === 0) return Number.POSITIVE_INFINITY;
   const srt: number[] = [];
   for (const id of voters) srt.push(acked(id) ?? 0);
-  srt.sort((a, b) => a - b);
+  sortNumbers(srt);
   // From the top, n/2+1 voters have acked at least srt[pos].
   const pos = n - (Math.floor(n / 2) + 1);
   return srt[pos]!;

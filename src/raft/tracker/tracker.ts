@@ -3,6 +3,7 @@
 
 import { VoteResult, committedIndex, voteResult } from "../quorum/majority.ts";
 import type { ConfState } from "../types.ts";
+import { sortNumbers } from "../util.ts";
 import { Progress } from "./progress.ts";
 
 /**
@@ -38,7 +39,7 @@ export class ProgressTracker {
 
   /** Visits every member in increasing id order (deterministic message order). */
   visit(f: (id: number, pr: Progress) => void): void {
-    const ids = [...this.progress.keys()].sort((a, b) => a - b);
+    const ids = sortNumbers([...this.progress.keys()]);
     for (const id of ids) f(id, this.progress.get(id)!);
   }
 
@@ -52,11 +53,11 @@ export class ProgressTracker {
   }
 
   voterNodes(): number[] {
-    return [...this.voters].sort((a, b) => a - b);
+    return sortNumbers([...this.voters]);
   }
 
   learnerNodes(): number[] {
-    return [...this.learners].sort((a, b) => a - b);
+    return sortNumbers([...this.learners]);
   }
 
   resetVotes(): void {
