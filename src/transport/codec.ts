@@ -261,8 +261,11 @@ function decodeSnapshot(r: Reader): Snapshot {
  * that chunk, in order. Throws CodecError on an unknown version or a malformed frame; a
  * reader that threw is done (the stream it reads is broken).
  */
+/** Shared by every reader with nothing pending (never written to). */
+const NOTHING_PENDING = new Uint8Array(0);
+
 export class FrameReader {
-  #pending: Uint8Array = new Uint8Array(0);
+  #pending: Uint8Array = NOTHING_PENDING;
   #versionSeen = false;
   #maxFrame: number;
 
@@ -308,7 +311,7 @@ export class FrameReader {
       sizes?.push(4 + len);
     }
     // Keep only the incomplete tail (a copy: the chunk's buffer may be reused by the caller).
-    this.#pending = pos === buf.length ? new Uint8Array(0) : buf.slice(pos);
+    this.#pending = pos === buf.length ? NOTHING_PENDING : buf.slice(pos);
     return out;
   }
 }
