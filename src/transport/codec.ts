@@ -255,15 +255,15 @@ function decodeSnapshot(r: Reader): Snapshot {
   return { data: r.bytes("snapshot.data", false), metadata: { index, term, confState: { voters, learners } } };
 }
 
+/** Shared by every reader with nothing pending (never written to). */
+const NOTHING_PENDING = new Uint8Array(0);
+
 /**
  * Decodes a stream of frames as it arrives: the version byte first, then frames that
  * may be split across chunks in any way. Each push() returns the messages completed by
  * that chunk, in order. Throws CodecError on an unknown version or a malformed frame; a
  * reader that threw is done (the stream it reads is broken).
  */
-/** Shared by every reader with nothing pending (never written to). */
-const NOTHING_PENDING = new Uint8Array(0);
-
 export class FrameReader {
   #pending: Uint8Array = NOTHING_PENDING;
   #versionSeen = false;

@@ -4,5 +4,5 @@ export { CodecError, codecVersion, decodeBatch, encodeBatch, encodeFrame } from 
 export { raftPath, snapshotPath } from "./handler.ts";
 export { TransportError, createAgent, peerGet, type PeerTlsClient } from "./http-client.ts";
 export type { LatencyStats, PeerStats, SelfTransportStats } from "./stats.ts";
-export { PeerTransport, type PeerTransportOptions, type SendOptions } from "./transport.ts";
-export { PeerHeader, defaultLimits, type TransportLimits, type TransportLogger } from "./types.ts";
+export { PeerTransport, type PeerTransportOptions } from "./transport.ts";
+export { PeerHeader, defaultLimits, type SendOptions, type TransportLimits, type TransportLogger } from "./types.ts";

@@ -31,7 +31,7 @@ import { batchHeader, encodeFrame, heartbeatFrame } from "./codec.ts";
 import type { ClientRequest } from "node:http";
 import { TransportError, checkStatus, openStream, parsePeerUrl, post } from "./http-client.ts";
 import { LatencyTracker, type PeerStats } from "./stats.ts";
-import type { TransportLimits, TransportLogger } from "./types.ts";
+import type { SendOptions, TransportLimits, TransportLogger } from "./types.ts";
 
 /** What a Peer needs from its transport (shared by all peers of one transport). */
 export interface PeerContext {
@@ -208,7 +208,7 @@ export class Peer {
    * `immediate` uncorks it now, so the bytes leave before the caller blocks on a disk
    * write (a leader's appends, a follower's acknowledgements).
    */
-  flush(opts: { immediate?: boolean } = {}): void {
+  flush(opts: SendOptions = {}): void {
     this.#pump();
     this.#pumpSnapshot();
     if (opts.immediate === true) this.#stream?.req.socket?.uncork();

@@ -17,12 +17,7 @@ import { createHandler, type Delivery } from "./handler.ts";
 import { createAgent, peerGet, type PeerTlsClient } from "./http-client.ts";
 import { Peer, type PeerContext } from "./peer.ts";
 import { RateWindow, type PeerStats, type SelfTransportStats } from "./stats.ts";
-import { PeerHeader, defaultLimits, idHex, type TransportLimits, type TransportLogger } from "./types.ts";
-
-export interface SendOptions {
-  /** Hand the bytes to the kernel before send() returns (see send). */
-  immediate?: boolean;
-}
+import { PeerHeader, defaultLimits, idHex, type SendOptions, type TransportLimits, type TransportLogger } from "./types.ts";
 
 export interface PeerTransportOptions {
   memberId: number;

@@ -62,3 +62,9 @@ export function parseIdHex(s: string | undefined): number | undefined {
   const n = parseInt(s, 16);
   return Number.isSafeInteger(n) && n > 0 ? n : undefined;
 }
+
+/** How send() hands messages to the kernel (PeerTransport.send, Peer.flush). */
+export interface SendOptions {
+  /** Before send() returns, instead of when the event loop turns (node:http corks until then). */
+  immediate?: boolean;
+}
