@@ -154,3 +154,42 @@ for (const [name, text, message] of badImages) {
     assert.throws(() => V2Store.recover(text), message);
   });
 }
+
+test("an image written a slice at a time while ops keep changing the store is the store of its start", () => {
+  const base = Number(process.env["SEED"] ?? 100);
+  let copiedSomewhere = 0;
+  for (let seed = base; seed < base + 40; seed++) {
+    const rand = rng(seed);
+    const ops = randomOps(seed, 2500);
+    const s = new V2Store();
+    const warm = 500 + Math.floor(rand() * 1500);
+    for (const op of ops.slice(0, warm)) op(s);
+    const expected = s.save();
+    const w = s.beginImage();
+    let i = warm;
+    // One op between slices of 1-3 nodes: every change lands in the middle of the walk.
+    while (!w.step(1 + Math.floor(rand() * 3))) {
+      copiedSomewhere = Math.max(copiedSomewhere, w.copied);
+      const op = ops[i++];
+      if (op !== undefined) op(s);
+    }
+    assert.equal(w.text(), expected, `seed ${seed}`);
+    assert.equal(s.abandoned(w), false);
+    for (const op of ops.slice(i)) op(s); // the finished writer is let go on the next change
+    assert.equal(V2Store.recover(expected).save(), expected, `seed ${seed}: the image recovers`);
+  }
+  assert.ok(copiedSomewhere > 0, "some node changed before the writer reached it");
+});
+
+test("recovery, or a newer image, abandons the image in progress", () => {
+  const s = new V2Store();
+  for (let i = 0; i < 50; i++) s.set(`/dir/k${i}`, { value: String(i) }, T0);
+  const image = s.save();
+  const w1 = s.beginImage();
+  const w2 = s.beginImage();
+  assert.equal(s.abandoned(w1), true);
+  assert.equal(s.abandoned(w2), false);
+  s.recovery(image);
+  assert.equal(s.abandoned(w2), true);
+  assert.throws(() => w2.text(), /not complete/);
+});

@@ -11,47 +11,14 @@
 
 import type { V2Action, V2NodeJSON } from "../../api/v2-types.ts";
 import { Action, type V2Event } from "./event.ts";
+import { IMAGE_VERSION, StoreImageWriter, type StoreImage } from "./image-writer.ts";
 import { V2Node } from "./node.ts";
 
-export const IMAGE_VERSION = 1;
+export { IMAGE_VERSION, StoreImageWriter, type StoreImage } from "./image-writer.ts";
 
-export interface StoreImage {
-  index: number;
-  namespaces: readonly string[];
-  root: V2Node;
-  history: { event: V2Event; refresh: boolean }[];
-}
-
-/** Serializes the store state; builds the text in pieces to avoid a copy of the tree. */
+/** Serializes the store state in one go (StoreImageWriter does it a slice at a time). */
 export function encodeImage(img: StoreImage): string {
-  const out: string[] = [`{"v":${IMAGE_VERSION},"index":${img.index},"ns":${JSON.stringify(img.namespaces)},"root":`];
-  encodeNode(img.root, "", out);
-  out.push(',"history":[');
-  let first = true;
-  for (const { event, refresh } of img.history) {
-    if (!first) out.push(",");
-    first = false;
-    const prev = event.prevNode === undefined ? "0" : JSON.stringify(event.prevNode);
-    out.push(`[${JSON.stringify(event.action)},${JSON.stringify(event.node)},${prev},${refresh ? 1 : 0}]`);
-  }
-  out.push("]}");
-  return out.join("");
-}
-
-function encodeNode(n: V2Node, name: string, out: string[]): void {
-  out.push(`[${JSON.stringify(name)},${n.createdIndex},${n.modifiedIndex},${n.expireTime},`);
-  if (n.children === null) {
-    out.push(JSON.stringify(n.value), "]");
-    return;
-  }
-  out.push("[");
-  let first = true;
-  for (const [childName, child] of n.children) {
-    if (!first) out.push(",");
-    first = false;
-    encodeNode(child, childName, out);
-  }
-  out.push("]]");
+  return new StoreImageWriter(img).finish();
 }
 
 /** Parses an image; throws Error "Cannot parse v2 store image: ..." on malformed input. */

@@ -17,7 +17,7 @@ import type { V2NodeJSON, V2StoreStatsJSON } from "../../api/v2-types.ts";
 import { Action, type V2Event, type V2Watcher, type WatchSink } from "./event.ts";
 import { eventNode, MIN_EXPIRE_TIME, PERMANENT, renderNode, renderPrev, V2Node } from "./node.ts";
 import { cleanPath, inOrderName } from "./path.ts";
-import { decodeImage, encodeImage, type StoreImage } from "./snapshot.ts";
+import { decodeImage, encodeImage, StoreImageWriter, type StoreImage } from "./snapshot.ts";
 import { type V2Counter, V2Stats } from "./stats.ts";
 import { TtlKeyHeap } from "./ttl-key-heap.ts";
 import { WatcherHub } from "./watcher-hub.ts";
@@ -49,6 +49,8 @@ interface Miss {
 export class V2Store {
   #root: V2Node;
   #index = 0;
+  /** An image being written a slice at a time: told about every node before it changes. */
+  #writer: StoreImageWriter | undefined;
   #namespaces: readonly string[];
   #readOnly: Set<string>;
   #ttl = new TtlKeyHeap<V2Node>();
@@ -136,6 +138,7 @@ export class V2Store {
     const next = this.#index + 1;
     const prevNode = renderPrev(n, now);
     if (!isDir) {
+      this.#touch(n);
       n.value = value;
       n.modifiedIndex = next;
     }
@@ -172,6 +175,7 @@ export class V2Store {
     const expireTime = normalizeExpire(opts.expireTime);
     const next = this.#index + 1;
     const prevNode = renderPrev(n, now);
+    this.#touch(n);
     n.value = value;
     n.modifiedIndex = next;
     this.#updateTtl(n, expireTime);
@@ -275,7 +279,34 @@ export class V2Store {
 
   /** JSON image of the tree, index, TTLs and event history (not stats, not watchers). */
   save(): string {
-    return encodeImage({ index: this.#index, namespaces: this.#namespaces, root: this.#root, history: this.#hub.history.entries() });
+    return encodeImage(this.#imageState());
+  }
+
+  /**
+   * The image of this moment, to be written a slice at a time (writer.step) while the
+   * store keeps changing. One at a time: a new one replaces the one in progress, and
+   * recovery() abandons it (its step() then never completes: check `abandoned`).
+   */
+  beginImage(): StoreImageWriter {
+    this.#writer = new StoreImageWriter(this.#imageState());
+    return this.#writer;
+  }
+
+  /** True when w is no longer the store's image in progress (replaced, or the store recovered). */
+  abandoned(w: StoreImageWriter): boolean {
+    return this.#writer !== w && !w.finished;
+  }
+
+  #imageState(): StoreImage {
+    return { index: this.#index, namespaces: this.#namespaces, root: this.#root, history: this.#hub.history.entries() };
+  }
+
+  /** Called before n's value, indexes, TTL or children change. */
+  #touch(n: V2Node): void {
+    const w = this.#writer;
+    if (w === undefined) return;
+    if (w.finished) this.#writer = undefined;
+    else w.capture(n);
   }
 
   /** A new store from an image (stats start at zero, no watchers). */
@@ -289,6 +320,7 @@ export class V2Store {
   /** Replaces this store's state by an image; watchers and stats are kept (etcd's Recovery). */
   recovery(image: string): void {
     const img = decodeImage(image);
+    this.#writer = undefined;
     this.#namespaces = [...img.namespaces];
     this.#readOnly = new Set(["/", ...img.namespaces]);
     this.#load(img);
@@ -340,6 +372,7 @@ export class V2Store {
     const name = p.slice(slash + 1);
     const children = parent.children as Map<string, V2Node>;
     const existing = children.get(name);
+    this.#touch(parent);
     let prevNode: V2NodeJSON | undefined;
     if (existing !== undefined) {
       if (!o.replace) throw new V2Error(V2ErrorCode.NodeExist, p, curr);
@@ -375,6 +408,7 @@ export class V2Store {
       const children = cur.children as Map<string, V2Node>;
       let child = children.get(name);
       if (child === undefined) {
+        this.#touch(cur);
         child = new V2Node({ path: slash === -1 ? p : p.slice(0, slash), index, parent: cur, expireTime: PERMANENT });
         children.set(name, child);
       } else if (child.children === null) {
@@ -396,6 +430,7 @@ export class V2Store {
     node.modifiedIndex = next;
     node.createdIndex = n.createdIndex;
     const removed: string[] | undefined = this.#hub.hasWatchers() ? [] : undefined;
+    if (n.parent !== null) this.#touch(n.parent);
     (n.parent?.children as Map<string, V2Node>).delete(n.path.slice(n.path.lastIndexOf("/") + 1));
     this.#dropSubtree(n, removed);
     this.#index = next;
@@ -414,6 +449,7 @@ export class V2Store {
   /** Moves n's TTL to t (a normalized expire time; PERMANENT removes it). */
   #updateTtl(n: V2Node, t: number): void {
     if (t === n.expireTime) return;
+    this.#touch(n);
     const had = n.expireTime !== PERMANENT;
     n.expireTime = t;
     if (t === PERMANENT) this.#ttl.remove(n);
