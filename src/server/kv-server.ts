@@ -32,6 +32,7 @@ import { openMember, decodeSnapshotImage, encodeConfState, restoreV3, PEER_MEMBE
 import { raftLogger, type Logger } from "./logger.ts";
 import type { ServerConfig } from "./config.ts";
 import { ServerStats } from "./stats.ts";
+import { writeSnapshotData } from "./snapshot-data.ts";
 
 /** How often the leader stamps its clock into the log while TTL keys exist (etcd: 500 ms). */
 const SYNC_INTERVAL_MS = 500;
@@ -39,6 +40,15 @@ const SYNC_INTERVAL_MS = 500;
 const WATCH_PROGRESS_NOTIFY_MS = 10 * 60 * 1000;
 /** Entries kept in memory after a snapshot so slow followers catch up without one (etcd: 5000). */
 const SNAPSHOT_CATCHUP_ENTRIES = 5000;
+
+/** A snapshot made in the background whose file is saved (see #recordSnapshot). */
+interface MadeSnapshot {
+  index: number;
+  term: number;
+  data: Buffer;
+  confState: ConfState;
+  startedAt: number;
+}
 
 /** Messages that make no promise about this member's persisted state (safe to send before its fsync). */
 function promisesNothing(m: Message): boolean {
@@ -97,6 +107,10 @@ export class KvServer {
   /** Invariant: appliedIndex <= commitIndex; snapshotIndex <= appliedIndex. */
   #appliedIndex = 0;
   #snapshotIndex = 0;
+  /** The snapshot being made in the background (#startSnapshot); at most one. */
+  #snapshotJob: { index: number; cancelled: boolean } | undefined;
+  /** A snapshot whose file is saved, for the raft loop to record in the WAL (#recordSnapshot). */
+  #snapshotMade: MadeSnapshot | undefined;
   #confState: ConfState = { voters: [], learners: [] };
   #lead = 0;
   #term = 0;
@@ -466,6 +480,8 @@ export class KvServer {
         while (!this.#stopped && this.#node.hasReady()) {
           await this.#processReady(this.#node.ready());
         }
+        // WAL calls must not overlap: the snapshot is recorded here, between Readys.
+        if (this.#snapshotMade !== undefined && !this.#stopped) await this.#recordSnapshot();
       } while (this.#drainAgain && !this.#stopped);
     } finally {
       this.#draining = false;
@@ -518,7 +534,7 @@ export class KvServer {
     rd.committedEntries.forEach((e, i) => this.#applyEntry(e, commands[i]));
     this.#reads.release();
     this.#node.advance(rd);
-    if (this.#appliedIndex - this.#snapshotIndex >= this.config.snapshotCount) await this.#snapshot();
+    if (this.#snapshotJob === undefined && this.#appliedIndex - this.#snapshotIndex >= this.config.snapshotCount) this.#startSnapshot();
   }
 
   #onLeader(lead: number): void {
@@ -592,7 +608,10 @@ export class KvServer {
   }
 
   async #installSnapshot(snap: Snapshot): Promise<void> {
-    // A snapshot from the leader replaces the whole state machine (followers only).
+    // A snapshot from the leader replaces the whole state machine (followers only); one
+    // this member was making of its older state is abandoned.
+    if (this.#snapshotJob !== undefined) this.#snapshotJob.cancelled = true;
+    this.#snapshotMade = undefined;
     const ref = { index: snap.metadata.index, term: snap.metadata.term };
     await this.#snapshotter.save({ ...ref, data: snap.data, meta: encodeConfState(snap.metadata.confState) });
     await this.#wal.saveSnapshotRef(ref);
@@ -612,19 +631,53 @@ export class KvServer {
     this.#log.info("installed snapshot from the leader", ref);
   }
 
-  async #snapshot(): Promise<void> {
+  /**
+   * Takes a snapshot of the state at the applied index without stopping the member: the
+   * v2 store is copied on write and written a slice at a time, the other parts (small)
+   * are taken now, and the file is written while Raft goes on. A snapshot of 300k keys
+   * took up to 1.5 s in one piece, long enough for followers to start an election.
+   */
+  #startSnapshot(): void {
     const index = this.#appliedIndex;
-    const image = this.#image();
-    const data = Buffer.from(JSON.stringify(image));
-    const snap = this.#storage.createSnapshot(index, this.#confState, data);
-    await this.#snapshotter.save({ index, term: snap.metadata.term, data, meta: encodeConfState(this.#confState) });
-    await this.#wal.saveSnapshotRef({ index, term: snap.metadata.term });
-    this.#snapshotIndex = index;
-    const compactTo = index - SNAPSHOT_CATCHUP_ENTRIES;
+    const job = { index, cancelled: false };
+    this.#snapshotJob = job;
+    const startedAt = performance.now();
+    const term = this.#storage.term(index);
+    const confState = { voters: [...this.#confState.voters], learners: [...this.#confState.learners] };
+    const writer = this.store.beginImage();
+    // Copied now: these images share objects with the live state (the v3 image is built fresh).
+    const small = structuredClone({ membership: this.membership.toJSON(), auth: this.auth.save() });
+    const rest = { ...small, v3: this.v3.toImage(), v3auth: structuredClone(this.v3auth.toImage()) };
+    const end = (): void => {
+      if (this.#snapshotJob === job) this.#snapshotJob = undefined;
+    };
+    void writeSnapshotData({ writer, rest, cancelled: () => job.cancelled || this.store.abandoned(writer) })
+      .then(async (data) => {
+        if (data === undefined || job.cancelled) return end();
+        await this.#snapshotter.save({ index, term, data, meta: encodeConfState(confState) });
+        if (job.cancelled) return end();
+        this.#snapshotMade = { index, term, data, confState, startedAt };
+        this.#kick();
+      })
+      // As etcd: a snapshot that cannot be saved means the disk is failing.
+      .catch((err: unknown) => this.#fatal(err));
+  }
+
+  /** Makes the saved snapshot Raft's, records it in the WAL and drops what it replaces. */
+  async #recordSnapshot(): Promise<void> {
+    const s = this.#snapshotMade as MadeSnapshot;
+    this.#snapshotMade = undefined;
+    this.#snapshotJob = undefined;
+    // A snapshot installed from the leader meanwhile is newer: this one is not needed.
+    if (s.index <= this.#snapshotIndex) return;
+    this.#storage.createSnapshot(s.index, s.confState, s.data);
+    await this.#wal.saveSnapshotRef({ index: s.index, term: s.term });
+    this.#snapshotIndex = s.index;
+    const compactTo = s.index - SNAPSHOT_CATCHUP_ENTRIES;
     if (compactTo > this.#storage.firstIndex()) this.#storage.compact(compactTo);
-    await this.#wal.releaseTo(index);
+    await this.#wal.releaseTo(s.index);
     await this.#snapshotter.purge(5);
-    this.#log.info("saved snapshot", { index, term: snap.metadata.term, bytes: data.length });
+    this.#log.info("saved snapshot", { index: s.index, term: s.term, bytes: s.data.length, ms: Math.round(performance.now() - s.startedAt) });
   }
 
   #fatal(err: unknown): void {
@@ -671,6 +724,7 @@ export class KvServer {
     if (this.#stopped) return;
     await this.transferLeadership().catch(() => undefined);
     this.#stopped = true;
+    if (this.#snapshotJob !== undefined) this.#snapshotJob.cancelled = true;
     clearInterval(this.#tickTimer);
     clearInterval(this.#syncTimer);
     clearInterval(this.#progressTimer);

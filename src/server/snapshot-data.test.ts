@@ -1,0 +1,43 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { V2Store } from "../store/v2/index.ts";
+import type { SnapshotImage } from "./bootstrap.ts";
+import { writeSnapshotData } from "./snapshot-data.ts";
+
+const T0 = Date.UTC(2026, 0, 1);
+const rest = { membership: { clusterId: 7, members: [] }, auth: { enabled: false } } as unknown as Omit<SnapshotImage, "store">;
+
+test("snapshot data is JSON.stringify of the image at its start, written while the store changes", async () => {
+  const s = new V2Store();
+  // Values with quotes, control characters, surrogate pairs and lone surrogates.
+  const values = ['a"b\\c', "line\nnext\u0001", "😀ü", "x\ud800y", ""];
+  for (let i = 0; i < 3000; i++) s.set(`/d${i % 7}/k${i}`, { value: values[i % values.length] ?? "" }, T0);
+  const expected = Buffer.from(JSON.stringify({ store: s.save(), ...rest }));
+  const writer = s.beginImage();
+  let turns = 0;
+  const data = await writeSnapshotData({
+    writer,
+    rest,
+    cancelled: () => false,
+    sliceMs: 0, // one step of 256 nodes per turn
+    yieldTurn: async () => {
+      turns++;
+      // Changes between slices: new keys, updates, deletes, a whole directory removed.
+      s.set(`/d${turns % 7}/new${turns}`, { value: "😀" }, T0);
+      s.set(`/d${turns % 7}/k${turns}`, { value: "changed" }, T0);
+      if (turns === 3) s.delete("/d2", { dir: true, recursive: true }, T0);
+    },
+  });
+  assert.ok(turns >= 10, `written in ${turns} slices`);
+  assert.deepEqual(data, expected);
+  assert.equal((JSON.parse(data!.toString()) as SnapshotImage).store, V2Store.recover((JSON.parse(expected.toString()) as SnapshotImage).store).save());
+});
+
+test("snapshot data is undefined when cancelled between slices", async () => {
+  const s = new V2Store();
+  for (let i = 0; i < 2000; i++) s.set(`/k${i}`, { value: "v" }, T0);
+  let turns = 0;
+  const data = await writeSnapshotData({ writer: s.beginImage(), rest, cancelled: () => turns >= 2, sliceMs: 0, yieldTurn: async () => void turns++ });
+  assert.equal(data, undefined);
+  assert.equal(turns, 2);
+});
