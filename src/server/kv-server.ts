@@ -108,7 +108,7 @@ export class KvServer {
   #appliedIndex = 0;
   #snapshotIndex = 0;
   /** The snapshot being made in the background (#startSnapshot); at most one. */
-  #snapshotJob: { index: number; cancelled: boolean } | undefined;
+  #snapshotJob: { cancelled: boolean } | undefined;
   /** A snapshot whose file is saved, for the raft loop to record in the WAL (#recordSnapshot). */
   #snapshotMade: MadeSnapshot | undefined;
   #confState: ConfState = { voters: [], learners: [] };
@@ -370,13 +370,17 @@ export class KvServer {
   }
 
   #image(): SnapshotImage {
-    return {
-      store: this.store.save(),
-      membership: this.membership.toJSON(),
-      auth: this.auth.save(),
-      v3: this.v3.toImage(),
-      v3auth: this.v3auth.toImage(),
-    };
+    return { store: this.store.save(), ...this.#imageRest() };
+  }
+
+  /**
+   * Everything in an image but the v2 store, detached from the live state (a background
+   * snapshot encodes it later): the membership and v2 auth images share objects with it,
+   * the v3 images are built fresh.
+   */
+  #imageRest(): Omit<SnapshotImage, "store"> {
+    const { membership, auth } = structuredClone({ membership: this.membership.toJSON(), auth: this.auth.save() });
+    return { membership, auth, v3: this.v3.toImage(), v3auth: this.v3auth.toImage() };
   }
 
   async removeMember(id: number): Promise<void> {
@@ -639,15 +643,13 @@ export class KvServer {
    */
   #startSnapshot(): void {
     const index = this.#appliedIndex;
-    const job = { index, cancelled: false };
+    const job = { cancelled: false };
     this.#snapshotJob = job;
     const startedAt = performance.now();
     const term = this.#storage.term(index);
     const confState = { voters: [...this.#confState.voters], learners: [...this.#confState.learners] };
     const writer = this.store.beginImage();
-    // Copied now: these images share objects with the live state (the v3 image is built fresh).
-    const small = structuredClone({ membership: this.membership.toJSON(), auth: this.auth.save() });
-    const rest = { ...small, v3: this.v3.toImage(), v3auth: structuredClone(this.v3auth.toImage()) };
+    const rest = this.#imageRest();
     const end = (): void => {
       if (this.#snapshotJob === job) this.#snapshotJob = undefined;
     };
