@@ -370,17 +370,17 @@ export class KvServer {
   }
 
   #image(): SnapshotImage {
-    return { store: this.store.save(), ...this.#imageRest() };
+    return { store: this.store.save(), v3: this.v3.toImage(), ...this.#imageRest() };
   }
 
   /**
-   * Everything in an image but the v2 store, detached from the live state (a background
-   * snapshot encodes it later): the membership and v2 auth images share objects with it,
-   * the v3 images are built fresh.
+   * The small parts of an image, detached from the live state (a background snapshot
+   * encodes them later): the membership and v2 auth images share objects with it, the v3
+   * auth image is built fresh.
    */
-  #imageRest(): Omit<SnapshotImage, "store"> {
+  #imageRest(): Omit<SnapshotImage, "store" | "v3"> {
     const { membership, auth } = structuredClone({ membership: this.membership.toJSON(), auth: this.auth.save() });
-    return { membership, auth, v3: this.v3.toImage(), v3auth: this.v3auth.toImage() };
+    return { membership, auth, v3auth: this.v3auth.toImage() };
   }
 
   async removeMember(id: number): Promise<void> {
@@ -637,9 +637,10 @@ export class KvServer {
 
   /**
    * Takes a snapshot of the state at the applied index without stopping the member: the
-   * v2 store is copied on write and written a slice at a time, the other parts (small)
-   * are taken now, and the file is written while Raft goes on. A snapshot of 300k keys
-   * took up to 1.5 s in one piece, long enough for followers to start an election.
+   * v2 store and the v3 key space are copied on write and written a slice at a time, the
+   * other parts (small) are taken now, and the file is written while Raft goes on. A
+   * snapshot of 300k keys took up to 1.5 s in one piece, long enough for followers to
+   * start an election.
    */
   #startSnapshot(): void {
     const index = this.#appliedIndex;
@@ -648,12 +649,14 @@ export class KvServer {
     const startedAt = performance.now();
     const term = this.#storage.term(index);
     const confState = { voters: [...this.#confState.voters], learners: [...this.#confState.learners] };
-    const writer = this.store.beginImage();
+    const store = this.store.beginImage();
+    const v3 = this.v3.beginImage();
     const rest = this.#imageRest();
     const end = (): void => {
       if (this.#snapshotJob === job) this.#snapshotJob = undefined;
     };
-    void writeSnapshotData({ writer, rest, cancelled: () => job.cancelled || this.store.abandoned(writer) })
+    // The v3 key space object is replaced only by a snapshot install, which cancels the job.
+    void writeSnapshotData({ store, v3, rest, cancelled: () => job.cancelled || this.store.abandoned(store) })
       .then(async (data) => {
         if (data === undefined || job.cancelled) return end();
         await this.#snapshotter.save({ index, term, data, meta: encodeConfState(confState) });

@@ -1,22 +1,30 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { V2Store } from "../store/v2/index.ts";
+import { V3KeySpace } from "../store/v3/index.ts";
 import type { SnapshotImage } from "./bootstrap.ts";
 import { writeSnapshotData } from "./snapshot-data.ts";
 
 const T0 = Date.UTC(2026, 0, 1);
-const rest = { membership: { clusterId: 7, members: [] }, auth: { enabled: false } } as unknown as Omit<SnapshotImage, "store">;
+const rest = { membership: { clusterId: 7, members: [] }, auth: { enabled: false } } as unknown as Omit<SnapshotImage, "store" | "v3">;
+const put = (ks: V3KeySpace, key: string, value: string): void => {
+  ks.put({ key: Buffer.from(key), value: Buffer.from(value), lease: 0n, prevKv: false, ignoreValue: false, ignoreLease: false });
+};
 
 test("snapshot data is JSON.stringify of the image at its start, written while the store changes", async () => {
   const s = new V2Store();
   // Values with quotes, control characters, surrogate pairs and lone surrogates.
   const values = ['a"b\\c', "line\nnext\u0001", "😀ü", "x\ud800y", ""];
-  for (let i = 0; i < 3000; i++) s.set(`/d${i % 7}/k${i}`, { value: values[i % values.length] ?? "" }, T0);
-  const expected = Buffer.from(JSON.stringify({ store: s.save(), ...rest }));
-  const writer = s.beginImage();
+  const ks = new V3KeySpace();
+  for (let i = 0; i < 3000; i++) {
+    s.set(`/d${i % 7}/k${i}`, { value: values[i % values.length] ?? "" }, T0);
+    put(ks, `k${i}`, values[i % values.length] ?? "");
+  }
+  const expected = Buffer.from(JSON.stringify({ store: s.save(), v3: ks.toImage(), ...rest }));
   let turns = 0;
   const data = await writeSnapshotData({
-    writer,
+    store: s.beginImage(),
+    v3: ks.beginImage(),
     rest,
     cancelled: () => false,
     sliceMs: 0, // one step of 256 nodes per turn
@@ -26,9 +34,12 @@ test("snapshot data is JSON.stringify of the image at its start, written while t
       s.set(`/d${turns % 7}/new${turns}`, { value: "😀" }, T0);
       s.set(`/d${turns % 7}/k${turns}`, { value: "changed" }, T0);
       if (turns === 3) s.delete("/d2", { dir: true, recursive: true }, T0);
+      put(ks, `k${(turns * 97) % 3000}`, "changed");
+      put(ks, `new${turns}`, "😀");
+      if (turns === 16) ks.compact(ks.revision); // while the v3 part is written
     },
   });
-  assert.ok(turns >= 10, `written in ${turns} slices`);
+  assert.ok(turns >= 20, `written in ${turns} slices`);
   assert.deepEqual(data, expected);
   assert.equal((JSON.parse(data!.toString()) as SnapshotImage).store, V2Store.recover((JSON.parse(expected.toString()) as SnapshotImage).store).save());
 });
@@ -37,7 +48,7 @@ test("snapshot data is undefined when cancelled between slices", async () => {
   const s = new V2Store();
   for (let i = 0; i < 2000; i++) s.set(`/k${i}`, { value: "v" }, T0);
   let turns = 0;
-  const data = await writeSnapshotData({ writer: s.beginImage(), rest, cancelled: () => turns >= 2, sliceMs: 0, yieldTurn: async () => void turns++ });
+  const data = await writeSnapshotData({ store: s.beginImage(), v3: new V3KeySpace().beginImage(), rest, cancelled: () => turns >= 2, sliceMs: 0, yieldTurn: async () => void turns++ });
   assert.equal(data, undefined);
   assert.equal(turns, 2);
 });

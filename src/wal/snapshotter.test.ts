@@ -36,6 +36,17 @@ test("encodeSnapshot and decodeSnapshot round trip, with empty and large parts",
   }
 });
 
+test("Snapshotter.save writes the same bytes as encodeSnapshot, also for data checksummed in several slices", async () => {
+  const dir = await newDir();
+  const big = Buffer.alloc(9 * 1024 * 1024 + 17);
+  for (let i = 0; i < big.length; i += 4096) big[i] = i % 251;
+  const s = { ...snap(5, 3), data: big };
+  await new Snapshotter(dir).save(s);
+  const onDisk = await readFile(join(dir, snapshotName(3, 5)));
+  assert.ok(onDisk.equals(encodeSnapshot(s)));
+  assert.deepEqual(norm(decodeSnapshot(onDisk)), norm(s));
+});
+
 test("Snapshotter.loadNewest returns null when there is no snapshot", async () => {
   assert.equal(await new Snapshotter(await newDir()).loadNewest(), null);
 });

@@ -9,6 +9,13 @@ import { agent, http, json } from "../helpers/http.ts";
 
 after(() => agent.destroy());
 
+const b64 = (s: string): string => Buffer.from(s).toString("base64");
+async function v3(url: string, path: string, body: object): Promise<Record<string, unknown>> {
+  const res = await fetch(`${url}${path}`, { method: "POST", body: JSON.stringify(body) });
+  assert.equal(res.status, 200, path);
+  return (await res.json()) as Record<string, unknown>;
+}
+
 test("snapshots are taken every --snapshot-count entries and a restart recovers every key and index", async () => {
   const srv = await startServer({ flags: ["--snapshot-count", "50"] });
   after(() => srv.stop());
@@ -16,7 +23,10 @@ test("snapshots are taken every --snapshot-count entries and a restart recovers 
   for (let i = 0; i < 180; i++) {
     const r = await json<{ node: { modifiedIndex: number } }>("PUT", `${srv.url}/v2/keys/snap/k${i}`, { value: `v${i}` });
     indexes.set(`k${i}`, r.body.node.modifiedIndex);
+    // v3 keys too, each written twice, so the snapshots hold both key spaces and history.
+    if (i % 3 === 0) for (const round of [1, 2]) await v3(srv.url, "/v3/kv/put", { key: b64(`snap3/k${i}`), value: b64(`r${round}`) });
   }
+  const v3Before = await v3(srv.url, "/v3/kv/range", { key: b64("snap3/"), range_end: b64("snap30") });
   const snaps = readdirSync(join(srv.dataDir, "member", "snap")).filter((f) => f.endsWith(".snap"));
   assert.ok(snaps.length >= 2, `expected snapshots, found ${snaps.join(",")}`);
   await srv.restart();
@@ -27,6 +37,11 @@ test("snapshots are taken every --snapshot-count entries and a restart recovers 
     assert.equal(n.modifiedIndex, indexes.get(k));
     assert.equal(n.value, `v${k.slice(1)}`);
   }
+  // The v3 key space too: every key, its revisions and version, and the header revision.
+  const v3After = await v3(srv.url, "/v3/kv/range", { key: b64("snap3/"), range_end: b64("snap30") });
+  assert.deepEqual(v3After["kvs"], v3Before["kvs"]);
+  assert.equal((v3After["header"] as { revision: string }).revision, (v3Before["header"] as { revision: string }).revision);
+  assert.equal((v3Before["kvs"] as unknown[]).length, 60);
   // Writes after restart continue the index sequence.
   const next = await json<{ node: { modifiedIndex: number } }>("PUT", `${srv.url}/v2/keys/snap/after`, { value: "x" });
   assert.ok(next.body.node.modifiedIndex > Math.max(...indexes.values()));

@@ -29,15 +29,18 @@ export function encodeImage(state: {
   indexes: Iterable<KeyIndex>;
 }): MvccImage {
   const keys: MvccImage["keys"] = [];
-  for (const ki of state.indexes) {
-    keys.push({
-      key: ki.key.toString("base64"),
-      generations: ki.generations().map((g) =>
-        g.map((r): ImageRecord => [r.main, r.sub, r.createRevision, r.version, r.value.toString("base64"), r.lease.toString()]),
-      ),
-    });
-  }
+  for (const ki of state.indexes) keys.push(imageKey(ki.key, ki.generations()));
   return { format: "kvctl-mvcc/1", revision: state.revision, compactRevision: state.compactRevision, keys };
+}
+
+/** One key's entry in the image. */
+export function imageKey(key: Buffer, generations: readonly (readonly StoredRecord[])[]): MvccImage["keys"][number] {
+  return {
+    key: key.toString("base64"),
+    generations: generations.map((g) =>
+      g.map((r): ImageRecord => [r.main, r.sub, r.createRevision, r.version, r.value.toString("base64"), r.lease.toString()]),
+    ),
+  };
 }
 
 function fail(detail: string): never {

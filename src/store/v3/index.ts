@@ -6,6 +6,8 @@ export type { KeySpaceImage } from "./key-space.ts";
 export { MvccStore } from "./mvcc-store.ts";
 export type { HistoryQuery, LeaseHooks, WriteResult } from "./mvcc-store.ts";
 export type { MvccImage, ImageRecord } from "./image.ts";
+export { KeySpaceImageWriter, MvccImageWriter } from "./image-writer.ts";
+export type { SlicedJson } from "./image-writer.ts";
 export { Lessor, MAX_LEASE_TTL, MIN_LEASE_TTL } from "./lessor.ts";
 export type { LessorImage } from "./lessor.ts";
 export { WatchHub } from "./watch-hub.ts";

@@ -209,6 +209,20 @@ export class KeyIndex {
   }
 }
 
+/**
+ * The part of `generations` with main <= rev: what the index held when `rev` was the
+ * store's revision, given that records are only appended after it (compaction replaces
+ * the array instead of changing it).
+ */
+export function generationsAsOf(generations: readonly (readonly StoredRecord[])[], rev: number): (readonly StoredRecord[])[] {
+  const out: (readonly StoredRecord[])[] = [];
+  for (const g of generations) {
+    if (g[0]!.main > rev) break;
+    out.push(g.at(-1)!.main <= rev ? g : g.slice(0, lastAtOrBefore(g, rev) + 1));
+  }
+  return out;
+}
+
 /** Index of the last record of `g` with main <= rev; g[0].main <= rev is required. */
 function lastAtOrBefore(g: readonly StoredRecord[], rev: number): number {
   let lo = 0;

@@ -10,6 +10,7 @@ import { keyBytes, keyId } from "./keys.ts";
 import { Lessor } from "./lessor.ts";
 import type { LessorImage } from "./lessor.ts";
 import type { MvccImage } from "./image.ts";
+import { KeySpaceImageWriter } from "./image-writer.ts";
 import { MvccStore } from "./mvcc-store.ts";
 import type { HistoryQuery, WriteResult } from "./mvcc-store.ts";
 import type {
@@ -150,6 +151,11 @@ export class V3KeySpace {
 
   toImage(): KeySpaceImage {
     return { format: "kvctl-v3/1", mvcc: this.#store.toImage(), leases: this.#lessor.toImage() };
+  }
+
+  /** toImage() of this moment as JSON text written in slices while the key space changes. */
+  beginImage(): KeySpaceImageWriter {
+    return new KeySpaceImageWriter(this.#store.beginImage(), this.#lessor.toImage());
   }
 
   static fromImage(image: KeySpaceImage): V3KeySpace {

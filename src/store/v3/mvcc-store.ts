@@ -9,6 +9,7 @@
 import { V3Errors } from "../../api/v3-errors.ts";
 import { encodeImage, hashState, restoreImage } from "./image.ts";
 import type { MvccImage } from "./image.ts";
+import { MvccImageWriter } from "./image-writer.ts";
 import { KeyIndex, toKeyValue } from "./key-index.ts";
 import type { StoredRecord } from "./key-index.ts";
 import type { KeyId, KeySpan } from "./keys.ts";
@@ -80,6 +81,8 @@ export class MvccStore {
   #history: StoredRecord[][] = [[]];
   #historyStart = 1;
   #leases: LeaseHooks | undefined;
+  /** The image being written in slices (beginImage), told before a compaction. */
+  #writer: MvccImageWriter | undefined;
 
   constructor(opts: { leases?: LeaseHooks } = {}) {
     this.#leases = opts.leases;
@@ -147,7 +150,12 @@ export class MvccStore {
     if (revision <= this.#compactRev) throw V3Errors.compacted();
     if (revision > this.#rev) throw V3Errors.futureRev();
     const empty: KeyId[] = [];
-    for (const [id, ki] of this.#tree.entries()) if (ki.compact(revision)) empty.push(id);
+    if (this.#writer?.finished === true) this.#writer = undefined;
+    const writer = this.#writer;
+    for (const [id, ki] of this.#tree.entries()) {
+      writer?.beforeCompact(ki);
+      if (ki.compact(revision)) empty.push(id);
+    }
     for (const id of empty) this.#tree.delete(id);
     if (revision > this.#historyStart) {
       this.#history = this.#history.slice(revision - this.#historyStart);
@@ -200,6 +208,15 @@ export class MvccStore {
   /** A JSON-safe image of the whole store (records, revision, compaction point). */
   toImage(): MvccImage {
     return encodeImage({ revision: this.#rev, compactRevision: this.#compactRev, indexes: this.#tree.values() });
+  }
+
+  /**
+   * The image of this moment, to be written a slice at a time while the store goes on
+   * changing (see image-writer.ts). At most one is in progress: a new one replaces it.
+   */
+  beginImage(): MvccImageWriter {
+    this.#writer = new MvccImageWriter({ tree: this.#tree.clone(), revision: this.#rev, compactRevision: this.#compactRev });
+    return this.#writer;
   }
 
   static fromImage(image: MvccImage, opts: { leases?: LeaseHooks } = {}): MvccStore {
