@@ -51,7 +51,10 @@ class Writer {
   readonly buf: Uint8Array;
   pos = 0;
   constructor(size: number) {
-    this.buf = new Uint8Array(size);
+    // Every byte is written (sizes are exact), so no zero fill; small frames come from
+    // Node's pool: a fresh ArrayBuffer per frame cost 0.3 µs against 0.04, and more when
+    // a large snapshot buffer raised the external memory V8 accounts for.
+    this.buf = Buffer.allocUnsafe(size);
   }
   u8(n: number): void {
     this.buf[this.pos++] = n;

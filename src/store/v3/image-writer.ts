@@ -54,11 +54,6 @@ export class MvccImageWriter implements SlicedJson {
     return this.#finished;
   }
 
-  /** Keys kept because a compaction came before they were written. */
-  get kept(): number {
-    return this.#kept.size;
-  }
-
   /** The store is about to compact ki (its array of generations will be replaced). */
   beforeCompact(ki: KeyIndex): void {
     if (this.#finished || this.#kept.has(ki)) return;
