@@ -22,8 +22,8 @@ before(async () => {
 after(() => srv.stop());
 
 /** Sends raw request heads on one connection and returns the raw responses (Date blanked). */
-async function raw(heads: string[]): Promise<string[]> {
-  const port = Number(new URL(srv.url).port);
+async function raw(heads: string[], url = srv.url): Promise<string[]> {
+  const port = Number(new URL(url).port);
   const s = connect(port, "127.0.0.1");
   await once(s, "connect");
   s.write(heads.join(""));
@@ -47,8 +47,8 @@ async function raw(heads: string[]): Promise<string[]> {
 }
 
 /** A GET as a plain client sends it (the lane's), and the same GET with a header the lane leaves to node:http. */
-const viaLane = (target: string): string => `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`;
-const viaHttp = (target: string): string => `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n`;
+const viaLane = (target: string, extra = ""): string => `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n${extra}\r\n`;
+const viaHttp = (target: string, extra = ""): string => `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n${extra}\r\n`;
 
 const targets = [
   "/v2/keys/k",
@@ -74,8 +74,8 @@ const targets = [
 ];
 
 test("every plain GET gets the same bytes through the lane as through node:http and the router", async () => {
-  const lane = await raw(targets.map(viaLane));
-  const http = await raw(targets.map(viaHttp));
+  const lane = await raw(targets.map((t) => viaLane(t)));
+  const http = await raw(targets.map((t) => viaHttp(t)));
   for (let i = 0; i < targets.length; i++) {
     // /version carries no index; every other answer must match byte for byte.
     assert.equal(lane[i], http[i], `answers differ for ${targets[i]}`);
@@ -100,7 +100,33 @@ test("requests pipelined around writes on one connection are answered in order, 
   assert.match(after!, /"value":"2"/);
 });
 
-test("with v2 authentication on, GETs go through the router: a guest without read permission is refused", async () => {
+test("with v2 authentication on, the lane and the router give the same bytes to the guest and to users, allowed or not", async () => {
+  const s = await startServer();
+  after(() => s.stop());
+  for (const k of ["pub/a", "pub/sub/b", "secret"]) await json("PUT", `${s.url}/v2/keys/${k}`, { value: k });
+  const rootAuth = `Basic ${Buffer.from("root:pw").toString("base64")}`;
+  const put = (path: string, body: unknown) =>
+    fetch(`${s.url}${path}`, { method: "PUT", body: JSON.stringify(body), headers: { "Content-Type": "application/json", Authorization: rootAuth } });
+  assert.equal((await put("/v2/auth/users/root", { user: "root", password: "pw" })).status, 201);
+  assert.equal((await put("/v2/auth/enable", {})).status, 200);
+  assert.equal((await put("/v2/auth/roles/guest", { role: "guest", revoke: { kv: { read: ["/*"], write: ["/*"] } } })).status, 200);
+  assert.equal((await put("/v2/auth/roles/guest", { role: "guest", grant: { kv: { read: ["/pub/*"], write: [] } } })).status, 200);
+  const creds = ["", `Authorization: ${rootAuth}\r\n`, `Authorization: Basic ${Buffer.from("root:bad").toString("base64")}\r\n`, "Authorization: Bearer x\r\n"];
+  const paths = ["/v2/keys/pub/a", "/v2/keys/pub/missing", "/v2/keys/pub?recursive=true", "/v2/keys/secret", "/v2/keys", "/v2/keys/"];
+  const cases = creds.flatMap((c) => paths.map((p) => [p, c] as const));
+  // Twice: the first round verifies root's password (the router's KDF), the second finds it cached.
+  for (const round of [1, 2]) {
+    const lane = await raw(cases.map(([p, c]) => viaLane(p, c)), s.url);
+    const http = await raw(cases.map(([p, c]) => viaHttp(p, c)), s.url);
+    cases.forEach(([p, c], i) => assert.equal(lane[i], http[i], `round ${round}: answers differ for ${p} ${c.trim()}`));
+    assert.match(lane[0]!, /^HTTP\/1\.1 200 OK[^]*"value":"pub\/a"/);
+    assert.match(lane[3]!, /^HTTP\/1\.1 401 Unauthorized/);
+    assert.match(lane[paths.length + 3]!, /^HTTP\/1\.1 200 OK[^]*"value":"secret"/);
+    assert.match(lane[2 * paths.length + 3]!, /^HTTP\/1\.1 401 Unauthorized/);
+  }
+});
+
+test("with v2 authentication on, a guest without read permission is refused", async () => {
   const s = await startServer();
   after(() => s.stop());
   await json("PUT", `${s.url}/v2/keys/secret`, { value: "x" });

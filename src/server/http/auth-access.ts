@@ -138,6 +138,21 @@ function authenticateCached(server: KvServer, auth: V2AuthState, header: string 
   return cachedIdentity(server, auth, header);
 }
 
+/**
+ * authorizeKeyRequest for the fast lane's plain reads (keys-fast-get.ts), without a
+ * request object: true (allowed), false (refused: the lane answers deniedKeyAccess()),
+ * a promise of either when a password must go through the KDF first, or undefined when
+ * only the router can tell (client certificate authentication).
+ */
+export function keyReadAllowed(server: KvServer, header: string | undefined, key: string, recursive: boolean): boolean | undefined | Promise<boolean> {
+  if (!authStateOf(server).enabled) return true;
+  if (usesCertificate(server, header)) return undefined;
+  // Decided on the state after the (possibly slow) password check, as authorizeKeyRequest does.
+  const decide = (id: Identity | undefined): boolean => id !== undefined && authStateOf(server).canAccess(id.principal, key, { write: false, recursive });
+  const id = authenticate(server, header);
+  return id instanceof Promise ? id.then(decide) : decide(id);
+}
+
 /** Is this still the same caller: the guest, or a user that exists with the same password hash? */
 function stillValid(auth: V2AuthState, id: Identity): boolean {
   return id.principal.kind === "guest" || auth.passwordHash(id.principal.name) === id.hash;
@@ -175,7 +190,7 @@ export interface KeyAccess {
   stillAllowed(): boolean;
 }
 
-function deniedKeyAccess(): V2Error {
+export function deniedKeyAccess(): V2Error {
   return new V2Error(V2ErrorCode.Unauthorized, "Insufficient credentials", 0);
 }
 

@@ -191,6 +191,33 @@ test("pipelined requests are answered in order: the lane's, then node:http's aft
   assert.equal(r.lane.size, 0, "the connection went to node:http");
 });
 
+/** Like fastOnly, but /later/* is answered after a delay (a password check): /later/no-* is then declined. */
+const withLater: FastHandler = (h) => {
+  if (!h.target.startsWith("/later/")) return fastOnly(h);
+  return new Promise((resolve) => setTimeout(() => resolve(h.target.startsWith("/later/no-") ? undefined : { status: 200, headers: [], body: `later ${h.target}` }), 20));
+};
+
+test("an answer that is a promise holds the requests after it: order is kept, and a late decline hands over every byte", async () => {
+  const r = await rig(withLater);
+  const bodies = await exchange(r.port, [get("/later/1") + get("/fast/2") + get("/later/3"), get("/fast/4") + get("/later/no-5") + post("/slow/6", "xyz")], 6);
+  assert.deepEqual(bodies, ["later /later/1", "fast /fast/2", "later /later/3", "fast /fast/4", "slow /later/no-5 ", "slow /slow/6 xyz"]);
+  assert.deepEqual(r.slow, ["GET /later/no-5", "POST /slow/6"]);
+});
+
+test("a connection closed while its answer is pending is simply forgotten", async () => {
+  const r = await rig(withLater);
+  const s = connect(r.port, "127.0.0.1");
+  await once(s, "connect");
+  s.write(get("/later/1"));
+  await new Promise((res) => setTimeout(res, 5));
+  s.destroy();
+  await new Promise((res) => setTimeout(res, 40));
+  assert.equal(r.lane.size, 0);
+  assert.deepEqual(r.slow, []);
+  // The lane still serves new connections.
+  assert.deepEqual(await exchange(r.port, [get("/later/2")], 1), ["later /later/2"]);
+});
+
 test("a request split into single bytes is answered once, and so is the hand-over that follows", async () => {
   const r = await rig(fastOnly);
   const text = get("/fast/a") + post("/slow/b", "body!") + get("/fast/c");

@@ -12,7 +12,8 @@
 // as it would be without the lane.
 //
 // Invariants:
-// - responses leave in request order: the lane answers synchronously and hands a
+// - responses leave in request order: the lane answers one request at a time (waiting,
+//   with the socket paused, when the handler's answer is a promise) and hands a
 //   connection over only between requests, before anything of the next one is answered;
 // - the lane accepts only heads node:http would accept too (strict HTTP/1.1, CRLF lines,
 //   visible ASCII, one Host, no body, no Connection other than keep-alive, no Expect or
@@ -41,8 +42,12 @@ export interface FastResponse {
   body: string;
 }
 
-/** Answers a request from memory, or `undefined` to leave it to node:http. Never throws. */
-export type FastHandler = (head: RequestHead) => FastResponse | undefined;
+/**
+ * Answers a request from memory, or `undefined` to leave it to node:http. Never throws.
+ * A promise when the answer must wait for something slow but bounded (a password check):
+ * the connection reads nothing more until it settles (a rejection counts as `undefined`).
+ */
+export type FastHandler = (head: RequestHead) => FastResponse | undefined | Promise<FastResponse | undefined>;
 
 /** A head is `incomplete` until its empty line arrives; `decline` leaves it to node:http. */
 export type HeadParse = RequestHead | "incomplete" | "decline";
@@ -184,6 +189,8 @@ class LaneConnection {
   /** Received and not yet answered, as latin1 (one character per byte). */
   #pending = "";
   #waitingForDrain = false;
+  /** The handler's answer to the first pending request is a promise not yet settled. */
+  #waitingForAnswer = false;
   /** When the first byte of the head being received arrived (a byte a minute must not hold a connection forever). */
   #headSince = 0;
   readonly #onData = (chunk: Buffer): void => {
@@ -193,6 +200,7 @@ class LaneConnection {
   };
   readonly #onDrain = (): void => {
     this.#waitingForDrain = false;
+    if (this.#waitingForAnswer) return;
     this.#socket.resume();
     this.#serve();
   };
@@ -218,9 +226,9 @@ class LaneConnection {
   }
 
   #serve(): void {
-    if (this.#waitingForDrain) return;
+    if (this.#waitingForDrain || this.#waitingForAnswer) return;
     const buf = this.#pending;
-    const { handler, keepAliveMs, maxHeadBytes, headersTimeoutMs } = this.#lane.options;
+    const { handler, maxHeadBytes, headersTimeoutMs } = this.#lane.options;
     let pos = 0;
     while (pos < buf.length) {
       const head = parseHead(buf, pos, maxHeadBytes);
@@ -233,19 +241,45 @@ class LaneConnection {
         break;
       }
       const res = head === "decline" ? undefined : handler(head);
+      if (res instanceof Promise) {
+        this.#pending = buf.slice(pos);
+        this.#waitingForAnswer = true;
+        this.#socket.pause();
+        const later = (r: FastResponse | undefined): void => this.#answerLater(r, head.length);
+        res.then(later, () => later(undefined));
+        return;
+      }
       if (res === undefined) {
         this.#handOver(buf.slice(pos));
         return;
       }
       pos += head.length;
-      if (!this.#socket.write(renderResponse(res, Math.floor(keepAliveMs / 1000), Date.now()))) {
-        // The client is not reading: stop reading it too until what was written drains.
-        this.#waitingForDrain = true;
-        this.#socket.pause();
-        break;
-      }
+      if (!this.#write(res)) break;
     }
     this.#pending = pos === 0 ? buf : buf.slice(pos);
+  }
+
+  /** Writes a response; false when the client is not reading (then neither do we until it drains). */
+  #write(res: FastResponse): boolean {
+    if (this.#socket.write(renderResponse(res, Math.floor(this.#lane.options.keepAliveMs / 1000), Date.now()))) return true;
+    this.#waitingForDrain = true;
+    this.#socket.pause();
+    return false;
+  }
+
+  /** The settled answer to the first pending request (its head is `length` bytes). */
+  #answerLater(res: FastResponse | undefined, length: number): void {
+    this.#waitingForAnswer = false;
+    if (this.#socket.destroyed) return;
+    if (res === undefined) {
+      this.#handOver(this.#pending);
+      return;
+    }
+    this.#pending = this.#pending.slice(length);
+    this.#headSince = Date.now(); // of the next head, if any: the wait was not the client's
+    if (!this.#write(res)) return;
+    this.#socket.resume();
+    this.#serve();
   }
 
   #handOver(rest: string): void {

@@ -1,22 +1,29 @@
 // The fast lane's handler (fast-lane.ts): a plain `GET /v2/keys/...` answered from the
 // local store without node:http. It takes only requests that the router and
 // keys-handler.ts would answer with one local store read and nothing else — no redirect,
-// no percent-escapes, no quorum, wait or watch, no v2 authentication (on: credentials
-// to check), no host whitelist — and answers them with the same bytes. Anything else,
-// including every parameter error, is declined and goes the normal way.
+// no percent-escapes, no quorum, wait or watch — and answers them with the same bytes.
+// With a host whitelist, only whitelisted hosts. With v2 access control on, it makes the
+// router's check (a password not verified yet goes through the KDF first: the answer is
+// then a promise) and answers a refusal as the router does; client certificate
+// authentication is left to the router. Anything else, including every parameter error,
+// is declined and goes the normal way.
 import { V2Error } from "../../api/v2-errors.ts";
+import { deniedKeyAccess, keyReadAllowed } from "./auth-access.ts";
 import type { FastHandler, FastResponse } from "./fast-lane.ts";
 import { parseQuery, type FormValues } from "./form.ts";
 import { eventJSON, raftHeaders, readKey, type KeysContext } from "./keys-handler.ts";
+import { isHostWhitelisted, requestHostname } from "./host-whitelist.ts";
 import { parseKeyRequest, type KeyRequest } from "./parse-key-request.ts";
 import { muxCleanPath } from "./path.ts";
 import { jsonBase, v2ErrorParts } from "./respond.ts";
 import { keyOfPath, requestLineTooLong } from "./router.ts";
 
 export function keysFastGet(ctx: KeysContext): FastHandler {
-  return (head): FastResponse | undefined => {
+  return (head): ReturnType<FastHandler> => {
     const server = ctx.server;
-    if (head.method !== "GET" || server.config.hostWhitelist.length > 0 || server.auth.enabled) return undefined;
+    if (head.method !== "GET") return undefined;
+    const whitelist = server.config.hostWhitelist;
+    if (whitelist.length > 0 && !isHostWhitelisted(whitelist, requestHostname(head.host))) return undefined;
     const target = head.target;
     if (requestLineTooLong(head.method, target)) return undefined;
     const q = target.indexOf("?");
@@ -33,13 +40,23 @@ export function keysFastGet(ctx: KeysContext): FastHandler {
       return undefined;
     }
     if (kr.kind !== "get" || kr.quorum || kr.head) return undefined;
-    try {
-      const ev = readKey(server, kr);
-      return { status: 200, headers: jsonBase.concat(raftHeaders(ctx, ev.etcdIndex)), body: eventJSON(ev) };
-    } catch (err) {
-      if (!(err instanceof V2Error)) return undefined;
-      const r = v2ErrorParts(err, ctx.clusterId);
-      return { status: r.status, headers: jsonBase.concat(r.extra), body: r.body };
-    }
+    const get = kr;
+    const answer = (allowed: boolean): FastResponse | undefined => {
+      try {
+        if (!allowed) throw deniedKeyAccess();
+        const ev = readKey(server, get);
+        return { status: 200, headers: jsonBase.concat(raftHeaders(ctx, ev.etcdIndex)), body: eventJSON(ev) };
+      } catch (err) {
+        if (!(err instanceof V2Error)) return undefined;
+        const r = v2ErrorParts(err, ctx.clusterId);
+        return { status: r.status, headers: jsonBase.concat(r.extra), body: r.body };
+      }
+    };
+    if (!server.auth.enabled) return answer(true);
+    // "/" may be bare /v2/keys, which access control checks as "" (auth-access.ts requestKey).
+    if (key === "/") return undefined;
+    const allowed = keyReadAllowed(server, head.authorization, key, kr.recursive);
+    if (allowed === undefined) return undefined;
+    return allowed instanceof Promise ? allowed.then(answer) : answer(allowed);
   };
 }

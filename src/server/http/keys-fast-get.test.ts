@@ -1,0 +1,100 @@
+// Which plain GETs the fast lane answers itself once access control or a host whitelist is
+// on. Every request it declines goes through the router, which answers it (refusals
+// included); the byte-for-byte comparison with the router is test/integration/fast-lane.test.ts.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { V2AuthState } from "../../auth/index.ts";
+import { hashPassword } from "../../auth/index.ts";
+import { V2Store } from "../../store/v2/index.ts";
+import type { KvServer } from "../kv-server.ts";
+import type { FastHandler, FastResponse, RequestHead } from "./fast-lane.ts";
+import { keysFastGet } from "./keys-fast-get.ts";
+
+const basic = (s: string): string => "Basic " + Buffer.from(s).toString("base64");
+
+/** The status of an answer given at once (not a promise). */
+const status = (r: ReturnType<FastHandler>): number | undefined => (r instanceof Promise ? assert.fail("a promise") : r?.status);
+
+async function fakeServer(opts: { hostWhitelist?: string[]; auth?: boolean; clientCertAuth?: boolean } = {}) {
+  const store = new V2Store();
+  for (const k of ["/pub/a", "/pub/sub/b", "/team/x", "/secret"]) store.set(k, { value: "v" }, Date.now());
+  const hash = await hashPassword("pw");
+  const auth = V2AuthState.recover({
+    version: 1,
+    enabled: opts.auth ?? false,
+    initialized: true,
+    users: [
+      { user: "root", password: hash, roles: ["root"] },
+      { user: "alice", password: hash, roles: ["team"] },
+    ],
+    roles: [
+      { role: "guest", permissions: { read: ["/pub/*"], write: [] } },
+      { role: "team", permissions: { read: ["/team/x"], write: [] } },
+    ],
+  });
+  const server = {
+    store,
+    auth,
+    appliedIndex: 5,
+    term: 2,
+    config: { hostWhitelist: opts.hostWhitelist ?? [], clientTls: { clientCertAuth: opts.clientCertAuth ?? false } },
+  } as unknown as KvServer;
+  const lane = keysFastGet({ server, clusterId: "c1", watches: new Set() });
+  const get = (target: string, headers: { host?: string; authorization?: string } = {}) => {
+    const head: RequestHead = { method: "GET", target, host: headers.host ?? "127.0.0.1:2379", authorization: headers.authorization, length: 40 };
+    return lane(head);
+  };
+  return { get };
+}
+
+test("without access control or whitelist the lane answers plain GETs, found or not", async () => {
+  const { get } = await fakeServer();
+  assert.equal(status(get("/v2/keys/secret")), 200);
+  assert.equal(status(get("/v2/keys/missing")), 404);
+  assert.equal(get("/v2/keys/secret?quorum=true"), undefined);
+});
+
+test("with a host whitelist the lane answers listed hosts only", async () => {
+  const { get } = await fakeServer({ hostWhitelist: ["127.0.0.1", "kv.example"] });
+  assert.equal(status(get("/v2/keys/secret", { host: "kv.example:2379" })), 200);
+  assert.equal(status(get("/v2/keys/secret", { host: "127.0.0.1" })), 200);
+  // The router answers 421 to these.
+  assert.equal(get("/v2/keys/secret", { host: "evil.example:2379" }), undefined);
+  assert.equal(get("/v2/keys/secret", { host: "" }), undefined);
+});
+
+test("with access control on the lane answers as the router would: the guest, users, refusals", async () => {
+  const { get } = await fakeServer({ auth: true });
+  // The guest reads /pub/*, not the rest; a recursive read needs a pattern that covers it.
+  assert.equal(status(get("/v2/keys/pub/a")), 200);
+  assert.equal(status(get("/v2/keys/pub/missing")), 404);
+  assert.equal(status(get("/v2/keys/secret")), 401);
+  assert.match(String((get("/v2/keys/secret") as FastResponse).body), /"errorCode":110/);
+  assert.equal(status(get("/v2/keys/pub?recursive=true")), 401);
+  // Bare /v2/keys is checked as "" by the router: never answered here.
+  assert.equal(get("/v2/keys"), undefined);
+  assert.equal(get("/v2/keys/"), undefined);
+  // A credential not verified yet: the answer waits for the KDF, then it is cached.
+  const root = { authorization: basic("root:pw") };
+  const first = get("/v2/keys/secret", root);
+  assert.ok(first instanceof Promise);
+  assert.equal((await first)?.status, 200);
+  assert.equal(status(get("/v2/keys/secret?recursive=true", root)), 200);
+  // A wrong password is checked every time (failures are not cached) and refused.
+  for (let i = 0; i < 2; i++) {
+    const wrong = get("/v2/keys/team/x", { authorization: basic("alice:wrong") });
+    assert.ok(wrong instanceof Promise);
+    assert.equal((await wrong)?.status, 401);
+  }
+  const alice = { authorization: basic("alice:pw") };
+  assert.equal((await get("/v2/keys/team/x", alice))?.status, 200);
+  assert.equal(status(get("/v2/keys/team/x", alice)), 200);
+  assert.equal(status(get("/v2/keys/secret", alice)), 401);
+  // A malformed header is refused.
+  assert.equal((await get("/v2/keys/pub/a", { authorization: "Bearer x" }))?.status, 401);
+});
+
+test("with client certificate authentication and no header the lane leaves the request to the router", async () => {
+  const { get } = await fakeServer({ auth: true, clientCertAuth: true });
+  assert.equal(get("/v2/keys/pub/a"), undefined);
+});
