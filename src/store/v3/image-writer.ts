@@ -13,7 +13,7 @@
 //   keeps the old array of every key not yet written.
 // Pure: no I/O, no clock. The caller decides how big a slice is and when the next one runs.
 
-import { imageKey } from "./image.ts";
+import { imageKeyText } from "./image.ts";
 import type { MvccImage } from "./image.ts";
 import { generationsAsOf } from "./key-index.ts";
 import type { KeyIndex, StoredRecord } from "./key-index.ts";
@@ -79,7 +79,7 @@ export class MvccImageWriter implements SlicedJson {
       // Every key in the clone existed at the image's revision; none can be empty, but a
       // key without records must not be written as one.
       if (generations.length === 0) continue;
-      this.#out.push((this.#written++ > 0 ? "," : "") + JSON.stringify(imageKey(ki.key, generations)));
+      this.#out.push((this.#written++ > 0 ? "," : "") + imageKeyText(ki.key, generations));
     }
     return this.#finished;
   }

@@ -43,6 +43,25 @@ export function imageKey(key: Buffer, generations: readonly (readonly StoredReco
   };
 }
 
+/**
+ * JSON.stringify(imageKey(key, generations)), written directly: a snapshot writes one per
+ * key, and building the arrays to stringify them took about half the time. Base64 and
+ * decimal digits need no escaping.
+ */
+export function imageKeyText(key: Buffer, generations: readonly (readonly StoredRecord[])[]): string {
+  let s = `{"key":"${key.toString("base64")}","generations":[`;
+  for (let gi = 0; gi < generations.length; gi++) {
+    const g = generations[gi]!;
+    s += gi === 0 ? "[" : ",[";
+    for (let ri = 0; ri < g.length; ri++) {
+      const r = g[ri]!;
+      s += `${ri === 0 ? "" : ","}[${r.main},${r.sub},${r.createRevision},${r.version},"${r.value.toString("base64")}","${r.lease}"]`;
+    }
+    s += "]";
+  }
+  return s + "]}";
+}
+
 function fail(detail: string): never {
   throw new Error(`Cannot restore mvcc image: ${detail}`);
 }
