@@ -135,7 +135,8 @@ export class KeyIndex {
    * range at atRev sees) and everything after it. A tombstone below atRev goes too, with
    * its generation; a tombstone AT atRev stays so that a watch replaying from atRev sees
    * the delete (a range at atRev does not show tombstones anyway). Returns true when the
-   * index is now empty and should be dropped.
+   * index is now empty and should be dropped. It replaces the arrays it shortens and never
+   * changes them in place: an image being written keeps the old ones (image-writer.ts).
    */
   compact(atRev: number): boolean {
     const gens = this.#generations;
