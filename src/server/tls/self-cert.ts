@@ -7,7 +7,7 @@ import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../logger.ts";
-import { issueCertificate, type ExtKeyUsage } from "./issue-cert.ts";
+import type { ExtKeyUsage } from "./issue-cert.ts";
 
 export interface SelfCertFiles {
   certFile: string;
@@ -29,6 +29,8 @@ export async function selfCert(opts: { dir: string; hosts: readonly string[]; ex
   const keyFile = join(opts.dir, "key.pem");
   await mkdir(opts.dir, { recursive: true, mode: 0o700 });
   if (existsSync(certFile) && existsSync(keyFile)) return { certFile, keyFile };
+  // Loaded only here: node-forge costs every member 25 ms of startup, and only auto TLS needs it.
+  const { issueCertificate } = await import("./issue-cert.ts");
   const { certPem, keyPem } = issueCertificate({ organization: "etcd", hosts: opts.hosts, extKeyUsage: opts.extKeyUsage });
   // Key first, with 0600: a crash between the two writes leaves no certificate without key.
   await writeFile(keyFile, keyPem, { mode: 0o600 });
