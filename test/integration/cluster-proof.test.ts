@@ -74,13 +74,21 @@ async function leaderOf(c: TestCluster): Promise<ClusterMember> {
   return (await c.leader())!;
 }
 
-/** Writes keys proof/k0..k{n-1} through `m`, `concurrency` requests at a time. */
+const b64 = (s: string): string => Buffer.from(s).toString("base64");
+
+/**
+ * Writes keys proof/k0..k{n-1} through `m`, `concurrency` requests at a time, and every
+ * fourth one also as the v3 key proof3/k<i> (so snapshots carry both key spaces).
+ */
 async function writeKeys(m: ClusterMember, n: number, concurrency: number): Promise<void> {
   let next = 0;
   const worker = async (): Promise<void> => {
     for (let i = next++; i < n; i = next++) {
       const r = await http("PUT", `${m.clientUrl}/v2/keys/proof/k${i}`, { value: `v${i}` });
       assert.ok(r.status === 200 || r.status === 201, `PUT proof/k${i}: ${r.status} ${r.body}`);
+      if (i % 4 !== 0) continue;
+      const r3 = await fetch(`${m.clientUrl}/v3/kv/put`, { method: "POST", body: JSON.stringify({ key: b64(`proof3/k${i}`), value: b64(`v${i}`) }) });
+      assert.equal(r3.status, 200, `v3 put proof3/k${i}: ${await r3.text()}`);
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
@@ -120,6 +128,10 @@ test("a follower killed while the leader compacts past it catches up through a s
   process.stdout.write(`# ${follower.name} caught up from applied index ${before.appliedIndex} to ${l!.appliedIndex} through a snapshot; hash ${l!.hash.slice(0, 16)}…\n`);
   const r = await json<{ node: { value: string } }>("GET", `${follower.clientUrl}/v2/keys/proof/k${KEYS_WHILE_DOWN - 1}`);
   assert.equal(r.body.node.value, `v${KEYS_WHILE_DOWN - 1}`, "the follower serves the last key from its local store");
+  // The v3 key space came with the snapshot too (serializable: from the follower's own state).
+  const range = { key: b64("proof3/"), range_end: b64("proof30"), count_only: true, serializable: true };
+  const r3 = await fetch(`${follower.clientUrl}/v3/kv/range`, { method: "POST", body: JSON.stringify(range) });
+  assert.equal(((await r3.json()) as { count?: string }).count, String(KEYS_WHILE_DOWN / 4), "the follower holds every v3 key");
 });
 
 test("after the leader's SIGKILL a new leader is elected within 3 election timeouts and all members converge", { timeout: 45_000 }, async () => {
