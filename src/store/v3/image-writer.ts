@@ -30,7 +30,7 @@ export interface SlicedJson {
 }
 
 export class MvccImageWriter implements SlicedJson {
-  readonly revision: number;
+  readonly #revision: number;
   #out: string[] = [];
   readonly #entries: Iterator<[KeyId, KeyIndex]>;
   /** Generations of keys not yet written, as they were before a compaction changed them. */
@@ -42,7 +42,7 @@ export class MvccImageWriter implements SlicedJson {
 
   /** `tree` must be a clone no one changes (the store's own tree goes on changing). */
   constructor(state: { tree: KeyTree; revision: number; compactRevision: number }) {
-    this.revision = state.revision;
+    this.#revision = state.revision;
     this.#entries = state.tree.entries();
     // The same text as JSON.stringify(encodeImage(...)): property order included.
     const head: Omit<MvccImage, "keys"> = { format: "kvctl-mvcc/1", revision: state.revision, compactRevision: state.compactRevision };
@@ -72,7 +72,7 @@ export class MvccImageWriter implements SlicedJson {
         break;
       }
       const ki = r.value[1];
-      const generations = generationsAsOf(this.#kept.get(ki) ?? ki.generations(), this.revision);
+      const generations = generationsAsOf(this.#kept.get(ki) ?? ki.generations(), this.#revision);
       this.#kept.delete(ki);
       this.#last = ki.id;
       left--;
@@ -101,10 +101,6 @@ export class KeySpaceImageWriter implements SlicedJson {
   constructor(mvcc: MvccImageWriter, leases: LessorImage) {
     this.#mvcc = mvcc;
     this.#leases = JSON.stringify(leases);
-  }
-
-  get finished(): boolean {
-    return this.#finished;
   }
 
   step(budget: number): boolean {
