@@ -95,6 +95,52 @@ test("send({ immediate }) hands the bytes to the kernel before it returns; send(
   assert.deepStrictEqual(b.received().map((m) => m.index), [1, 2, 3]);
 });
 
+test("send({ deferred }) writes after this turn's ticks and microtasks, and a later send() takes it along in order", async () => {
+  const a = await member({ id: 1 });
+  const b = await member({ id: 2 });
+  mesh([a, b]);
+  a.transport.send([app(1, 2, 1)]);
+  await waitFor("the stream to carry a first message", () => b.received().length === 1);
+  const proto = net.Socket.prototype as unknown as Record<"_write" | "_writev", (...args: unknown[]) => void>;
+  const saved = { _write: proto._write, _writev: proto._writev };
+  let writes = 0;
+  for (const k of ["_write", "_writev"] as const) {
+    const original = saved[k];
+    proto[k] = function (this: unknown, ...args: unknown[]) {
+      writes++;
+      return original.apply(this, args);
+    };
+  }
+  let afterTicks: number;
+  let afterImmediate: number;
+  let takenAlong: number;
+  let nothingLeft: number;
+  try {
+    a.transport.send([app(1, 2, 2)], { deferred: true });
+    // What a server does in the same turn (answer its clients) runs in ticks and microtasks.
+    await new Promise((r) => process.nextTick(r));
+    await Promise.resolve();
+    await new Promise((r) => process.nextTick(r));
+    afterTicks = writes;
+    await new Promise((r) => setImmediate(r));
+    afterImmediate = writes;
+    writes = 0;
+    a.transport.send([app(1, 2, 3)], { deferred: true });
+    a.transport.send([app(1, 2, 4)], { immediate: true });
+    takenAlong = writes;
+    await new Promise((r) => setImmediate(r));
+    nothingLeft = writes - takenAlong;
+  } finally {
+    Object.assign(proto, saved);
+  }
+  assert.equal(afterTicks, 0, "nothing is written while the turn's ticks and microtasks run");
+  assert.ok(afterImmediate > 0, "written once the loop reaches its check phase");
+  assert.equal(takenAlong, 1, "the immediate send writes the deferred message with its own, in one write");
+  assert.equal(nothingLeft, 0, "the deferred flush finds nothing left to write");
+  await waitFor("all four messages", () => b.received().length === 4);
+  assert.deepStrictEqual(b.received().map((m) => m.index), [1, 2, 3, 4]);
+});
+
 test("leader stats latency is the heartbeat round trip", async () => {
   const a = await member({ id: 1 });
   const b = await member({ id: 2 });

@@ -59,6 +59,9 @@ export class PeerTransport {
   #self = { messagesSent: 0, bytesSent: 0, messagesReceived: 0, bytesReceived: 0, appSent: 0, appReceived: 0, unknownDropped: 0 };
   #sendRate = new RateWindow();
   #recvRate = new RateWindow();
+  /** Peers holding messages queued by a deferred send(), and the turn that writes them. */
+  #deferred = new Set<Peer>();
+  #deferredFlush: NodeJS.Immediate | undefined;
 
   constructor(opts: PeerTransportOptions) {
     this.#memberId = opts.memberId;
@@ -146,7 +149,22 @@ export class PeerTransport {
       p.enqueue(m);
       touched.add(p);
     }
-    for (const p of touched) p.flush(opts);
+    if (opts.deferred === true) {
+      for (const p of touched) this.#deferred.add(p);
+      this.#deferredFlush ??= setImmediate(() => this.#flushDeferred());
+      return;
+    }
+    for (const p of touched) {
+      this.#deferred.delete(p);
+      p.flush(opts);
+    }
+  }
+
+  #flushDeferred(): void {
+    this.#deferredFlush = undefined;
+    const peers = [...this.#deferred];
+    this.#deferred.clear();
+    for (const p of peers) p.flush({ immediate: true });
   }
 
   /** The peer endpoint: mount it for /raft and /raft/snapshot (it answers 404 elsewhere). */
@@ -202,6 +220,9 @@ export class PeerTransport {
 
   async #stop(): Promise<void> {
     this.#stopped = true;
+    clearImmediate(this.#deferredFlush);
+    this.#deferredFlush = undefined;
+    this.#deferred.clear();
     const all = [...this.#peers.values(), ...this.#remotes.values()];
     this.#peers.clear();
     this.#remotes.clear();

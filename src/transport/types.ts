@@ -67,4 +67,12 @@ export function parseIdHex(s: string | undefined): number | undefined {
 export interface SendOptions {
   /** Before send() returns, instead of when the event loop turns (node:http corks until then). */
   immediate?: boolean;
+  /**
+   * Only queued now; written once the event loop has run the callbacks it is running (a
+   * setImmediate), or earlier by the next send() to the same peer, so order is kept.
+   * For messages nobody is waiting on, such as a leader's bare commit update: the leader
+   * answers its clients first instead of waking the peers (which, on few cores, take the
+   * CPU from it) before the answers leave.
+   */
+  deferred?: boolean;
 }
