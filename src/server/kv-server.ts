@@ -33,6 +33,7 @@ import { raftLogger, type Logger } from "./logger.ts";
 import type { ServerConfig } from "./config.ts";
 import { ServerStats } from "./stats.ts";
 import { writeSnapshotData } from "./snapshot-data.ts";
+import { DiskWaitPolicy } from "./disk-wait.ts";
 
 /** How often the leader stamps its clock into the log while TTL keys exist (etcd: 500 ms). */
 const SYNC_INTERVAL_MS = 500;
@@ -103,6 +104,10 @@ export class KvServer {
   #confWaits = new WaitRegistry<ApplyResult>();
   #nextId!: () => number;
   #reads!: ReadIndexBatcher;
+  /** Where WAL saves wait for their fdatasync, from these two counters (disk-wait.ts). */
+  readonly #diskWait = new DiskWaitPolicy();
+  #clientRequests = 0;
+  #proposals = 0;
 
   /** Invariant: appliedIndex <= commitIndex; snapshotIndex <= appliedIndex. */
   #appliedIndex = 0;
@@ -294,6 +299,14 @@ export class KvServer {
     await this.propose({ t: "attr", time: Date.now(), a });
   }
 
+  /**
+   * The HTTP layer calls this for every client request it begins serving: whether clients
+   * are waiting for the event loop decides where the next WAL save waits (disk-wait.ts).
+   */
+  noteClientRequest(): void {
+    this.#clientRequests++;
+  }
+
   /** Proposes a command and resolves with its apply result. */
   async propose(body: CommandBody): Promise<ApplyResult> {
     const id = this.#nextId();
@@ -405,6 +418,7 @@ export class KvServer {
 
   async #proposeAndWait(registry: WaitRegistry<ApplyResult>, id: number, proposeFn: () => void): Promise<ApplyResult> {
     if (this.#stopped) throw new ServerUnavailableError("etcdserver: server stopped");
+    this.#proposals++;
     const result = registry.register(id);
     const deadline = Date.now() + this.requestTimeoutMs;
     for (;;) {
@@ -536,7 +550,15 @@ export class KvServer {
         later = rd.messages.filter((m) => !promisesNothing(m));
       }
     }
-    if (willSave) await this.#wal.save(rd.hardState ?? null, rd.entries);
+    if (willSave) {
+      let onLoop = this.#diskWait.onLoop(performance.now(), this.#clientRequests, this.#proposals, rd.entries.length);
+      if (onLoop) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        onLoop = this.#diskWait.stillQuiet(this.#clientRequests);
+      }
+      const syncMs = await this.#wal.save(rd.hardState ?? null, rd.entries, { onLoop });
+      this.#diskWait.took(performance.now(), syncMs);
+    }
     if (rd.hardState) this.#storage.setHardState(rd.hardState);
     if (rd.entries.length > 0) this.#storage.append(rd.entries);
     if (later.length > 0) this.#transport.send(later, { immediate: willSave });

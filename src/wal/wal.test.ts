@@ -52,6 +52,28 @@ test("Wal.open returns exactly what was saved when reopened", async () => {
   await r2.wal.close();
 });
 
+test("Wal.save waits on the calling thread with onLoop, reports the fdatasync time, and the records read back the same", async () => {
+  const dir = newDir();
+  const wal = await Wal.create(dir, META, { segmentBytes: SMALL });
+  // The first save fits the segment (no cut): on the loop, no other callback runs before it resolves.
+  let ran = false;
+  setImmediate(() => (ran = true));
+  await wal.save({ term: 1, vote: 1, commit: 0 }, range(1, 3), { onLoop: true });
+  assert.equal(ran, false, "an on-loop save lets nothing else run while it waits");
+  await new Promise((r) => setImmediate(r));
+  // Across segment cuts too: a save on the loop is the same records, only waited for elsewhere.
+  for (let i = 4; i <= 60; i += 3) {
+    const ms = await wal.save({ term: 1, vote: 1, commit: i - 1 }, range(i, i + 2), { onLoop: i % 2 === 1 });
+    assert.ok(ms >= 0 && Number.isFinite(ms), `fdatasync time ${ms}`);
+  }
+  assert.equal(await wal.save(null, []), 0, "nothing to write: no fdatasync");
+  await wal.close();
+  const { wal: again, entries, hardState } = await Wal.open(dir, { snapshot: { index: 0, term: 0 } });
+  await again.close();
+  assert.deepEqual(norm(entries), norm(range(1, 60)));
+  assert.deepEqual(hardState, { term: 1, vote: 1, commit: 57 });
+});
+
 test("Wal spreads many entries over several segments and reads them all back", async () => {
   const dir = newDir();
   const wal = await Wal.create(dir, META, { segmentBytes: SMALL });

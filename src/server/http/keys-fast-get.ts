@@ -42,6 +42,7 @@ export function keysFastGet(ctx: KeysContext): FastHandler {
     if (kr.kind !== "get" || kr.quorum || kr.head) return undefined;
     const get = kr;
     const answer = (allowed: boolean): FastResponse | undefined => {
+      server.noteClientRequest();
       try {
         if (!allowed) throw deniedKeyAccess();
         const ev = readKey(server, get);

@@ -58,6 +58,7 @@ export function createRouter(ctx: RouterContext): (req: IncomingMessage, res: Se
   // the same connection could then be answered before the PUT is applied.
   const busy = new WeakMap<Socket, Promise<void>>();
   return (req, res) => {
+    ctx.server.noteClientRequest();
     const socket = req.socket;
     const run = (): Promise<void> => route(req, res, ctx).catch((err: unknown) => writeError(req, res, err, ctx));
     const before = busy.get(socket);
