@@ -32,7 +32,9 @@ async function fakeServer(opts: { hostWhitelist?: string[]; auth?: boolean; clie
       { role: "team", permissions: { read: ["/team/x"], write: [] } },
     ],
   });
+  const counted = { requests: 0 };
   const server = {
+    noteClientRequest: () => counted.requests++,
     store,
     auth,
     appliedIndex: 5,
@@ -44,14 +46,16 @@ async function fakeServer(opts: { hostWhitelist?: string[]; auth?: boolean; clie
     const head: RequestHead = { method: "GET", target, host: headers.host ?? "127.0.0.1:2379", authorization: headers.authorization, length: 40 };
     return lane(head);
   };
-  return { get };
+  return { get, counted };
 }
 
 test("without access control or whitelist the lane answers plain GETs, found or not", async () => {
-  const { get } = await fakeServer();
+  const { get, counted } = await fakeServer();
   assert.equal(status(get("/v2/keys/secret")), 200);
   assert.equal(status(get("/v2/keys/missing")), 404);
+  assert.equal(counted.requests, 2, "every answered request is counted (disk-wait.ts needs it)");
   assert.equal(get("/v2/keys/secret?quorum=true"), undefined);
+  assert.equal(counted.requests, 2, "a declined one is counted by the router");
 });
 
 test("with a host whitelist the lane answers listed hosts only", async () => {
