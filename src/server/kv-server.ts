@@ -56,6 +56,19 @@ function promisesNothing(m: Message): boolean {
   return m.type === MessageType.MsgProp || m.type === MessageType.MsgReadIndex || m.type === MessageType.MsgHeartbeatResp;
 }
 
+/**
+ * The messages to the members whose proposals these commands are first: each write wakes
+ * its peer, and on few cores a peer woken first takes the CPU from the leader until it has
+ * applied, while the member whose client waits for the commit had not heard of it yet
+ * (traced: 180 us of a one-connection PUT sent to a follower).
+ */
+function waitingFirst(msgs: Message[], commands: ReadonlyArray<Command | undefined>): Message[] {
+  const waiting = new Set<number>();
+  for (const c of commands) if (c !== undefined) waiting.add(c.m);
+  const first = msgs.filter((m) => waiting.has(m.to));
+  return first.length === 0 || first.length === msgs.length ? msgs : [...first, ...msgs.filter((m) => !waiting.has(m.to))];
+}
+
 /** The command a normal entry carries; undefined for conf changes and empty entries (a new leader's). */
 function commandOf(e: Entry): Command | undefined {
   return e.type === EntryType.Normal && e.data.length > 0 ? decodeCommand(e.data) : undefined;
@@ -539,7 +552,8 @@ export class KvServer {
     if (this.isLeader) {
       const followerWaits = commands.some((c) => c !== undefined && c.m !== this.#memberId);
       if (rd.messages.length > 0) {
-        if (willSave || followerWaits) this.#transport.send(rd.messages, { immediate: true });
+        if (followerWaits && !willSave) this.#transport.send(waitingFirst(rd.messages, commands), { immediate: true });
+        else if (willSave || followerWaits) this.#transport.send(rd.messages, { immediate: true });
         else this.#transport.send(rd.messages, { deferred: rd.committedEntries.length > 0 });
       }
       later = [];

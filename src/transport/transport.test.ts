@@ -6,6 +6,24 @@ import { app, countStreams, gate, mesh, memberFactory, startMember, waitFor, typ
 
 const member = memberFactory();
 
+/**
+ * Counts socket writes (net.Socket's Writable hooks) until restore(): what send() hands to
+ * the kernel, and when.
+ */
+function countSocketWrites(): { count: () => number; restore: () => void } {
+  const proto = net.Socket.prototype as unknown as Record<"_write" | "_writev", (...args: unknown[]) => void>;
+  const saved = { _write: proto._write, _writev: proto._writev };
+  let writes = 0;
+  for (const k of ["_write", "_writev"] as const) {
+    const original = saved[k];
+    proto[k] = function (this: unknown, ...args: unknown[]) {
+      writes++;
+      return original.apply(this, args);
+    };
+  }
+  return { count: () => writes, restore: () => Object.assign(proto, saved) };
+}
+
 test("two transports exchange batches in both directions", async () => {
   const a = await member({ id: 1 });
   const b = await member({ id: 2 });
@@ -61,32 +79,22 @@ test("send({ immediate }) hands the bytes to the kernel before it returns; send(
   mesh([a, b]);
   a.transport.send([app(1, 2, 1)]);
   await waitFor("the stream to carry a first message", () => b.received().length === 1);
-  // Count socket writes (net.Socket's Writable hooks) while send() runs synchronously: the
-  // leader calls send() and then blocks on its WAL write, so only these reach a follower
-  // before its disk write starts.
-  const proto = net.Socket.prototype as unknown as Record<"_write" | "_writev", (...args: unknown[]) => void>;
-  const saved = { _write: proto._write, _writev: proto._writev };
-  let writes = 0;
-  for (const k of ["_write", "_writev"] as const) {
-    const original = saved[k];
-    proto[k] = function (this: unknown, ...args: unknown[]) {
-      writes++;
-      return original.apply(this, args);
-    };
-  }
+  // Count socket writes while send() runs synchronously: the leader calls send() and then
+  // blocks on its WAL write, so only these reach a follower before its disk write starts.
+  const writes = countSocketWrites();
   let lazy: number;
   let lazyAfterTurn: number;
   let eager: number;
   try {
     a.transport.send([app(1, 2, 2)]);
-    lazy = writes;
+    lazy = writes.count();
     await new Promise((r) => setImmediate(r));
-    lazyAfterTurn = writes;
-    writes = 0;
+    lazyAfterTurn = writes.count();
+    const before = writes.count();
     a.transport.send([app(1, 2, 3)], { immediate: true });
-    eager = writes;
+    eager = writes.count() - before;
   } finally {
-    Object.assign(proto, saved);
+    writes.restore();
   }
   assert.equal(lazy, 0, "send() leaves the bytes corked until the turn ends");
   assert.ok(lazyAfterTurn > 0, "and writes them when it ends");
@@ -101,16 +109,7 @@ test("send({ deferred }) writes after this turn's ticks and microtasks, and a la
   mesh([a, b]);
   a.transport.send([app(1, 2, 1)]);
   await waitFor("the stream to carry a first message", () => b.received().length === 1);
-  const proto = net.Socket.prototype as unknown as Record<"_write" | "_writev", (...args: unknown[]) => void>;
-  const saved = { _write: proto._write, _writev: proto._writev };
-  let writes = 0;
-  for (const k of ["_write", "_writev"] as const) {
-    const original = saved[k];
-    proto[k] = function (this: unknown, ...args: unknown[]) {
-      writes++;
-      return original.apply(this, args);
-    };
-  }
+  const writes = countSocketWrites();
   let afterTicks: number;
   let afterImmediate: number;
   let takenAlong: number;
@@ -121,17 +120,17 @@ test("send({ deferred }) writes after this turn's ticks and microtasks, and a la
     await new Promise((r) => process.nextTick(r));
     await Promise.resolve();
     await new Promise((r) => process.nextTick(r));
-    afterTicks = writes;
+    afterTicks = writes.count();
     await new Promise((r) => setImmediate(r));
-    afterImmediate = writes;
-    writes = 0;
+    afterImmediate = writes.count();
+    const before = writes.count();
     a.transport.send([app(1, 2, 3)], { deferred: true });
     a.transport.send([app(1, 2, 4)], { immediate: true });
-    takenAlong = writes;
+    takenAlong = writes.count() - before;
     await new Promise((r) => setImmediate(r));
-    nothingLeft = writes - takenAlong;
+    nothingLeft = writes.count() - before - takenAlong;
   } finally {
-    Object.assign(proto, saved);
+    writes.restore();
   }
   assert.equal(afterTicks, 0, "nothing is written while the turn's ticks and microtasks run");
   assert.ok(afterImmediate > 0, "written once the loop reaches its check phase");
