@@ -552,8 +552,8 @@ export class KvServer {
     if (this.isLeader) {
       const followerWaits = commands.some((c) => c !== undefined && c.m !== this.#memberId);
       if (rd.messages.length > 0) {
-        if (followerWaits && !willSave) this.#transport.send(waitingFirst(rd.messages, commands), { immediate: true });
-        else if (willSave || followerWaits) this.#transport.send(rd.messages, { immediate: true });
+        if (willSave) this.#transport.send(rd.messages, { immediate: true });
+        else if (followerWaits) this.#transport.send(waitingFirst(rd.messages, commands), { immediate: true });
         else this.#transport.send(rd.messages, { deferred: rd.committedEntries.length > 0 });
       }
       later = [];
