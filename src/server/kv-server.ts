@@ -571,7 +571,7 @@ export class KvServer {
         onLoop = this.#diskWait.stillQuiet(this.#clientRequests);
       }
       const syncMs = await this.#wal.save(rd.hardState ?? null, rd.entries, { onLoop });
-      this.#diskWait.took(performance.now(), syncMs);
+      if (onLoop) this.#diskWait.took(performance.now(), syncMs);
     }
     if (rd.hardState) this.#storage.setHardState(rd.hardState);
     if (rd.entries.length > 0) this.#storage.append(rd.entries);
