@@ -24,6 +24,16 @@ function countSocketWrites(): { count: () => number; restore: () => void } {
   return { count: () => writes, restore: () => Object.assign(proto, saved) };
 }
 
+/** Two members whose stream from 1 to 2 is open and has carried one message (index 1). */
+async function streamingPair(): Promise<{ a: Member; b: Member }> {
+  const a = await member({ id: 1 });
+  const b = await member({ id: 2 });
+  mesh([a, b]);
+  a.transport.send([app(1, 2, 1)]);
+  await waitFor("the stream to carry a first message", () => b.received().length === 1);
+  return { a, b };
+}
+
 test("two transports exchange batches in both directions", async () => {
   const a = await member({ id: 1 });
   const b = await member({ id: 2 });
@@ -74,11 +84,7 @@ test("messages sent while the receiver is held are written at once and arrive in
 });
 
 test("send({ immediate }) hands the bytes to the kernel before it returns; send() at the end of the turn", async () => {
-  const a = await member({ id: 1 });
-  const b = await member({ id: 2 });
-  mesh([a, b]);
-  a.transport.send([app(1, 2, 1)]);
-  await waitFor("the stream to carry a first message", () => b.received().length === 1);
+  const { a, b } = await streamingPair();
   // Count socket writes while send() runs synchronously: the leader calls send() and then
   // blocks on its WAL write, so only these reach a follower before its disk write starts.
   const writes = countSocketWrites();
@@ -104,11 +110,7 @@ test("send({ immediate }) hands the bytes to the kernel before it returns; send(
 });
 
 test("send({ deferred }) writes after this turn's ticks and microtasks, and a later send() takes it along in order", async () => {
-  const a = await member({ id: 1 });
-  const b = await member({ id: 2 });
-  mesh([a, b]);
-  a.transport.send([app(1, 2, 1)]);
-  await waitFor("the stream to carry a first message", () => b.received().length === 1);
+  const { a, b } = await streamingPair();
   const writes = countSocketWrites();
   let afterTicks: number;
   let afterImmediate: number;
