@@ -33,8 +33,6 @@ export class DiskWaitPolicy {
   #requestsAtSave = 0;
   #proposalsAtSave = 0;
   #offLoopUntil = Number.NEGATIVE_INFINITY;
-  /** Client requests begun when onLoop() last looked. */
-  #requestsAtLook = 0;
 
   constructor(opts: DiskWaitOptions = defaultDiskWaitOptions) {
     this.#opts = opts;
@@ -52,13 +50,12 @@ export class DiskWaitPolicy {
     const others = began - (proposals - this.#proposalsAtSave);
     this.#requestsAtSave = requests;
     this.#proposalsAtSave = proposals;
-    this.#requestsAtLook = requests;
     return entries <= 1 && began <= 1 && others <= 0 && now >= this.#offLoopUntil;
   }
 
   /** Second look, after the loop ran once: no client request began since onLoop() said yes. */
   stillQuiet(requests: number): boolean {
-    return requests === this.#requestsAtLook;
+    return requests === this.#requestsAtSave;
   }
 
   /**
