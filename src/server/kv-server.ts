@@ -546,6 +546,9 @@ export class KvServer {
     //   unless it commits a follower's proposal: that follower answers its client only once
     //   it hears of the commit. Other messages with nothing to save (heartbeats, read-index
     //   confirmations) leave at the end of the turn.
+    // - A follower's answer to a bare commit update (nothing to save) leaves after the
+    //   entries were applied and its own clients answered (deferred): the leader waits on
+    //   nothing in it, and nextTick would write it before the answers.
     const willSave = rd.entries.length > 0 || rd.mustSync;
     const commands = rd.committedEntries.map(commandOf);
     let later = rd.messages;
@@ -575,7 +578,7 @@ export class KvServer {
     }
     if (rd.hardState) this.#storage.setHardState(rd.hardState);
     if (rd.entries.length > 0) this.#storage.append(rd.entries);
-    if (later.length > 0) this.#transport.send(later, { immediate: willSave });
+    if (later.length > 0) this.#transport.send(later, willSave ? { immediate: true } : { deferred: rd.committedEntries.length > 0 });
     for (const rs of rd.readStates) this.#reads.onReadState(rs.index, rs.requestCtx);
     rd.committedEntries.forEach((e, i) => this.#applyEntry(e, commands[i]));
     this.#reads.release();
