@@ -89,9 +89,9 @@ export class V2Error extends Error {
   }
 
   toJSON(): V2ErrorBody {
-    const body: V2ErrorBody = { errorCode: this.errorCode, message: this.wireMessage, index: this.index };
-    if (this.cause_ !== "") body.cause = this.cause_;
-    return body;
+    // etcd's field order (Go marshals struct fields in order): cause, when set, before index.
+    if (this.cause_ === "") return { errorCode: this.errorCode, message: this.wireMessage, index: this.index };
+    return { errorCode: this.errorCode, message: this.wireMessage, cause: this.cause_, index: this.index };
   }
 }
 

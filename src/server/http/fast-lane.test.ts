@@ -311,3 +311,24 @@ test("a head node:http would refuse is handed over and refused by node:http (400
   assert.match(got, /^HTTP\/1\.1 400 Bad Request/);
   assert.deepEqual(r.slow, []);
 });
+
+test("a graceful close ends idle connections at once and one awaiting an answer right after it", async () => {
+  const r = await rig(withLater);
+  const idle = connect(r.port, "127.0.0.1");
+  await once(idle, "connect");
+  idle.resume();
+  const busy = connect(r.port, "127.0.0.1");
+  await once(busy, "connect");
+  let got = "";
+  busy.on("data", (c: Buffer) => (got += c.toString()));
+  busy.write(get("/later/w"));
+  await new Promise((res) => setTimeout(res, 5));
+  assert.equal(r.lane.size, 2);
+  r.lane.closeIdle();
+  await once(idle, "close");
+  assert.equal(got, "", "the answer is not there yet");
+  await once(busy, "close");
+  assert.match(got, /^HTTP\/1\.1 200 OK\r\n[^]*later \/later\/w$/);
+  for (let i = 0; i < 50 && r.lane.size > 0; i++) await new Promise((res) => setTimeout(res, 2));
+  assert.equal(r.lane.size, 0);
+});

@@ -18,6 +18,7 @@
 // - the lane accepts only heads node:http would accept too (strict HTTP/1.1, CRLF lines,
 //   visible ASCII, one Host, no body, no Connection other than keep-alive, no Expect or
 //   Upgrade), so it never answers a request node:http would have refused;
+// - a request whose answer is a promise is answered: a graceful close waits for it;
 // - a response is byte for byte what node:http would write for the same status, headers
 //   and body (Date, Connection and Keep-Alive after the handler's headers).
 import { STATUS_CODES } from "node:http";
@@ -193,6 +194,8 @@ class LaneConnection {
   #waitingForAnswer = false;
   /** When the first byte of the head being received arrived (a byte a minute must not hold a connection forever). */
   #headSince = 0;
+  /** A graceful close came while an answer was awaited: end the connection after it. */
+  #closeAfterAnswer = false;
   readonly #onData = (chunk: Buffer): void => {
     if (this.#pending === "") this.#headSince = Date.now();
     this.#pending += chunk.toString("latin1");
@@ -271,6 +274,11 @@ class LaneConnection {
   #answerLater(res: FastResponse | undefined, length: number): void {
     this.#waitingForAnswer = false;
     if (this.#socket.destroyed) return;
+    if (this.#closeAfterAnswer) {
+      if (res === undefined) this.#socket.destroy();
+      else this.#socket.end(renderResponse(res, Math.floor(this.#lane.options.keepAliveMs / 1000), Date.now()));
+      return;
+    }
     if (res === undefined) {
       this.#handOver(this.#pending);
       return;
@@ -280,6 +288,12 @@ class LaneConnection {
     if (!this.#write(res)) return;
     this.#socket.resume();
     this.#serve();
+  }
+
+  /** A graceful close: now when idle, else once the awaited answer is written. */
+  closeWhenIdle(): void {
+    if (this.#waitingForAnswer) this.#closeAfterAnswer = true;
+    else this.#socket.destroy();
   }
 
   #handOver(rest: string): void {
@@ -303,7 +317,7 @@ class LaneConnection {
 /** The lane for one listener: owns connections until they are handed to node:http. */
 export class FastLane {
   readonly options: FastLaneOptions;
-  readonly #open = new Set<Socket>();
+  readonly #open = new Map<Socket, LaneConnection>();
 
   constructor(options: FastLaneOptions) {
     this.options = options;
@@ -311,8 +325,7 @@ export class FastLane {
 
   /** Takes a connection as node:http's connection listener would. */
   accept(socket: Socket): void {
-    this.#open.add(socket);
-    new LaneConnection(socket, this);
+    this.#open.set(socket, new LaneConnection(socket, this));
   }
 
   /** @internal the connection closed or went to node:http */
@@ -325,9 +338,17 @@ export class FastLane {
     return this.#open.size;
   }
 
-  /** Closes every connection the lane owns (server shutdown: they are all idle or mid-head). */
+  /**
+   * Closes the connections the lane owns that are idle or mid-head (a graceful server
+   * close); one awaiting an answer (a password check) closes once the answer is written.
+   */
+  closeIdle(): void {
+    for (const c of [...this.#open.values()]) c.closeWhenIdle();
+  }
+
+  /** Closes every connection the lane owns at once (a forced close). */
   destroyAll(): void {
-    for (const s of this.#open) s.destroy();
+    for (const s of this.#open.keys()) s.destroy();
     this.#open.clear();
   }
 }

@@ -31,7 +31,7 @@ class LaneServer extends Server {
   lane: FastLane | undefined;
   override closeIdleConnections(): void {
     super.closeIdleConnections();
-    this.lane?.destroyAll();
+    this.lane?.closeIdle();
   }
   override closeAllConnections(): void {
     super.closeAllConnections();
