@@ -17,7 +17,7 @@ import { createHash } from "node:crypto";
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { RawNode, ProposalDroppedError, EntryType, MessageType, ConfChangeType, decodeConfChange, type ConfChange, type ConfState, type Entry, type Message, type MemoryStorage, type Ready, type Snapshot } from "../raft/index.ts";
-import { PeerTransport, type PeerTlsClient } from "../transport/index.ts";
+import { PeerTransport, type PeerTlsClient, type SendOptions } from "../transport/index.ts";
 import type { Wal, Snapshotter } from "../wal/index.ts";
 import type { V2Store, V2Event } from "../store/v2/store.ts";
 import { V2AuthState, V3AuthState } from "../auth/index.ts";
@@ -551,13 +551,15 @@ export class KvServer {
     //   nothing in it, and nextTick would write it before the answers.
     const willSave = rd.entries.length > 0 || rd.mustSync;
     const commands = rd.committedEntries.map(commandOf);
+    // Nothing to save: messages nobody waits on leave after this Ready's clients are answered.
+    const afterAnswers: SendOptions = { deferred: rd.committedEntries.length > 0 };
     let later = rd.messages;
     if (this.isLeader) {
       const followerWaits = commands.some((c) => c !== undefined && c.m !== this.#memberId);
       if (rd.messages.length > 0) {
         if (willSave) this.#transport.send(rd.messages, { immediate: true });
         else if (followerWaits) this.#transport.send(waitingFirst(rd.messages, commands), { immediate: true });
-        else this.#transport.send(rd.messages, { deferred: rd.committedEntries.length > 0 });
+        else this.#transport.send(rd.messages, afterAnswers);
       }
       later = [];
     } else if (rd.messages.length > 0) {
@@ -578,7 +580,7 @@ export class KvServer {
     }
     if (rd.hardState) this.#storage.setHardState(rd.hardState);
     if (rd.entries.length > 0) this.#storage.append(rd.entries);
-    if (later.length > 0) this.#transport.send(later, willSave ? { immediate: true } : { deferred: rd.committedEntries.length > 0 });
+    if (later.length > 0) this.#transport.send(later, willSave ? { immediate: true } : afterAnswers);
     for (const rs of rd.readStates) this.#reads.onReadState(rs.index, rs.requestCtx);
     rd.committedEntries.forEach((e, i) => this.#applyEntry(e, commands[i]));
     this.#reads.release();

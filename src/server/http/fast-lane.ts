@@ -262,9 +262,13 @@ class LaneConnection {
     this.#pending = pos === 0 ? buf : buf.slice(pos);
   }
 
+  #render(res: FastResponse): string {
+    return renderResponse(res, Math.floor(this.#lane.options.keepAliveMs / 1000), Date.now());
+  }
+
   /** Writes a response; false when the client is not reading (then neither do we until it drains). */
   #write(res: FastResponse): boolean {
-    if (this.#socket.write(renderResponse(res, Math.floor(this.#lane.options.keepAliveMs / 1000), Date.now()))) return true;
+    if (this.#socket.write(this.#render(res))) return true;
     this.#waitingForDrain = true;
     this.#socket.pause();
     return false;
@@ -276,7 +280,7 @@ class LaneConnection {
     if (this.#socket.destroyed) return;
     if (this.#closeAfterAnswer) {
       if (res === undefined) this.#socket.destroy();
-      else this.#socket.end(renderResponse(res, Math.floor(this.#lane.options.keepAliveMs / 1000), Date.now()));
+      else this.#socket.end(this.#render(res));
       return;
     }
     if (res === undefined) {
