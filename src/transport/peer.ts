@@ -26,8 +26,10 @@
 // heartbeats or votes are worthless.
 
 import type { Agent } from "node:http";
+import type { Socket } from "node:net";
 import { MessageType, type Message } from "../raft/index.ts";
 import { batchHeader, encodeFrame, heartbeatFrame } from "./codec.ts";
+import { httpChunk } from "./chunked.ts";
 import type { ClientRequest } from "node:http";
 import { TransportError, checkStatus, openStream, parsePeerUrl, post } from "./http-client.ts";
 import { LatencyTracker, type PeerStats } from "./stats.ts";
@@ -64,6 +66,13 @@ interface Stream {
   /** When data was last written (link heartbeats fill the silences). */
   lastWriteAt: number;
   heartbeat: NodeJS.Timeout | undefined;
+  /**
+   * The connection, once the peer accepted the stream: frames are then written to it as
+   * HTTP chunks directly (see #goRaw). undefined: writes go through the request.
+   */
+  raw: Socket | undefined;
+  /** The raw socket is corked until the end of this turn (writes that need not leave at once). */
+  corked: boolean;
 }
 
 interface Queued {
@@ -209,9 +218,13 @@ export class Peer {
    * write (a leader's appends, a follower's acknowledgements).
    */
   flush(opts: SendOptions = {}): void {
-    this.#pump();
+    const immediate = opts.immediate === true;
+    this.#pump(immediate);
     this.#pumpSnapshot();
-    if (opts.immediate === true) this.#stream?.req.socket?.uncork();
+    if (!immediate) return;
+    const s = this.#stream;
+    if (s?.raw !== undefined) this.#uncork(s);
+    else s?.req.socket?.uncork();
   }
 
   stats(): PeerStats {
@@ -264,11 +277,12 @@ export class Peer {
     return this.#queue.splice(0, n);
   }
 
-  #pump(): void {
+  /** `immediate`: the caller wants the bytes to leave now (see flush); otherwise at the end of this turn. */
+  #pump(immediate = false): void {
     if (this.#stopped || this.#backoffTimer || this.#queue.length === 0) return;
     const s = this.#stream ?? this.#openStream();
     // A full socket buffer: keep the rest queued (bounded) until 'drain'.
-    while (this.#queue.length > 0 && !s.req.writableNeedDrain) {
+    while (this.#queue.length > 0 && !(s.raw ?? s.req).writableNeedDrain) {
       const batch = this.#takeBatch();
       let bytes = 0;
       const chunks: Uint8Array[] = [];
@@ -276,7 +290,7 @@ export class Peer {
         bytes += q.size;
         chunks.push(...q.chunks);
       }
-      this.#write(s, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes));
+      this.#write(s, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes), immediate);
       s.unackedApps += countApps(batch);
       this.#ctx.onDelivered(
         batch.map((q) => q.m),
@@ -289,13 +303,16 @@ export class Peer {
     const ac = new AbortController();
     let done!: () => void;
     this.#track(new Promise<void>((r) => (done = r)));
-    const s: Stream = { ac, unackedSince: undefined, unackedApps: 0, watchdog: undefined, lastWriteAt: 0, heartbeat: undefined } as Stream;
+    const s: Stream = { ac, unackedSince: undefined, unackedApps: 0, watchdog: undefined, lastWriteAt: 0, heartbeat: undefined, raw: undefined, corked: false } as Stream;
     s.req = openStream({
       url: this.#url("/raft"),
       agent: this.#ctx.agent,
       headers: this.#ctx.headers(this.id),
       signal: ac.signal,
-      onAccepted: () => this.#onAck(s),
+      onAccepted: () => {
+        this.#goRaw(s);
+        this.#onAck(s);
+      },
       onAck: () => this.#onAck(s),
       onClose: (err) => {
         done();
@@ -309,14 +326,49 @@ export class Peer {
     this.#write(s, batchHeader());
     const every = this.#ctx.limits.linkHeartbeatMs;
     s.heartbeat = setInterval(() => {
-      if (this.#stream !== s || s.req.writableNeedDrain) return;
+      if (this.#stream !== s || (s.raw ?? s.req).writableNeedDrain) return;
       if (this.#ctx.now() - s.lastWriteAt >= every) this.#write(s, heartbeatFrame());
     }, every);
     return s;
   }
 
-  #write(s: Stream, data: Uint8Array): void {
-    s.req.write(data);
+  /**
+   * From the peer's 200 on, frames skip node:http's per-write work (chunk head formatting,
+   * three corked socket writes, a writev of four pieces): one buffer, already framed as an
+   * HTTP chunk, goes to the socket. On two cores that work sat on every hop of a write
+   * (a follower forwarding its proposal, the leader's appends before its fsync, its commit
+   * broadcast). The request never writes again: the stream ends only by being destroyed,
+   * so node:http never writes a last chunk after ours. Only when everything written so far
+   * has reached the socket (the head and the version byte) can the two not interleave.
+   */
+  #goRaw(s: Stream): void {
+    const sock = s.req.socket;
+    if (this.#stream !== s || sock === null || sock.destroyed || s.req.writableLength !== 0) return;
+    s.raw = sock;
+    sock.on("drain", () => {
+      if (this.#stream === s) this.#pump();
+    });
+  }
+
+  #uncork(s: Stream): void {
+    if (!s.corked) return;
+    s.corked = false;
+    s.raw?.uncork();
+  }
+
+  #write(s: Stream, data: Uint8Array, immediate = false): void {
+    const raw = s.raw;
+    if (raw === undefined) s.req.write(data);
+    else {
+      // As node:http does: what need not leave at once waits for the end of the turn, and
+      // leaves with whatever else this turn writes, in one writev.
+      if (!immediate && !s.corked) {
+        s.corked = true;
+        raw.cork();
+        process.nextTick(() => this.#uncork(s));
+      }
+      raw.write(httpChunk(data));
+    }
     s.lastWriteAt = this.#ctx.now();
     if (s.unackedSince === undefined) {
       s.unackedSince = s.lastWriteAt;

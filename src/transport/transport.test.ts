@@ -1,5 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import http from "node:http";
 import net from "node:net";
 import { EntryType, MessageType, message, type Message } from "../raft/index.ts";
 import { app, countStreams, gate, mesh, memberFactory, startMember, waitFor, type Member } from "./transport.test-helper.ts";
@@ -140,6 +141,47 @@ test("send({ deferred }) writes after this turn's ticks and microtasks, and a la
   assert.equal(nothingLeft, 0, "the deferred flush finds nothing left to write");
   await waitFor("all four messages", () => b.received().length === 4);
   assert.deepStrictEqual(b.received().map((m) => m.index), [1, 2, 3, 4]);
+});
+
+test("once the peer accepted the stream, a frame is one HTTP chunk in one socket write, not node:http's", async () => {
+  const { a, b } = await streamingPair();
+  await waitFor("the peer's acceptance", () => a.transport.stats()["2"]!.sent === 1);
+  const proto = http.ClientRequest.prototype as unknown as { write: (...args: unknown[]) => boolean };
+  const requestWrite = proto.write;
+  let requestWrites = 0;
+  proto.write = function (this: unknown, ...args: unknown[]) {
+    requestWrites++;
+    return requestWrite.apply(this, args);
+  };
+  const writes = countSocketWrites();
+  let socketWrites: number;
+  try {
+    a.transport.send([app(1, 2, 2)], { immediate: true });
+    socketWrites = writes.count();
+  } finally {
+    writes.restore();
+    proto.write = requestWrite;
+  }
+  assert.equal(requestWrites, 0, "the request's write() is not used");
+  assert.equal(socketWrites, 1, "one write reaches the socket");
+  await waitFor("the second message", () => b.received().length === 2);
+  assert.deepStrictEqual(b.received().map((m) => m.index), [1, 2]);
+});
+
+test("a stream written in chunks that fills the socket keeps the rest queued and sends it in order on drain", async () => {
+  const a = await member({ id: 1, limits: { maxBatchBytes: 64 * 1024 } });
+  const b = await member({ id: 2 });
+  mesh([a, b]);
+  a.transport.send([app(1, 2, 0)]);
+  await waitFor("the peer's acceptance", () => a.transport.stats()["2"]!.sent === 1);
+  // 40 x 256 KiB in one synchronous send: the receiver (this process) reads nothing
+  // meanwhile, so the kernel buffers fill and most of it must wait for 'drain'.
+  const big = (i: number): Message =>
+    message({ type: MessageType.MsgApp, from: 1, to: 2, term: 1, index: i, entries: [{ term: 1, index: i, type: EntryType.Normal, data: new Uint8Array(256 * 1024).fill(i) }] });
+  a.transport.send(Array.from({ length: 40 }, (_, i) => big(i + 1)), { immediate: true });
+  await waitFor("41 messages", () => b.received().length === 41, 20_000);
+  assert.deepStrictEqual(b.received().map((m) => m.index), Array.from({ length: 41 }, (_, i) => i));
+  for (const m of b.received().slice(1)) assert.equal(m.entries[0]!.data[1000], m.index % 256, "entry bytes intact");
 });
 
 test("leader stats latency is the heartbeat round trip", async () => {
