@@ -52,7 +52,7 @@ async function start(name: Server["name"], base: number): Promise<Server> {
   const proc =
     name === "etcd"
       ? spawn(values["etcd-bin"]!, [...flags, "--enable-v2=true", "--log-level", "error"], { stdio: "ignore" })
-      : spawn(process.execPath, [join(repo, "dist/cli/main.js"), "serve", ...flags, "--log-level", "error"], { stdio: "ignore" });
+      : spawn(process.execPath, [join(repo, "dist/bundle/cli/main.js"), "serve", ...flags, "--log-level", "error"], { stdio: "ignore" });
   const deadline = Date.now() + 15_000;
   for (;;) {
     try {

@@ -5,8 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 npx tsc --noEmit -p tsconfig.json
 npx tsc --noEmit -p tsconfig.test.json
-# Integration tests run the compiled CLI (what users install): build it first.
-npx tsc -p tsconfig.build.json
+# Integration tests run the bundled CLI (what users install, through bin/kvctl): build it first.
+npm run build --silent
 mapfile -t files < <(find src test bench -name '*.test.ts' -not -path 'bench/tmp/*' | sort)
 exec npx c8 --reporter=text-summary --reporter=lcov --src src --exclude 'src/**/*.test.ts' \
   node --import tsx --test --test-concurrency=1 --test-timeout=300000 "${files[@]}"

@@ -68,7 +68,7 @@ export const USAGE = `usage: npm run bench -- [options]
   --keep                     keep bench/tmp/run-* (server logs, data dirs)
   --build                    rebuild dist/ first (default: only when missing)
   --etcd-bin PATH            default /usr/bin/etcd
-  --kvctl-entry PATH         default dist/cli/main.js
+  --kvctl-entry PATH         default dist/bundle/cli/main.js (what bin/kvctl runs)
   --no-hyperfine             time client commands with our own loop even if hyperfine is installed
   --max-steal PCT            flag rows with more CPU steal than this (default 5)
 `;
@@ -137,7 +137,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     keep: v.keep === true,
     build: v.build === true,
     etcdBin: v["etcd-bin"] ?? "/usr/bin/etcd",
-    kvctlEntry: v["kvctl-entry"] ?? "dist/cli/main.js",
+    kvctlEntry: v["kvctl-entry"] ?? "dist/bundle/cli/main.js",
     maxSteal: positiveInt("max-steal", v["max-steal"], 5, 0),
     hyperfine: v["no-hyperfine"] !== true,
     help: v.help === true,

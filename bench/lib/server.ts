@@ -14,7 +14,7 @@ export interface ServerSpec {
   readonly kind: ServerKind;
   /** Executable (e.g. /usr/bin/etcd or process.execPath). */
   readonly command: string;
-  /** Arguments before etcd's member flags (e.g. ["dist/cli/main.js", "serve"]). */
+  /** Arguments before etcd's member flags (e.g. ["dist/bundle/cli/main.js", "serve"]). */
   readonly prefixArgs: readonly string[];
   readonly clientPort: number;
   readonly peerPort: number;

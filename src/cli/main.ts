@@ -1,5 +1,5 @@
-// kvctl's entry point (bin/kvctl imports the compiled dist/cli/main.js, or this file via
-// tsx in a checkout). Start-up time matters (a `kvctl get` is benchmarked against
+// kvctl's entry point (bin/kvctl imports its bundle, dist/bundle/cli/main.js, or this file
+// via tsx in a checkout). Start-up time matters (a `kvctl get` is benchmarked against
 // `node -e 0` and etcdctl), so only what the invoked command needs is loaded:
 // `serve` goes straight to the server; everything else goes through run.ts, which loads
 // one command module and never yargs, chalk, ora or got unless they are used.

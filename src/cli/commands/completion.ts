@@ -9,7 +9,8 @@ import type { Invocation } from "../invocation.ts";
 export const completionFiles = { bash: "kvctl.bash", zsh: "_kvctl", fish: "kvctl.fish" } as const;
 
 export function completionPath(shell: keyof typeof completionFiles): URL {
-  // completions/ is three levels up from src/cli/commands and dist/cli/commands.
+  // completions/ is three levels up from src/cli/commands, dist/cli/commands and the
+  // bundle's chunks in dist/bundle/cli (scripts/bundle.mjs).
   return new URL(`../../../completions/${completionFiles[shell]}`, import.meta.url);
 }
 

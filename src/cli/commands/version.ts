@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { ExitCode } from "../exit-codes.ts";
 import type { Io } from "../context.ts";
 
-/** package.json sits two levels up from both src/cli/commands and dist/cli/commands. */
+/** package.json sits three levels up from src/cli/commands, dist/cli/commands and dist/bundle/cli. */
 export function packageVersion(): string {
   try {
     const text = readFileSync(new URL("../../../package.json", import.meta.url), "utf8");
