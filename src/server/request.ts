@@ -78,6 +78,28 @@ export function decodeCommand(data: Uint8Array): Command {
     throw new Error("Cannot decode log entry: not a kvctl command");
   }
   const c = parsed as Command;
-  if (c.t === "v2") c.r = { ...v2Defaults, ...c.r };
+  if (c.t === "v2") c.r = withDefaults(c.r);
   return c;
+}
+
+/**
+ * The request with every default field present. Built in one fixed shape and then
+ * overwritten with what the entry carries: `{ ...v2Defaults, ...r }` cost 2.5-3.5 us per
+ * entry (two spreads take V8's slow path), more than the JSON.parse, and every member
+ * decodes every entry (on a write's path, and 100k times on a restart's replay).
+ */
+function withDefaults(r: V2Request): V2Request {
+  const out: V2Request = {
+    method: r.method,
+    path: r.path,
+    val: v2Defaults.val,
+    dir: v2Defaults.dir,
+    prevValue: v2Defaults.prevValue,
+    prevIndex: v2Defaults.prevIndex,
+    recursive: v2Defaults.recursive,
+    sorted: v2Defaults.sorted,
+  };
+  const fields = out as unknown as Record<string, unknown>;
+  for (const k in r) fields[k] = (r as unknown as Record<string, unknown>)[k];
+  return out;
 }

@@ -212,7 +212,12 @@ class Reader {
     this.need(n, what);
     const view = this.buf.subarray(this.pos, this.pos + n);
     this.pos += n;
-    return copy ? view.slice() : view;
+    if (!copy) return view;
+    // Copied into Buffer's shared pool: small entries share 8 KiB slabs instead of each
+    // holding an ArrayBuffer of its own, which the garbage collector tracks one by one.
+    const pooled = Buffer.allocUnsafe(n);
+    pooled.set(view);
+    return new Uint8Array(pooled.buffer, pooled.byteOffset, n);
   }
 }
 

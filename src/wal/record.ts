@@ -227,9 +227,20 @@ export function parseEntry(buf: Buffer, start: number, end: number): WalEntry {
     term: readU64(buf, start),
     index: readU64(buf, start + 8),
     type: buf[start + 16] as number,
-    // A copy: the segment buffer (up to 64 MiB) must not stay alive through one entry.
-    data: Uint8Array.prototype.slice.call(buf, start + ENTRY_FIXED_BYTES, end),
+    data: copyOut(buf, start + ENTRY_FIXED_BYTES, end),
   };
+}
+
+/**
+ * A copy (the segment buffer, up to 64 MiB, must not stay alive through one entry) in
+ * Buffer's shared pool: small entries then share 8 KiB slabs instead of holding one
+ * ArrayBuffer each, which the garbage collector tracks one by one (a restart replaying
+ * 100k entries spent a fifth of its time collecting them).
+ */
+function copyOut(buf: Buffer, start: number, end: number): Buffer {
+  const out = Buffer.allocUnsafe(end - start);
+  buf.copy(out, 0, start, end);
+  return out;
 }
 
 export function parseHardState(buf: Buffer, start: number): HardState {
