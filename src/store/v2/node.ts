@@ -40,6 +40,8 @@ export class V2Node {
   children: Map<string, V2Node> | null;
   /** Slot in the TTL heap, -1 when not in it. Owned by TtlKeyHeap. */
   heapIndex: number;
+  /** The last image writer that wrote this node (StoreImageWriter's stamp), 0 for none. */
+  imaged: number;
 
   constructor(init: NodeInit) {
     this.path = init.path;
@@ -50,6 +52,7 @@ export class V2Node {
     this.value = init.value ?? "";
     this.children = init.value === undefined ? new Map() : null;
     this.heapIndex = -1;
+    this.imaged = 0;
   }
 
   isDir(): boolean {

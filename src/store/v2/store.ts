@@ -301,12 +301,20 @@ export class V2Store {
     return { index: this.#index, namespaces: this.#namespaces, root: this.#root, history: this.#hub.history.entries() };
   }
 
-  /** Called before n's value, indexes, TTL or children change. */
+  /** Called before n's value, indexes or TTL change. */
   #touch(n: V2Node): void {
     const w = this.#writer;
     if (w === undefined) return;
     if (w.finished) this.#writer = undefined;
     else w.capture(n);
+  }
+
+  /** Called before dir's child `name` (n) is deleted (adding a child needs no call). */
+  #leaving(dir: V2Node, name: string, n: V2Node): void {
+    const w = this.#writer;
+    if (w === undefined) return;
+    if (w.finished) this.#writer = undefined;
+    else w.childLeaving(dir, name, n);
   }
 
   /** A new store from an image (stats start at zero, no watchers). */
@@ -372,12 +380,12 @@ export class V2Store {
     const name = p.slice(slash + 1);
     const children = parent.children as Map<string, V2Node>;
     const existing = children.get(name);
-    this.#touch(parent);
     let prevNode: V2NodeJSON | undefined;
     if (existing !== undefined) {
       if (!o.replace) throw new V2Error(V2ErrorCode.NodeExist, p, curr);
       if (existing.isDir()) throw new V2Error(V2ErrorCode.NotFile, p, curr);
       prevNode = renderPrev(existing, o.now);
+      this.#leaving(parent, name, existing);
       children.delete(name); // re-added below: a replaced key moves to the end of the listing
       this.#ttl.remove(existing);
     }
@@ -408,7 +416,6 @@ export class V2Store {
       const children = cur.children as Map<string, V2Node>;
       let child = children.get(name);
       if (child === undefined) {
-        this.#touch(cur);
         child = new V2Node({ path: slash === -1 ? p : p.slice(0, slash), index, parent: cur, expireTime: PERMANENT });
         children.set(name, child);
       } else if (child.children === null) {
@@ -430,8 +437,9 @@ export class V2Store {
     node.modifiedIndex = next;
     node.createdIndex = n.createdIndex;
     const removed: string[] | undefined = this.#hub.hasWatchers() ? [] : undefined;
-    if (n.parent !== null) this.#touch(n.parent);
-    (n.parent?.children as Map<string, V2Node>).delete(n.path.slice(n.path.lastIndexOf("/") + 1));
+    const name = n.path.slice(n.path.lastIndexOf("/") + 1);
+    if (n.parent !== null) this.#leaving(n.parent, name, n);
+    (n.parent?.children as Map<string, V2Node>).delete(name);
     this.#dropSubtree(n, removed);
     this.#index = next;
     const e: V2Event = { action, node, prevNode, etcdIndex: next };
