@@ -11,8 +11,9 @@
 //   childLeaving() before it deletes a child (a replaced key is deleted, then added
 //   again); the writer keeps the ones it has not written yet and writes them after the
 //   directory's other children, and it skips every node created after the image's index.
-//   (It used to copy a directory's children at its first change: 30 ms in one call for a
-//   directory of 100k keys, on every snapshot of a flat key space.)
+//   (It used to copy a directory's children at its first change, on every snapshot of a
+//   flat key space: for 100k keys 1.5 ms measured alone, 31 ms of writes in a profile of a
+//   loaded member; now the first write costs 0.45 ms alone.)
 // - a node the walk has written is stamped (`imaged`), so changes to it need no record;
 //   nothing changes a node once it is detached.
 // The image is the state at creation, except that children deleted during the walk are
