@@ -1,8 +1,9 @@
 // The bytes of a snapshot, made a slice at a time so that a member with a large store is
 // not frozen while they are made. The text is exactly JSON.stringify(image) for the image
 // of the moment writing began (v2 children deleted meanwhile come last: image-writer.ts),
-// with the parts in the order store, v3, then the rest. The two big parts come from writers that go on while the stores change: the v2 store's image
-// (a string inside the JSON) is escaped slice by slice, the v3 key space's is JSON already.
+// with the parts in the order store, v3, then the rest. The two big parts come from writers
+// that go on while the stores change: the v2 store's image (a string inside the JSON) is
+// escaped slice by slice, the v3 key space's is JSON already.
 // No string of the whole image is ever built (joining or escaping a 30 MB string were
 // single 50-100 ms calls), and the bytes are joined a slice at a time.
 

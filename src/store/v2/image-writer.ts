@@ -120,11 +120,12 @@ export class StoreImageWriter {
           if (child === undefined) continue;
         }
       } else {
-        const left = this.#left.get(top.dir);
-        const first = left?.keys().next();
+        // The live children are through: then the ones deleted before the walk reached them.
+        const deleted = this.#left.get(top.dir);
+        const first = deleted?.entries().next();
         if (first !== undefined && first.done !== true) {
-          name = first.value;
-          child = this.#takeLeft(top.dir, name);
+          [name, child] = first.value;
+          deleted?.delete(name);
         }
       }
       if (name !== undefined && child !== undefined) {

@@ -303,18 +303,19 @@ export class V2Store {
 
   /** Called before n's value, indexes or TTL change. */
   #touch(n: V2Node): void {
-    const w = this.#writer;
-    if (w === undefined) return;
-    if (w.finished) this.#writer = undefined;
-    else w.capture(n);
+    this.#imaging()?.capture(n);
   }
 
   /** Called before dir's child `name` (n) is deleted (adding a child needs no call). */
   #leaving(dir: V2Node, name: string, n: V2Node): void {
+    this.#imaging()?.childLeaving(dir, name, n);
+  }
+
+  /** The image writer still in progress, if any (a finished one is let go here). */
+  #imaging(): StoreImageWriter | undefined {
     const w = this.#writer;
-    if (w === undefined) return;
-    if (w.finished) this.#writer = undefined;
-    else w.childLeaving(dir, name, n);
+    if (w?.finished === true) this.#writer = undefined;
+    return this.#writer;
   }
 
   /** A new store from an image (stats start at zero, no watchers). */
