@@ -2,6 +2,7 @@
 import { open, readdir } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { readdirSync } from "node:fs";
+import { trailingZeroStart } from "./decoder.ts";
 
 export const WAL_SUFFIX = ".wal";
 export const TMP_SUFFIX = ".tmp";
@@ -89,5 +90,48 @@ export async function writeFully(fh: FileHandle, buf: Uint8Array, position: numb
     const { bytesWritten } = await fh.write(buf, done, buf.length - done, position + done);
     if (bytesWritten <= 0) throw new Error(`Cannot write WAL: short write at ${position + done}`);
     done += bytesWritten;
+  }
+}
+
+const SECTOR = 512;
+const READ_CHUNK = 1024 * 1024;
+
+/**
+ * The last segment's bytes up to its trailing zeros (rounded up to a sector, at least one
+ * sector, at most the file): all that the tail rules of README.md look at, since they only
+ * ask where the trailing zero run starts. The zeros are checked a chunk at a time, from
+ * the end, through one reused buffer. Why: reading a preallocated 64 MiB segment whole took
+ * 45-65 ms on restart, mostly page faults of the fresh buffer (10-20 ms through a reused
+ * one), and the buffer lived on until a full GC: 64 MiB of a restarted member's RSS.
+ */
+export async function readWrittenPart(path: string): Promise<Buffer> {
+  const fh = await open(path, "r");
+  try {
+    const { size } = await fh.stat();
+    const chunk = Buffer.allocUnsafe(Math.min(READ_CHUNK, Math.max(size, 1)));
+    let dataEnd = 0;
+    for (let end = size; end > 0 && dataEnd === 0; ) {
+      const start = Math.max(0, end - chunk.length);
+      await readFully(fh, chunk, end - start, start);
+      const z = trailingZeroStart(chunk.subarray(0, end - start), 0);
+      if (z > 0) dataEnd = start + z;
+      end = start;
+    }
+    const len = Math.min(size, Math.max(SECTOR, Math.ceil(dataEnd / SECTOR) * SECTOR));
+    const buf = Buffer.allocUnsafe(len);
+    await readFully(fh, buf, len, 0);
+    return buf;
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Reads exactly `len` bytes at `position` into buf[0, len). */
+async function readFully(fh: FileHandle, buf: Buffer, len: number, position: number): Promise<void> {
+  let done = 0;
+  while (done < len) {
+    const { bytesRead } = await fh.read(buf, done, len - done, position + done);
+    if (bytesRead <= 0) throw new Error(`Cannot read WAL: file ended at ${position + done}, expected ${position + len}`);
+    done += bytesRead;
   }
 }

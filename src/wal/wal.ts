@@ -17,7 +17,7 @@ import { FilePipeline } from "./file-pipeline.ts";
 import { CRC_RECORD_SIZE, HARD_STATE_RECORD_SIZE, RecordWriter, SNAPSHOT_REF_RECORD_SIZE, entryRecordSize, metadataRecordSize } from "./record.ts";
 import type { HardState, SnapshotRef, WalEntry } from "./record.ts";
 import { Replayer } from "./replay.ts";
-import { BROKEN_SUFFIX, TMP_SUFFIX, fsyncDir, listSegments, listSegmentsSync, segmentName, writeFully, zeroFill } from "./segment.ts";
+import { BROKEN_SUFFIX, TMP_SUFFIX, fsyncDir, listSegments, listSegmentsSync, readWrittenPart, segmentName, writeFully, zeroFill } from "./segment.ts";
 import type { SegmentName } from "./segment.ts";
 
 export interface WalLogger {
@@ -182,8 +182,9 @@ export class Wal {
     let repaired: WalOpenResult["repaired"] = null;
     for (let i = start; i < segments.length; i++) {
       const path = join(dir, (segments[i] as SegmentName).name);
-      const buf = await readFile(path);
       const last = i === segments.length - 1;
+      // Sealed segments end at their last record; the last one is mostly preallocated zeros.
+      const buf = last ? await readWrittenPart(path) : await readFile(path);
       const scan = scanSegment(buf, { file: path, last, prevCrc });
       replay.segment(buf, scan, path);
       prevCrc = scan.crc;
