@@ -13,7 +13,12 @@
 // The chunks sit three directories below the package root, as src/cli/commands/*.ts do:
 // the package-relative paths in version.ts and completion.ts (package.json, completions/)
 // resolve the same from both.
+import { rmSync } from "node:fs";
 import { build } from "esbuild";
+
+// Chunk names carry content hashes: without this, every build would leave the previous
+// chunks beside the new ones.
+rmSync("dist/bundle", { recursive: true, force: true });
 
 await build({
   entryPoints: ["src/cli/main.ts"],
