@@ -103,7 +103,7 @@ export class StoreImageWriter {
     return !this.#finished && n.imaged !== this.#seq && n.createdIndex <= this.#index;
   }
 
-  /** Writes up to `budget` more nodes; true when the image is complete. */
+  /** Writes up to `budget` more nodes (nodes skipped count); true when the image is complete. */
   step(budget: number): boolean {
     let left = budget;
     while (left > 0 && this.#stack.length > 0) {
@@ -117,7 +117,12 @@ export class StoreImageWriter {
           // Added after the image began; a deleted child of the same name (re-added at the
           // end of the Map) is written here instead of after the others: same place.
           child = this.#takeLeft(top.dir, name);
-          if (child === undefined) continue;
+          if (child === undefined) {
+            // A skip counts against the budget too: a directory filled with new keys while
+            // the image is written must not turn one step into a walk over all of them.
+            left--;
+            continue;
+          }
         }
       } else {
         // The live children are through: then the ones deleted before the walk reached them.

@@ -211,6 +211,19 @@ test("a write to a directory of 20k keys during its image records one child, not
   assert.equal(replayed.save(), s.save(), "image + the ops after it = the store, in order");
 });
 
+test("keys added during the image count against a step's budget", () => {
+  const s = new V2Store();
+  s.set("/flat/old", { value: "v" }, T0);
+  const expected = s.save();
+  const w = s.beginImage();
+  for (let i = 0; i < 1000; i++) s.set(`/flat/new${i}`, { value: "v" }, T0);
+  let steps = 0;
+  while (!w.step(10)) steps++;
+  // 1,000 skips at 10 a step: about 100 steps, not the single step the one old key needs.
+  assert.ok(steps >= 99, `steps: ${steps}`);
+  assert.equal(w.text(), expected);
+});
+
 test("recovery, or a newer image, abandons the image in progress", () => {
   const s = new V2Store();
   for (let i = 0; i < 50; i++) s.set(`/dir/k${i}`, { value: String(i) }, T0);
