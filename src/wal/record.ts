@@ -222,6 +222,15 @@ function hex32(n: number): string {
 
 // Payload parsers: called only on records readRecord() accepted, so lengths are known good.
 
+/** An entry's index alone (no copy of its data): replay skips those the snapshot covers. */
+export function parseEntryIndex(buf: Buffer, start: number): number {
+  return readU64(buf, start + 8);
+}
+
+export function parseEntryTerm(buf: Buffer, start: number): number {
+  return readU64(buf, start);
+}
+
 export function parseEntry(buf: Buffer, start: number, end: number): WalEntry {
   return {
     term: readU64(buf, start),

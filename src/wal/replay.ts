@@ -1,7 +1,7 @@
 // Turns decoded records, segment after segment, into what Wal.open returns. Pure.
 import { WalCorruptError, WalError, WalErrorCode } from "./errors.ts";
 import type { ScanResult } from "./decoder.ts";
-import { RecordType, parseEntry, parseHardState, parseSnapshotRef } from "./record.ts";
+import { RecordType, parseEntry, parseEntryIndex, parseEntryTerm, parseHardState, parseSnapshotRef } from "./record.ts";
 import type { HardState, SnapshotRef, WalEntry } from "./record.ts";
 
 export interface ReplayResult {
@@ -44,9 +44,15 @@ export class Replayer {
           }
           break;
         }
-        case RecordType.Entry:
-          this.#entry(parseEntry(buf, r.payloadStart, r.payloadEnd), file, r.offset);
+        case RecordType.Entry: {
+          // The segment holding the snapshot index starts with the entries the snapshot
+          // covers (100k of them after a snapshot at 100k): only their index and term count,
+          // so their data is not copied out.
+          const index = parseEntryIndex(buf, r.payloadStart);
+          if (index <= this.#snap.index) this.#covered(index, parseEntryTerm(buf, r.payloadStart));
+          else this.#entry(parseEntry(buf, r.payloadStart, r.payloadEnd), file, r.offset);
           break;
+        }
         case RecordType.HardState:
           this.#hardState = parseHardState(buf, r.payloadStart);
           break;
@@ -66,15 +72,17 @@ export class Replayer {
     }
   }
 
+  /** An entry at or below the snapshot index. */
+  #covered(index: number, term: number): void {
+    // An append at or below the snapshot truncates everything after it, as raft does.
+    this.#entries.length = 0;
+    // An append below the snapshot index also truncates any entry seen at it.
+    this.#snapEntryTerm = index === this.#snap.index ? term : null;
+  }
+
+  /** An entry above the snapshot index. */
   #entry(e: WalEntry, file: string, offset: number): void {
     const base = this.#snap.index;
-    if (e.index <= base) {
-      // An append at or below the snapshot truncates everything after it, as raft does.
-      this.#entries.length = 0;
-      // An append below the snapshot index also truncates any entry seen at it.
-      this.#snapEntryTerm = e.index === base ? e.term : null;
-      return;
-    }
     const pos = e.index - base - 1;
     if (pos > this.#entries.length) {
       const have = base + this.#entries.length;
