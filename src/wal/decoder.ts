@@ -1,6 +1,6 @@
 // One segment's bytes -> its records, with the torn-tail / corruption decision of
 // README.md "Reading, torn tails and corruption". Pure: the caller reads the file.
-import { crc32c } from "@node-rs/crc32";
+import { crc32c } from "./crc32c.ts";
 import { WalCorruptError } from "./errors.ts";
 import { HEADER_BYTES, MAX_RECORD_BODY, RecordType, TRAILER_BYTE, readRecord, recordSize, parseCrc } from "./record.ts";
 

@@ -7,7 +7,7 @@
 // - L >= 1, so a zero header always means "nothing written here";
 // - the trailer is never empty and never zero, so an intact record ends in a non-zero byte;
 // - crc = crc32c(type + payload, seed = crc of the previous record): one running chain.
-import { crc32c } from "@node-rs/crc32";
+import { crc32c } from "./crc32c.ts";
 
 export const RecordType = {
   Crc: 1,

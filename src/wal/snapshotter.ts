@@ -1,7 +1,7 @@
 // Snapshot files `<term:16 hex>-<index:16 hex>.snap` (format in README.md "Snapshot files").
 // Invariant: a file with a `.snap` name is complete and synced (it appears only by rename
 // of a synced `.tmp`); one that fails its checks anyway is renamed `.broken`, never deleted.
-import { crc32c } from "@node-rs/crc32";
+import { crc32c } from "./crc32c.ts";
 import { open, readFile, readdir, rename, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { setImmediate } from "node:timers/promises";
