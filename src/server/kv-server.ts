@@ -34,6 +34,7 @@ import type { ServerConfig } from "./config.ts";
 import { ServerStats } from "./stats.ts";
 import { writeSnapshotData } from "./snapshot-data.ts";
 import { DiskWaitPolicy } from "./disk-wait.ts";
+import { firstElectionStep } from "./first-election.ts";
 
 /** How often the leader stamps its clock into the log while TTL keys exist (etcd: 500 ms). */
 const SYNC_INTERVAL_MS = 500;
@@ -272,17 +273,19 @@ export class KvServer {
     this.#syncTimer = setInterval(() => this.#maybeSync(), SYNC_INTERVAL_MS);
     // v3 watchers created with progress_notify hear the current revision now and then.
     this.#progressTimer = setInterval(() => this.watchHub.progress(this.v3.revision), WATCH_PROGRESS_NOTIFY_MS);
-    if (ids.length > 1) void this.#advanceTicksWhenPeersUp();
+    if (ids.length > 1) void this.#firstElection(m.bootstrapPeers !== undefined);
   }
 
   /**
-   * etcd's adjustTicks: once another member answers on its peer port, fast-forward the
-   * election clock to two ticks short of a timeout, so a cluster started together elects a
-   * leader in a fraction of a second instead of after a whole (randomized) election timeout.
-   * Only time passes faster; the election itself is unchanged (pre-vote, randomization).
+   * The first election while the peers come up (first-election.ts): etcd's fast-forward of
+   * the election clock once a peer answers, so a cluster started together elects a leader
+   * in a fraction of a second instead of after a whole election timeout; and on the first
+   * start of a new cluster, a campaign by the member with the lowest id once a quorum is up.
    */
-  async #advanceTicksWhenPeersUp(): Promise<void> {
+  async #firstElection(fresh: boolean): Promise<void> {
     const peers = this.membership.list().filter((m) => m.id !== this.#memberId);
+    const voters = this.membership.ids();
+    let advanced = false;
     const deadline = Date.now() + 5000;
     while (!this.#stopped && this.#lead === 0 && Date.now() < deadline) {
       const answers = await Promise.all(
@@ -295,13 +298,23 @@ export class KvServer {
           }
         }),
       );
-      if (answers.some((ok) => ok)) {
-        if (this.#stopped || this.#lead !== 0) return;
-        const ticks = Math.max(0, Math.round(this.config.electionTimeout / this.config.heartbeatInterval) - 2);
-        for (let i = 0; i < ticks; i++) this.#node.tick();
+      if (this.#stopped || this.#lead !== 0) return;
+      const peersUp = answers.filter((ok) => ok).length;
+      const step = firstElectionStep({ fresh, memberId: this.#memberId, voters, peersUp, advanced });
+      if (step === "campaign") {
+        this.#log.info("first start of a new cluster: campaigning", { peersUp });
+        this.#node.campaign();
         this.#kick();
         return;
       }
+      if (step === "advance") {
+        const ticks = Math.max(0, Math.round(this.config.electionTimeout / this.config.heartbeatInterval) - 2);
+        for (let i = 0; i < ticks; i++) this.#node.tick();
+        this.#kick();
+        advanced = true;
+        if (firstElectionStep({ fresh, memberId: this.#memberId, voters, peersUp, advanced }) === "done") return;
+      }
+      if (step === "done") return;
       await new Promise((r) => setTimeout(r, 50));
     }
   }
