@@ -273,16 +273,17 @@ export class KvServer {
     this.#syncTimer = setInterval(() => this.#maybeSync(), SYNC_INTERVAL_MS);
     // v3 watchers created with progress_notify hear the current revision now and then.
     this.#progressTimer = setInterval(() => this.watchHub.progress(this.v3.revision), WATCH_PROGRESS_NOTIFY_MS);
-    if (ids.length > 1) void this.#firstElection(m.bootstrapPeers !== undefined);
+    if (ids.length > 1) void this.#firstElection();
   }
 
   /**
    * The first election while the peers come up (first-election.ts): etcd's fast-forward of
    * the election clock once a peer answers, so a cluster started together elects a leader
-   * in a fraction of a second instead of after a whole election timeout; and on the first
-   * start of a new cluster, a campaign by the member with the lowest id once a quorum is up.
+   * in a fraction of a second instead of after a whole election timeout; and a campaign by
+   * the member with the lowest id once a quorum is up (pre-vote makes it harmless when it
+   * cannot win).
    */
-  async #firstElection(fresh: boolean): Promise<void> {
+  async #firstElection(): Promise<void> {
     const peers = this.membership.list().filter((m) => m.id !== this.#memberId);
     const voters = this.membership.ids();
     let advanced = false;
@@ -300,9 +301,9 @@ export class KvServer {
       );
       if (this.#stopped || this.#lead !== 0) return;
       const peersUp = answers.filter((ok) => ok).length;
-      const step = firstElectionStep({ fresh, memberId: this.#memberId, voters, peersUp, advanced });
+      const step = firstElectionStep({ memberId: this.#memberId, voters, peersUp, advanced });
       if (step === "campaign") {
-        this.#log.info("first start of a new cluster: campaigning", { peersUp });
+        this.#log.info("lowest member id with a quorum up: campaigning", { peersUp });
         this.#node.campaign();
         this.#kick();
         return;
@@ -312,7 +313,7 @@ export class KvServer {
         for (let i = 0; i < ticks; i++) this.#node.tick();
         this.#kick();
         advanced = true;
-        if (firstElectionStep({ fresh, memberId: this.#memberId, voters, peersUp, advanced }) === "done") return;
+        if (firstElectionStep({ memberId: this.#memberId, voters, peersUp, advanced }) === "done") return;
       }
       if (step === "done") return;
       await new Promise((r) => setTimeout(r, 50));
