@@ -285,7 +285,8 @@ export class KvServer {
    */
   async #firstElection(): Promise<void> {
     const peers = this.membership.list().filter((m) => m.id !== this.#memberId);
-    const voters = this.membership.ids();
+    // Learners neither vote nor campaign.
+    const voters = this.membership.list().filter((m) => m.isLearner !== true).map((m) => m.id);
     let advanced = false;
     const deadline = Date.now() + 5000;
     while (!this.#stopped && this.#lead === 0 && Date.now() < deadline) {
