@@ -233,8 +233,8 @@ export function parseEntryTerm(buf: Buffer, start: number): number {
 
 export function parseEntry(buf: Buffer, start: number, end: number): WalEntry {
   return {
-    term: readU64(buf, start),
-    index: readU64(buf, start + 8),
+    term: parseEntryTerm(buf, start),
+    index: parseEntryIndex(buf, start),
     type: buf[start + 16] as number,
     data: copyOut(buf, start + ENTRY_FIXED_BYTES, end),
   };
