@@ -18,7 +18,7 @@ export interface FirstElectionState {
   memberId: number;
   /** Every voter's id, this member's included. */
   voters: readonly number[];
-  /** Peers that answered the last probe. */
+  /** Voters other than this member that answered the last probe. */
   peersUp: number;
   /** The clock was fast-forwarded already. */
   advanced: boolean;

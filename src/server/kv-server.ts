@@ -284,9 +284,10 @@ export class KvServer {
    * cannot win).
    */
   async #firstElection(): Promise<void> {
-    const peers = this.membership.list().filter((m) => m.id !== this.#memberId);
-    // Learners neither vote nor campaign.
-    const voters = this.membership.list().filter((m) => m.isLearner !== true).map((m) => m.id);
+    // Learners neither vote nor campaign: only voters are probed and counted towards a quorum.
+    const voterList = this.membership.list().filter((m) => m.isLearner !== true);
+    const voters = voterList.map((m) => m.id);
+    const peers = voterList.filter((m) => m.id !== this.#memberId);
     let advanced = false;
     const deadline = Date.now() + 5000;
     while (!this.#stopped && this.#lead === 0 && Date.now() < deadline) {
