@@ -6,6 +6,8 @@ import { keysFastGet } from "./http/keys-fast-get.ts";
 import { listen, type Listener } from "./http/listener.ts";
 import { createPeerRouter } from "./http/peer-router.ts";
 import { V3Service } from "./v3-service.ts";
+import { GrpcServer } from "./grpc/server.ts";
+import { createRpcTable, grpcRecvLimit } from "./grpc/services.ts";
 import { clientListenerTls, preparePeerTls } from "./tls/server-tls.ts";
 import { withSrvDomainCheck } from "./discovery-srv.ts";
 import type { ServerConfig } from "./config.ts";
@@ -30,19 +32,24 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   const opened: Listener[] = [];
   let peerListeners: Listener[];
   let listeners: Listener[];
+  let grpc: GrpcServer | undefined;
   try {
     peerListeners = await listen(config.listenPeerUrls, createPeerRouter(kv), log, { traffic: "peer", tls: peerTls?.listener });
     opened.push(...peerListeners);
     // v3 streams (watch, keepalive) join the v2 watches: shutdown ends them all.
     const v3Gateway = { backend: new V3Service(kv), maxRequestBytes: config.maxRequestBytes, maxTxnOps: config.maxTxnOps, streams: watches };
     const routes = { server: kv, clusterId: kv.clusterId.toString(16), watches, v3Gateway };
+    // The same backend serves etcd's gRPC API on the client port (grpc/: cmux, HTTP/2).
+    grpc = new GrpcServer(createRpcTable(v3Gateway), { maxRecvBytes: grpcRecvLimit(v3Gateway), clientCertAuth: clientTls?.clientCertAuth ?? false });
+    const toGrpc = grpc;
     // Plain key reads skip node:http (fast-lane.ts); everything else goes through the router.
-    listeners = await listen(config.listenClientUrls, createRouter(routes), log, { tls: clientTls, fast: keysFastGet(routes) });
+    listeners = await listen(config.listenClientUrls, createRouter(routes), log, { tls: clientTls, fast: keysFastGet(routes), grpc: (socket) => toGrpc.accept(socket) });
   } catch (err) {
     // A port in use (or any listener failure) after the member started: stop it cleanly
     // (WAL closed, timers cleared) so the process can exit with the error.
     await kv.stop().catch(() => undefined);
     for (const l of opened) l.server.close();
+    grpc?.close();
     throw err;
   }
   // Publish name and client URLs through the log; retried until it lands (needs a leader).
@@ -66,6 +73,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       // Open watches end as etcd ends them on shutdown: 200 with an empty body.
       for (const w of watches) w.end();
       watches.clear();
+      grpc?.close();
       await kv.stop();
       for (const l of [...listeners, ...peerListeners]) {
         l.server.close();

@@ -55,6 +55,15 @@ function newLeaseId(): LeaseId {
   return id === 0n ? 1n : id;
 }
 
+/**
+ * A caller as the gRPC server knows it: besides the token, the Common Name of a verified
+ * client certificate (--client-cert-auth), which names the user when there is no token,
+ * as etcd's AuthInfoFromTLS. The JSON gateway never sets it (see http/gateway-cn.ts).
+ */
+export interface V3Caller extends V3CallContext {
+  commonName?: string;
+}
+
 export class V3Service implements V3Backend {
   readonly #kv: KvServer;
   #nextWatchId = 1;
@@ -76,10 +85,13 @@ export class V3Service implements V3Backend {
    * The caller as auth sees it: null while auth is disabled; with auth enabled a request
    * without a token is refused (etcd: "user name is empty"), a bad token is 401.
    */
-  async authInfo(ctx: V3CallContext): Promise<V3AuthInfo | null> {
+  async authInfo(ctx: V3Caller): Promise<V3AuthInfo | null> {
     const auth = this.#kv.v3auth;
     if (!auth.enabled) return null;
-    if (ctx.token === undefined || ctx.token === "") throw V3Errors.userEmpty();
+    if (ctx.token === undefined || ctx.token === "") {
+      if (ctx.commonName !== undefined) return { user: ctx.commonName, revision: auth.authRevision };
+      throw V3Errors.userEmpty();
+    }
     // A token issued through another member names a log index this member may not have
     // applied yet: catch up before looking it up.
     const index = simpleTokenIndex(ctx.token);

@@ -4,13 +4,15 @@
 // still accepts the TCP connections, but each one goes through the TLS acceptor (fresh
 // credentials, handshake, client-certificate verdict) before HTTP sees it. A client
 // listener may put a fast lane (fast-lane.ts) between the accepted connection (after TLS)
-// and node:http.
+// and node:http. With `grpc`, a client listener is also etcd's cmux: connections that open
+// with HTTP/2's preface go to the gRPC server (../grpc/mux.ts), the rest as above.
 import { Server } from "node:http";
 import type { Socket } from "node:net";
 import type { Logger } from "../logger.ts";
 import { createTlsAcceptor } from "../tls/acceptor.ts";
 import type { ListenerTls } from "../tls/server-tls.ts";
 import { FastLane, type FastHandler } from "./fast-lane.ts";
+import { muxConnections } from "../grpc/mux.ts";
 
 export interface Listener {
   url: URL;
@@ -45,10 +47,12 @@ export interface ListenOptions {
   tls?: ListenerTls | undefined;
   /** Requests answered before node:http parses them (fast-lane.ts). */
   fast?: FastHandler;
+  /** Takes the HTTP/2 (gRPC) connections of a client listener, after TLS if any. */
+  grpc?: (socket: Socket) => void;
 }
 
 export async function listen(urls: readonly URL[], handler: Handler, log: Logger, opts: ListenOptions = {}): Promise<Listener[]> {
-  const { traffic = "client", tls, fast } = opts;
+  const { traffic = "client", tls, fast, grpc } = opts;
   const out: Listener[] = [];
   for (const url of urls) {
     const server = new LaneServer({ keepAliveTimeout: KEEP_ALIVE_MS, headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: 0, maxHeaderSize: MAX_HEADER_BYTES }, handler);
@@ -64,6 +68,7 @@ export async function listen(urls: readonly URL[], handler: Handler, log: Logger
       server.lane = lane;
       accept = (socket) => lane.accept(socket);
     }
+    if (grpc !== undefined) accept = muxConnections(accept, grpc);
     if (url.protocol === "https:") {
       if (tls === undefined) throw new Error(`Cannot listen on ${url.href}: TLS key/cert are not presented`);
       secure(server, tls, log, accept);

@@ -1,0 +1,90 @@
+// gRPC's message framing on an HTTP/2 stream (PROTOCOL-HTTP2.md: Length-Prefixed-Message):
+// one byte compressed-flag, a 4-byte big-endian length, the protobuf bytes. Also the
+// grpc-message percent-encoding and grpc-go's wording for oversized messages.
+import { GrpcCode, V3Error } from "../../api/v3-errors.ts";
+
+const PREFIX_BYTES = 5;
+
+/** `payload` with its 5-byte prefix, in one buffer (one DATA write per message). */
+export function frameMessage(payload: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafe(PREFIX_BYTES + payload.length);
+  out[0] = 0;
+  out.writeUInt32BE(payload.length, 1);
+  out.set(payload, PREFIX_BYTES);
+  return out;
+}
+
+/** grpc-go's refusal of a message over the receive limit (status 8). */
+export function messageTooLarge(size: number, limit: number): V3Error {
+  return new V3Error(GrpcCode.ResourceExhausted, `grpc: received message larger than max (${size} vs. ${limit})`);
+}
+
+/**
+ * Splits the bytes of a request stream into messages. Chunk boundaries fall anywhere;
+ * a message over `limit` is refused as soon as its prefix arrives (nothing is buffered
+ * for it). Compressed messages are refused: no client of etcd compresses by default and
+ * the server announces no grpc-accept-encoding.
+ */
+export class MessageReader {
+  readonly #limit: number;
+  #pending: Buffer[] = [];
+  #pendingBytes = 0;
+
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+
+  /** True when a partial message is buffered (a stream ending now was cut short). */
+  get partial(): boolean {
+    return this.#pendingBytes > 0;
+  }
+
+  /** The complete messages `chunk` finishes; throws a V3Error for a refused message. */
+  push(chunk: Buffer): Uint8Array[] {
+    let buf: Buffer;
+    if (this.#pendingBytes === 0) buf = chunk;
+    else {
+      this.#pending.push(chunk);
+      buf = Buffer.concat(this.#pending, this.#pendingBytes + chunk.length);
+      this.#pending = [];
+      this.#pendingBytes = 0;
+    }
+    const out: Uint8Array[] = [];
+    let at = 0;
+    while (buf.length - at >= PREFIX_BYTES) {
+      const flag = buf[at]!;
+      const size = buf.readUInt32BE(at + 1);
+      if (size > this.#limit) throw messageTooLarge(size, this.#limit);
+      if (flag !== 0) throw new V3Error(GrpcCode.Unimplemented, "grpc: Decompressor is not installed for grpc-encoding");
+      if (buf.length - at - PREFIX_BYTES < size) break;
+      out.push(buf.subarray(at + PREFIX_BYTES, at + PREFIX_BYTES + size));
+      at += PREFIX_BYTES + size;
+    }
+    if (at < buf.length) {
+      // Copied: the chunk's memory is the socket's, and a stream may sit idle for hours.
+      const rest = Buffer.from(buf.subarray(at));
+      this.#pending.push(rest);
+      this.#pendingBytes = rest.length;
+    }
+    return out;
+  }
+}
+
+/** grpc-message's percent-encoding: bytes outside printable ASCII, and '%', as %XX. */
+export function encodeGrpcMessage(message: string): string {
+  if (/^[\x20-\x24\x26-\x7e]*$/.test(message)) return message;
+  let out = "";
+  for (const b of Buffer.from(message, "utf8")) {
+    out += b >= 0x20 && b <= 0x7e && b !== 0x25 ? String.fromCharCode(b) : "%" + b.toString(16).toUpperCase().padStart(2, "0");
+  }
+  return out;
+}
+
+export function decodeGrpcMessage(encoded: string): string {
+  if (!encoded.includes("%")) return encoded;
+  try {
+    return decodeURIComponent(encoded);
+  } catch {
+    return encoded;
+  }
+}

@@ -1,0 +1,301 @@
+// The gRPC server: node:http2 sessions on connections the client listener hands over
+// (mux.ts decided they speak HTTP/2), gRPC's HTTP/2 mapping done here, and a table of RPCs
+// keyed by `:path` ("/etcdserverpb.KV/Range"). An RPC sees bytes in and bytes out
+// (services.ts decodes and encodes), so a hot response can have a hand-made encoder.
+//
+// Invariants:
+// - every call ends with a grpc-status: trailers after the messages, or a trailers-only
+//   response when the call fails before its first message;
+// - a failure is a V3Error (etcd's status code and message, percent-encoded as gRPC wants);
+//   anything else is code 2 (Unknown) with its message, as grpc-go turns a plain Go error;
+// - an unknown service or method is code 12 (Unimplemented) with grpc-go's wording;
+// - closing the server ends every session: open streams see `onClose`.
+import http2 from "node:http2";
+import type { Socket } from "node:net";
+import type { TLSSocket } from "node:tls";
+import { GrpcCode, V3Error } from "../../api/v3-errors.ts";
+import type { V3Caller } from "../v3-service.ts";
+import { MessageReader, encodeGrpcMessage, frameMessage } from "./frames.ts";
+
+/** What an RPC knows of its caller. */
+export interface GrpcCall {
+  /** Request metadata, lower-case names. */
+  readonly headers: http2.IncomingHttpHeaders;
+  /** Token from `token` (etcd's clients) or `authorization` metadata; the TLS CN. */
+  readonly ctx: V3Caller;
+}
+
+export interface UnaryRpc {
+  kind: "unary";
+  run(request: Uint8Array, call: GrpcCall): Promise<Uint8Array>;
+}
+
+export interface StreamRpc {
+  kind: "stream";
+  /** Called once per call, before any request message arrives. */
+  open(stream: RpcStream, call: GrpcCall): void;
+}
+
+export type Rpc = UnaryRpc | StreamRpc;
+
+/** The status of a call, as its trailers carry it. */
+export interface GrpcStatus {
+  code: number;
+  message: string;
+}
+
+/** gRPC status of anything thrown by an RPC. */
+export function statusOf(err: unknown): GrpcStatus {
+  if (err instanceof V3Error) return { code: err.code, message: err.message };
+  return { code: GrpcCode.Unknown, message: err instanceof Error ? err.message : String(err) };
+}
+
+const RESPONSE_HEADERS = { ":status": 200, "content-type": "application/grpc" } as const;
+
+function trailersOf(s: GrpcStatus): http2.OutgoingHttpHeaders {
+  const t: http2.OutgoingHttpHeaders = { "grpc-status": String(s.code) };
+  if (s.message !== "") t["grpc-message"] = encodeGrpcMessage(s.message);
+  return t;
+}
+
+/** One streaming call: messages both ways, ended by `finish`. */
+export class RpcStream {
+  readonly #stream: http2.ServerHttp2Stream;
+  #headersSent = false;
+  #finished = false;
+  #trailers: http2.OutgoingHttpHeaders = { "grpc-status": "0" };
+  onMessage: (msg: Uint8Array) => void = () => undefined;
+  /** The client half-closed (no more messages); the call stays open. */
+  onEnd: () => void = () => undefined;
+  /** The call is over (finished, canceled by the client, connection gone). Once. */
+  onClose: () => void = () => undefined;
+
+  constructor(stream: http2.ServerHttp2Stream) {
+    this.#stream = stream;
+    stream.on("wantTrailers", () => stream.sendTrailers(this.#trailers));
+  }
+
+  get closed(): boolean {
+    return this.#finished || this.#stream.destroyed || this.#stream.closed;
+  }
+
+  /** Bytes accepted by `send` and not yet on the wire (HTTP/2 flow control holds them). */
+  get writableLength(): number {
+    return this.#stream.writableLength;
+  }
+
+  /** Sends one message; false when the buffer is over its mark (wait for `drained`). */
+  send(payload: Uint8Array): boolean {
+    if (this.closed) return false;
+    if (!this.#headersSent) {
+      this.#headersSent = true;
+      this.#stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
+    }
+    return this.#stream.write(frameMessage(payload));
+  }
+
+  /** Resolves once the buffered bytes went out, or the call ended. */
+  drained(): Promise<void> {
+    if (this.closed || !this.#stream.writableNeedDrain) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        this.#stream.off("drain", done);
+        this.#stream.off("close", done);
+        resolve();
+      };
+      this.#stream.on("drain", done);
+      this.#stream.on("close", done);
+    });
+  }
+
+  /** Ends the call with `status` (default OK). Idempotent. */
+  finish(status?: GrpcStatus): void {
+    if (this.closed) return;
+    this.#finished = true;
+    const s = status ?? { code: 0, message: "" };
+    if (!this.#headersSent) {
+      this.#headersSent = true;
+      this.#stream.respond({ ...RESPONSE_HEADERS, ...trailersOf(s) }, { endStream: true });
+      return;
+    }
+    this.#trailers = trailersOf(s);
+    this.#stream.end();
+  }
+}
+
+export interface GrpcServerOptions {
+  /** Largest request message accepted (grpc-go's MaxRecvMsgSize). */
+  maxRecvBytes: number;
+  /** Whether a verified client certificate's CN names the user (--client-cert-auth). */
+  clientCertAuth: boolean;
+}
+
+/** etcd's --max-concurrent-streams default: math.MaxUint32. */
+export const DEFAULT_MAX_CONCURRENT_STREAMS = 2 ** 32 - 1;
+
+/** Node's HTTP/2 defaults are small for streaming a snapshot or thousands of watch events. */
+const H2_OPTIONS: http2.ServerOptions = {
+  maxSessionMemory: 64,
+  settings: { maxConcurrentStreams: DEFAULT_MAX_CONCURRENT_STREAMS, initialWindowSize: 1 << 20 },
+};
+const SESSION_WINDOW_BYTES = 16 << 20;
+
+export class GrpcServer {
+  readonly #rpcs: ReadonlyMap<string, Rpc>;
+  readonly #services: ReadonlySet<string>;
+  readonly #opts: GrpcServerOptions;
+  readonly #h2: http2.Http2Server;
+  readonly #sessions = new Set<http2.ServerHttp2Session>();
+  #closed = false;
+
+  constructor(rpcs: ReadonlyMap<string, Rpc>, opts: GrpcServerOptions) {
+    this.#rpcs = rpcs;
+    this.#services = new Set([...rpcs.keys()].map((p) => p.slice(1, p.lastIndexOf("/"))));
+    this.#opts = opts;
+    this.#h2 = http2.createServer(H2_OPTIONS);
+    this.#h2.on("session", (session) => {
+      if (this.#closed) {
+        session.destroy();
+        return;
+      }
+      this.#sessions.add(session);
+      session.on("close", () => this.#sessions.delete(session));
+      session.on("error", () => session.destroy());
+      session.on("connect", () => {
+        if (!session.destroyed) session.setLocalWindowSize(SESSION_WINDOW_BYTES);
+      });
+    });
+    this.#h2.on("stream", (stream, headers) => this.#onStream(stream, headers));
+  }
+
+  /** Takes a connection whose first bytes (HTTP/2's preface) are still unread or unshifted. */
+  accept(socket: Socket): void {
+    if (this.#closed) {
+      socket.destroy();
+      return;
+    }
+    this.#h2.emit("connection", socket);
+  }
+
+  /** Ends every session now (streams get RST, unary calls in flight are dropped). */
+  close(): void {
+    this.#closed = true;
+    for (const s of this.#sessions) s.destroy();
+    this.#sessions.clear();
+  }
+
+  /** Asks every session to finish: no new calls (GOAWAY), open ones run to their end. */
+  drain(): void {
+    for (const s of this.#sessions) if (!s.closed) s.close();
+  }
+
+  #onStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
+    stream.on("error", () => stream.destroy());
+    const ct = headers["content-type"] ?? "";
+    if (headers[":method"] !== "POST" || !ct.startsWith("application/grpc")) {
+      // grpc-go answers a non-gRPC request on its port with 415.
+      stream.respond({ ":status": 415, "content-type": "text/plain" });
+      stream.end("invalid gRPC request content-type\n");
+      return;
+    }
+    const path = headers[":path"] ?? "";
+    const rpc = this.#rpcs.get(path);
+    if (rpc === undefined) {
+      stream.resume();
+      const slash = path.lastIndexOf("/");
+      let message: string;
+      if (!path.startsWith("/") || slash <= 0) message = `malformed method name: ${JSON.stringify(path)}`;
+      else if (this.#services.has(path.slice(1, slash))) message = `unknown method ${path.slice(slash + 1)} for service ${path.slice(1, slash)}`;
+      else message = `unknown service ${path.slice(1, slash)}`;
+      stream.respond({ ...RESPONSE_HEADERS, ...trailersOf({ code: GrpcCode.Unimplemented, message }) }, { endStream: true });
+      return;
+    }
+    const call: GrpcCall = { headers, ctx: this.#callerOf(stream, headers) };
+    if (rpc.kind === "unary") this.#unary(rpc, stream, call);
+    else this.#streaming(rpc, stream, call);
+  }
+
+  #callerOf(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): V3Caller {
+    const token = headerValue(headers["token"]) ?? headerValue(headers["authorization"]);
+    let commonName: string | undefined;
+    const socket = stream.session?.socket as Partial<TLSSocket> | undefined;
+    // The acceptor asked for (and verified) a client certificate only with --client-cert-auth.
+    if (this.#opts.clientCertAuth && socket?.encrypted === true && typeof socket.getPeerX509Certificate === "function") {
+      const subject = socket.getPeerX509Certificate()?.subject;
+      const cn = subject === undefined ? undefined : /(?:^|\n)CN=([^\n]*)/.exec(subject)?.[1];
+      if (cn !== undefined && cn !== "") commonName = cn;
+    }
+    return commonName === undefined ? { token } : { token, commonName };
+  }
+
+  #unary(rpc: UnaryRpc, stream: http2.ServerHttp2Stream, call: GrpcCall): void {
+    const reader = new MessageReader(this.#opts.maxRecvBytes);
+    let request: Uint8Array | undefined;
+    let failed = false;
+    const fail = (s: GrpcStatus): void => {
+      if (failed || stream.destroyed) return;
+      failed = true;
+      stream.respond({ ...RESPONSE_HEADERS, ...trailersOf(s) }, { endStream: true });
+    };
+    stream.on("data", (chunk: Buffer) => {
+      if (failed) return;
+      try {
+        for (const m of reader.push(chunk)) {
+          if (request !== undefined) throw new V3Error(GrpcCode.Unimplemented, "grpc: too many messages for a unary call");
+          request = m;
+        }
+      } catch (err) {
+        fail(statusOf(err));
+      }
+    });
+    stream.on("end", () => {
+      if (failed) return;
+      if (request === undefined) {
+        fail({ code: GrpcCode.Internal, message: reader.partial ? "grpc: message truncated" : "grpc: no request message" });
+        return;
+      }
+      rpc.run(request, call).then(
+        (bytes) => {
+          if (stream.destroyed || stream.closed) return;
+          stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
+          stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+          stream.end(frameMessage(bytes));
+        },
+        (err: unknown) => fail(statusOf(err)),
+      );
+    });
+  }
+
+  #streaming(rpc: StreamRpc, stream: http2.ServerHttp2Stream, call: GrpcCall): void {
+    const s = new RpcStream(stream);
+    const reader = new MessageReader(this.#opts.maxRecvBytes);
+    let closed = false;
+    stream.once("close", () => {
+      if (closed) return;
+      closed = true;
+      s.onClose();
+    });
+    rpc.open(s, call);
+    stream.on("data", (chunk: Buffer) => {
+      if (s.closed) return;
+      let messages: Uint8Array[];
+      try {
+        messages = reader.push(chunk);
+      } catch (err) {
+        s.finish(statusOf(err));
+        return;
+      }
+      for (const m of messages) {
+        if (s.closed) return;
+        s.onMessage(m);
+      }
+    });
+    stream.on("end", () => {
+      if (!s.closed) s.onEnd();
+    });
+  }
+}
+
+function headerValue(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}

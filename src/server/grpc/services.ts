@@ -1,0 +1,311 @@
+// etcd 3.4's v3 RPCs (rpc.proto: KV, Watch, Lease, Cluster, Maintenance, Auth) and
+// grpc.health.v1, each mapped onto ONE call of the V3Backend the JSON gateway uses. The
+// checks run in etcd's order, as the gateway's (http/v3-handlers.ts): the gRPC receive
+// limit (server.ts, on the raw message), v3rpc's request checks, the raft request size for
+// writes, then the backend (token, permission, propose/apply).
+import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import type { DescMethodBiDiStreaming, DescMethodServerStreaming, DescMethodUnary } from "@bufbuild/protobuf";
+import { createHash } from "node:crypto";
+import { GrpcCode, V3Error, V3Errors } from "../../api/v3-errors.ts";
+import { checkDeleteRangeRequest, checkPutRequest, checkRangeRequest, isReadOnlyTxn, validateTxn } from "../../store/v3/index.ts";
+import type { V3Backend, V3GatewayContext, V3Header } from "../http/v3-backend.ts";
+import { GRPC_OVERHEAD_BYTES, RaftField, raftRequestSize } from "../http/v3-proto-size.ts";
+import { SNAPSHOT_CHUNK_BYTES } from "../http/v3-streams.ts";
+import * as cv from "./convert.ts";
+import { Auth, Cluster, KV, Lease, Maintenance, Watch } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
+import { Health, HealthCheckResponse_ServingStatus } from "./gen/grpc/health/v1/health_pb.ts";
+import type { GrpcCall, Rpc, RpcStream } from "./server.ts";
+import { statusOf } from "./server.ts";
+import { serveWatch } from "./watch.ts";
+
+export type RpcTable = Map<string, Rpc>;
+
+function pathOf(m: { parent: { typeName: string }; name: string }): string {
+  return `/${m.parent.typeName}/${m.name}`;
+}
+
+/** grpc-go's answer to bytes that are not the request message. */
+export function decodeRequest<I extends DescMessage>(schema: I, bytes: Uint8Array): MessageShape<I> {
+  try {
+    return fromBinary(schema, bytes);
+  } catch (err) {
+    throw new V3Error(GrpcCode.Internal, `grpc: error unmarshalling request: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+type UnaryHandler<I extends DescMessage, O extends DescMessage> = (req: MessageShape<I>, call: GrpcCall, size: number) => Promise<MessageInitShape<O>>;
+
+function unary<I extends DescMessage, O extends DescMessage>(table: RpcTable, m: DescMethodUnary<I, O>, handle: UnaryHandler<I, O>): void {
+  table.set(pathOf(m), {
+    kind: "unary",
+    run: async (bytes, call) => toBinary(m.output, create(m.output, await handle(decodeRequest(m.input, bytes), call, bytes.length))),
+  });
+}
+
+/** A streaming RPC whose messages are typed; `send` encodes. */
+export interface TypedStream<I extends DescMessage, O extends DescMessage> {
+  readonly raw: RpcStream;
+  onMessage(cb: (msg: MessageShape<I>) => void): void;
+  send(msg: MessageInitShape<O>): boolean;
+}
+
+function streaming<I extends DescMessage, O extends DescMessage>(
+  table: RpcTable,
+  m: DescMethodBiDiStreaming<I, O> | DescMethodServerStreaming<I, O>,
+  open: (s: TypedStream<I, O>, call: GrpcCall) => void,
+): void {
+  table.set(pathOf(m), {
+    kind: "stream",
+    open(raw, call) {
+      open(
+        {
+          raw,
+          onMessage(cb) {
+            raw.onMessage = (bytes) => {
+              let msg: MessageShape<I>;
+              try {
+                msg = decodeRequest(m.input, bytes);
+              } catch (err) {
+                raw.finish(statusOf(err));
+                return;
+              }
+              cb(msg);
+            };
+          },
+          send: (msg) => raw.send(toBinary(m.output, create(m.output, msg))),
+        },
+        call,
+      );
+    },
+  });
+}
+
+/** The response header: the result's revision, or the current one when it has none. */
+function hdr(b: V3Backend, revision?: number): ReturnType<typeof cv.header> {
+  const h: V3Header = revision !== undefined && revision > 0 ? b.header(revision) : b.header();
+  return cv.header(h);
+}
+
+/** etcd checks the encoded raft request against --max-request-bytes before proposing it. */
+function checkRaftSize(field: number, size: number, gw: V3GatewayContext): void {
+  if (raftRequestSize(field, size) > gw.maxRequestBytes) throw V3Errors.requestTooLarge();
+}
+
+/** grpc-go's receive limit in etcd: --max-request-bytes + 512 KiB. */
+export function grpcRecvLimit(gw: V3GatewayContext): number {
+  return gw.maxRequestBytes + GRPC_OVERHEAD_BYTES;
+}
+
+export function createRpcTable(gw: V3GatewayContext): RpcTable {
+  const t: RpcTable = new Map();
+  const b = gw.backend;
+
+  // --- KV ---
+  unary(t, KV.method.range, async (m, { ctx }) => {
+    const req = cv.rangeRequest(m);
+    checkRangeRequest(req);
+    const r = await b.range(req, ctx);
+    return cv.rangeResponse(hdr(b, r.revision), r);
+  });
+  unary(t, KV.method.put, async (m, { ctx }, size) => {
+    const req = cv.putRequest(m);
+    checkPutRequest(req);
+    checkRaftSize(RaftField.put, size, gw);
+    const r = await b.put(req, ctx);
+    return cv.putResponse(hdr(b, r.revision), r);
+  });
+  unary(t, KV.method.deleteRange, async (m, { ctx }, size) => {
+    const req = cv.deleteRangeRequest(m);
+    checkDeleteRangeRequest(req);
+    checkRaftSize(RaftField.deleteRange, size, gw);
+    const r = await b.deleteRange(req, ctx);
+    return cv.deleteRangeResponse(hdr(b, r.revision), r);
+  });
+  unary(t, KV.method.txn, async (m, { ctx }, size) => {
+    const req = cv.txnRequest(m);
+    validateTxn(req, gw.maxTxnOps);
+    if (!isReadOnlyTxn(req)) checkRaftSize(RaftField.txn, size, gw);
+    const r = await b.txn(req, ctx);
+    return cv.txnResponse(hdr(b, r.revision), r);
+  });
+  unary(t, KV.method.compact, async (m, { ctx }) => {
+    const r = await b.compact({ revision: cv.num(m.revision), physical: m.physical }, ctx);
+    return { header: hdr(b, r.revision) };
+  });
+
+  // --- Watch ---
+  streaming(t, Watch.method.watch, (s, call) => serveWatch(s, gw, call.ctx));
+
+  // --- Lease ---
+  unary(t, Lease.method.leaseGrant, async (m, { ctx }) => {
+    const r = await b.leaseGrant({ id: m.ID, ttl: cv.num(m.TTL) }, ctx);
+    return { header: hdr(b, r.revision), ID: r.id, TTL: BigInt(r.ttl) };
+  });
+  unary(t, Lease.method.leaseRevoke, async (m, { ctx }) => {
+    const r = await b.leaseRevoke(m.ID, ctx);
+    return { header: hdr(b, r.revision) };
+  });
+  unary(t, Lease.method.leaseTimeToLive, async (m, { ctx }) => {
+    const r = await b.leaseTimeToLive({ id: m.ID, keys: m.keys }, ctx);
+    // A lease that does not exist: TTL -1, as etcd answers it.
+    if (r === undefined) return { header: hdr(b), ID: m.ID, TTL: -1n };
+    return { header: hdr(b, r.revision), ID: r.id, TTL: BigInt(r.ttl), grantedTTL: BigInt(r.grantedTtl), keys: r.keys };
+  });
+  unary(t, Lease.method.leaseLeases, async (_m, { ctx }) => {
+    const leases = await b.leaseLeases(ctx);
+    return { header: hdr(b), leases: leases.map((l) => ({ ID: l.id })) };
+  });
+  streaming(t, Lease.method.leaseKeepAlive, (s, { ctx }) => {
+    // Answered one by one in arrival order; the header is taken before the renewal (etcd).
+    let queue: Promise<void> = Promise.resolve();
+    s.onMessage((m) => {
+      queue = queue.then(async () => {
+        if (s.raw.closed) return;
+        try {
+          const h = hdr(b);
+          const ttl = await b.leaseKeepAlive(m.ID, ctx);
+          // etcd answers an unknown lease with TTL 0 and keeps the stream.
+          s.send({ header: h, ID: m.ID, TTL: BigInt(ttl ?? 0) });
+        } catch (err) {
+          s.raw.finish(statusOf(err));
+        }
+      });
+    });
+    s.raw.onEnd = () => {
+      queue = queue.then(() => s.raw.finish());
+    };
+  });
+
+  // --- Cluster ---
+  unary(t, Cluster.method.memberAdd, async (m, { ctx }) => {
+    const r = await b.memberAdd({ peerUrls: m.peerURLs, isLearner: m.isLearner }, ctx);
+    return { header: hdr(b), member: cv.member(r.member), members: r.members.map(cv.member) };
+  });
+  unary(t, Cluster.method.memberRemove, async (m, { ctx }) => ({ header: hdr(b), members: (await b.memberRemove(m.ID.toString(), ctx)).map(cv.member) }));
+  unary(t, Cluster.method.memberUpdate, async (m, { ctx }) => ({
+    header: hdr(b),
+    members: (await b.memberUpdate({ id: m.ID.toString(), peerUrls: m.peerURLs }, ctx)).map(cv.member),
+  }));
+  unary(t, Cluster.method.memberList, async (_m, { ctx }) => ({ header: hdr(b), members: (await b.memberList({ linearizable: false }, ctx)).map(cv.member) }));
+  unary(t, Cluster.method.memberPromote, async (m, { ctx }) => ({ header: hdr(b), members: (await b.memberPromote(m.ID.toString(), ctx)).map(cv.member) }));
+
+  // --- Maintenance ---
+  unary(t, Maintenance.method.alarm, async (m, { ctx }) => {
+    const alarms = await b.alarm({ action: cv.alarmAction(m.action), memberId: m.memberID.toString(), alarm: cv.alarmType(m.alarm) }, ctx);
+    // etcd answers the alarm RPC without a header.
+    return { alarms: alarms.map((a) => ({ memberID: BigInt(a.memberId), alarm: a.alarm })) };
+  });
+  unary(t, Maintenance.method.status, async (_m, { ctx }) => {
+    const s = await b.status(ctx);
+    return {
+      header: hdr(b),
+      version: s.version,
+      dbSize: BigInt(s.dbSize),
+      leader: BigInt(s.leader),
+      raftIndex: BigInt(s.raftIndex),
+      raftTerm: BigInt(s.raftTerm),
+      raftAppliedIndex: BigInt(s.raftAppliedIndex),
+      errors: s.errors,
+      dbSizeInUse: BigInt(s.dbSizeInUse),
+      isLearner: s.isLearner,
+    };
+  });
+  unary(t, Maintenance.method.defragment, async (_m, { ctx }) => {
+    await b.defragment(ctx);
+    return {};
+  });
+  unary(t, Maintenance.method.hash, async (_m, { ctx }) => {
+    const r = await b.hash(ctx);
+    return { header: hdr(b, r.revision), hash: r.hash };
+  });
+  // The backend hashes the whole key space; etcd's HashKV hashes up to a revision.
+  unary(t, Maintenance.method.hashKV, async (_m, { ctx }) => {
+    const r = await b.hash(ctx);
+    return { header: hdr(b, r.revision), hash: r.hash };
+  });
+  unary(t, Maintenance.method.moveLeader, async (m, { ctx }) => {
+    await b.moveLeader(m.targetID.toString(), ctx);
+    return { header: hdr(b) };
+  });
+  streaming(t, Maintenance.method.snapshot, (s, { ctx }) => {
+    s.onMessage(() => {
+      void sendSnapshot(s, b, ctx);
+    });
+  });
+
+  // --- Auth ---
+  const done = async (p: Promise<void>): Promise<{ header: ReturnType<typeof cv.header> }> => {
+    await p;
+    return { header: hdr(b) };
+  };
+  unary(t, Auth.method.authEnable, (_m, { ctx }) => done(b.authEnable(ctx)));
+  unary(t, Auth.method.authDisable, (_m, { ctx }) => done(b.authDisable(ctx)));
+  unary(t, Auth.method.authenticate, async (m) => {
+    const token = await b.authenticate(m.name, m.password);
+    return { header: hdr(b), token };
+  });
+  unary(t, Auth.method.userAdd, (m, { ctx }) => done(b.userAdd({ name: m.name, password: m.password, noPassword: m.options?.noPassword ?? false }, ctx)));
+  unary(t, Auth.method.userGet, async (m, { ctx }) => ({ header: hdr(b), roles: await b.userGet(m.name, ctx) }));
+  unary(t, Auth.method.userList, async (_m, { ctx }) => ({ header: hdr(b), users: await b.userList(ctx) }));
+  unary(t, Auth.method.userDelete, (m, { ctx }) => done(b.userDelete(m.name, ctx)));
+  unary(t, Auth.method.userChangePassword, (m, { ctx }) => done(b.userChangePassword(m.name, m.password, ctx)));
+  unary(t, Auth.method.userGrantRole, (m, { ctx }) => done(b.userGrantRole({ user: m.user, role: m.role }, ctx)));
+  unary(t, Auth.method.userRevokeRole, (m, { ctx }) => done(b.userRevokeRole({ name: m.name, role: m.role }, ctx)));
+  unary(t, Auth.method.roleAdd, (m, { ctx }) => done(b.roleAdd(m.name, ctx)));
+  unary(t, Auth.method.roleGet, async (m, { ctx }) => ({ header: hdr(b), perm: (await b.roleGet(m.role, ctx)).map(cv.permissionOut) }));
+  unary(t, Auth.method.roleList, async (_m, { ctx }) => ({ header: hdr(b), roles: await b.roleList(ctx) }));
+  unary(t, Auth.method.roleDelete, (m, { ctx }) => done(b.roleDelete(m.role, ctx)));
+  unary(t, Auth.method.roleGrantPermission, (m, { ctx }) => done(b.roleGrantPermission({ name: m.name, perm: cv.permission(m.perm) }, ctx)));
+  unary(t, Auth.method.roleRevokePermission, (m, { ctx }) => done(b.roleRevokePermission({ role: m.role, key: cv.buf(m.key), rangeEnd: cv.buf(m.rangeEnd) }, ctx)));
+
+  // --- grpc.health.v1: etcd registers the empty service name as SERVING ---
+  const healthOf = (service: string): HealthCheckResponse_ServingStatus => {
+    if (service !== "") throw new V3Error(GrpcCode.NotFound, "unknown service");
+    return HealthCheckResponse_ServingStatus.SERVING;
+  };
+  unary(t, Health.method.check, async (m) => ({ status: healthOf(m.service) }));
+  streaming(t, Health.method.watch, (s) => {
+    s.onMessage((m) => {
+      // grpc-go's Watch answers an unknown service SERVICE_UNKNOWN and keeps the stream.
+      s.send({ status: m.service === "" ? HealthCheckResponse_ServingStatus.SERVING : HealthCheckResponse_ServingStatus.SERVICE_UNKNOWN });
+    });
+  });
+  return t;
+}
+
+/** etcd's database is whole pages: etcdctl refuses a snapshot not a multiple of 512 bytes. */
+export const SNAPSHOT_ALIGN_BYTES = 512;
+
+/**
+ * A JSON image padded with newlines to a multiple of 512 bytes, so that `etcdctl snapshot
+ * save` accepts it (JSON ignores trailing whitespace); any other image is left as it is.
+ */
+export function padSnapshot(image: Uint8Array): Uint8Array {
+  const rest = image.length % SNAPSHOT_ALIGN_BYTES;
+  if (rest === 0 || image[0] !== 0x7b /* { */) return image;
+  const out = Buffer.alloc(image.length + SNAPSHOT_ALIGN_BYTES - rest, 0x0a);
+  out.set(image, 0);
+  return out;
+}
+
+/** etcd's snapshot stream: 32 KiB blobs with the bytes remaining, then the image's sha256. */
+async function sendSnapshot(s: TypedStream<DescMessage, typeof Maintenance.method.snapshot.output>, b: V3Backend, ctx: GrpcCall["ctx"]): Promise<void> {
+  let image: Uint8Array;
+  try {
+    image = padSnapshot(await b.snapshot(ctx));
+  } catch (err) {
+    s.raw.finish(statusOf(err));
+    return;
+  }
+  const total = image.length;
+  const sha = createHash("sha256");
+  for (let sent = 0; sent < total; ) {
+    const blob = image.subarray(sent, Math.min(total, sent + SNAPSHOT_CHUNK_BYTES));
+    sent += blob.length;
+    sha.update(blob);
+    if (s.raw.closed) return;
+    if (!s.send({ remainingBytes: BigInt(total - sent), blob })) await s.raw.drained();
+  }
+  s.send({ remainingBytes: 0n, blob: sha.digest() });
+  s.raw.finish();
+}
