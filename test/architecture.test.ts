@@ -28,11 +28,12 @@ const allowed: Record<string, readonly string[]> = {
   wal: [],
   "store/v2": ["api"],
   "store/v3": ["api"],
+  backend: ["store/v3", "api"],
   auth: ["api"],
   transport: ["raft", "api"],
   client: ["api"],
   cli: ["client", "api"],
-  server: ["store/v2", "store/v3", "auth", "raft", "wal", "transport", "api"],
+  server: ["store/v2", "store/v3", "backend", "auth", "raft", "wal", "transport", "api"],
 };
 
 const importRe = /(?:import|export)\s[^'"]*?from\s+["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g;

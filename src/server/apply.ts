@@ -85,8 +85,13 @@ function applyV2(store: V2Store, r: V2Request, now: number): V2Event {
   }
 }
 
-/** Applies one command. Store errors are results (the proposer reports them), not failures. */
-export function applyCommand(sm: StateMachine, cmd: Command, index: number): ApplyResult {
+/**
+ * Applies one command. Store errors are results (the proposer reports them), not failures.
+ * `v3` false: the v3 key space already holds this entry's effects (its backend committed
+ * them before a restart or came with a snapshot: etcd's consistent index), so only the
+ * rest of the state machine applies it.
+ */
+export function applyCommand(sm: StateMachine, cmd: Command, index: number, opts: { v3: boolean } = { v3: true }): ApplyResult {
   switch (cmd.t) {
     case "v2":
       try {
@@ -97,11 +102,14 @@ export function applyCommand(sm: StateMachine, cmd: Command, index: number): App
       }
     case "sync": {
       sm.store.deleteExpiredKeys(cmd.time);
+      if (!opts.v3) return { ok: true };
       // The leader's clock also ends v3 leases: revoked through the log, the same on every member.
       const { changes } = sm.v3.expireLeases(cmd.time);
       return changes.length > 0 ? { ok: true, changes } : { ok: true };
     }
     case "v3":
+      // v3 auth lives in the snapshot image, not in the key space's backend: always applied.
+      if (!opts.v3 && cmd.op.k !== "auth") return { ok: true };
       try {
         return { ok: true, ...applyV3(sm, cmd.op, { time: cmd.time, index }) };
       } catch (err) {

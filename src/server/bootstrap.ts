@@ -5,7 +5,7 @@
 // - join (--initial-cluster-state existing): the membership (and so the cluster id and our
 //   member id, assigned when `member add` ran) is fetched from a running member's peer URL;
 //   Raft starts empty and the leader sends it the log or a snapshot.
-import { mkdir } from "node:fs/promises";
+import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
@@ -14,6 +14,7 @@ import { Wal, Snapshotter } from "../wal/index.ts";
 import { V2Store } from "../store/v2/store.ts";
 import { V2AuthState, V3AuthState, type V2AuthImage, type V3AuthImage } from "../auth/index.ts";
 import { V3KeySpace, type KeySpaceImage } from "../store/v3/index.ts";
+import { MvccDb } from "../backend/index.ts";
 import { createAgent, peerGet, type PeerTlsClient } from "../transport/index.ts";
 import { Membership, type Member } from "./membership.ts";
 import { srvClusterFromConfig } from "./discovery-srv.ts";
@@ -39,12 +40,33 @@ export interface SnapshotImage {
   v3auth?: V3AuthImage;
 }
 
-/** The v3 parts of an image, empty when the image predates them. */
-export function restoreV3(image: SnapshotImage): { v3: V3KeySpace; v3auth: V3AuthState } {
-  return {
-    v3: image.v3 === undefined ? new V3KeySpace() : V3KeySpace.fromImage(image.v3),
-    v3auth: image.v3auth === undefined ? new V3AuthState() : V3AuthState.fromImage(image.v3auth),
-  };
+/** v3 access control from an image (empty when the image predates it). */
+export function restoreV3Auth(image: SnapshotImage): V3AuthState {
+  return image.v3auth === undefined ? new V3AuthState() : V3AuthState.fromImage(image.v3auth);
+}
+
+/** Where the v3 key space's database lives (etcd's bbolt file is member/snap/db too). */
+export function v3DbPath(dataDir: string): string {
+  return join(dataDir, "member", "snap", "db");
+}
+
+/**
+ * The v3 key space from its database. An image from before the database (the key space was
+ * part of the snapshot) is written into an empty database once, at the image's index.
+ */
+export function openKeySpace(db: MvccDb, image: SnapshotImage | undefined, imageIndex: number): V3KeySpace {
+  if (db.consistentIndex === 0 && image?.v3 !== undefined) {
+    const ks = V3KeySpace.fromImage(image.v3, db);
+    db.commit(imageIndex);
+    return ks;
+  }
+  return V3KeySpace.restore(db.load(), db);
+}
+
+/** Removes a database left by an earlier member in this data dir (a new member starts empty). */
+async function removeDb(path: string): Promise<void> {
+  await rm(path, { force: true });
+  await rm(`${path}-lock`, { force: true });
 }
 
 export interface OpenedMember {
@@ -54,6 +76,8 @@ export interface OpenedMember {
   store: V2Store;
   auth: V2AuthState;
   v3: V3KeySpace;
+  /** The v3 key space's database (its consistent index says which entries it holds). */
+  v3db: MvccDb;
   v3auth: V3AuthState;
   membership: Membership;
   memberId: number;
@@ -77,27 +101,29 @@ export async function openMember(config: ServerConfig, log: Logger, peerTls?: Pe
   const snapDir = join(memberDir, "snap");
   await mkdir(snapDir, { recursive: true, mode: 0o700 });
   const snapshotter = new Snapshotter(snapDir, { logger: log });
-  if (Wal.exists(walDir)) return restart(walDir, snapshotter, log);
+  if (Wal.exists(walDir)) return restart(walDir, snapshotter, v3DbPath(config.dataDir), log);
+  await removeDb(v3DbPath(config.dataDir));
   // --discovery-srv: the initial cluster comes from DNS, once, before the first start.
   if (config.discoverySrv !== "") config = { ...config, initialCluster: await srvClusterFromConfig(config, log, { requireLocal: true }) };
   if (config.initialClusterState === "new") return createNew(config, walDir, snapshotter, log);
   return joinExisting(config, walDir, snapshotter, log, peerTls);
 }
 
-async function restart(walDir: string, snapshotter: Snapshotter, log: Logger): Promise<OpenedMember> {
+async function restart(walDir: string, snapshotter: Snapshotter, dbPath: string, log: Logger): Promise<OpenedMember> {
   const storage = new MemoryStorage();
   const snap = await snapshotter.loadNewest();
   let store = new V2Store();
   let auth = new V2AuthState();
-  let v3parts = { v3: new V3KeySpace(), v3auth: new V3AuthState() };
+  let v3auth = new V3AuthState();
+  let image: SnapshotImage | undefined;
   let membership: Membership | undefined;
   let confState: ConfState = { voters: [], learners: [] };
   let ref = { index: 0, term: 0 };
   if (snap) {
-    const image = decodeSnapshotImage(snap.data);
+    image = decodeSnapshotImage(snap.data);
     store = V2Store.recover(image.store);
     if (image.auth !== undefined) auth = V2AuthState.recover(image.auth);
-    v3parts = restoreV3(image);
+    v3auth = restoreV3Auth(image);
     membership = Membership.fromJSON(image.membership);
     confState = JSON.parse(Buffer.from(snap.meta).toString("utf8")) as ConfState;
     storage.applySnapshot({ data: snap.data, metadata: { index: snap.index, term: snap.term, confState } });
@@ -117,6 +143,8 @@ async function restart(walDir: string, snapshotter: Snapshotter, log: Logger): P
     log.warn("raised the WAL commit index to the snapshot's (crash during a snapshot install)", { walCommit: opened.hardState.commit, snapshotIndex: ref.index });
   }
   storage.setHardState(hardState);
+  const v3db = MvccDb.open({ path: dbPath });
+  const v3 = openKeySpace(v3db, image, ref.index);
   // The WAL stores the entry type as a plain number; Raft's type is the 0|1 union.
   storage.append(opened.entries.map((e) => ({ ...e, type: e.type === 1 ? EntryType.ConfChange : EntryType.Normal })));
   log.info("restarted member", {
@@ -125,6 +153,8 @@ async function restart(walDir: string, snapshotter: Snapshotter, log: Logger): P
     snapshotIndex: ref.index,
     walEntries: opened.entries.length,
     commit: hardState.commit,
+    v3ConsistentIndex: v3db.consistentIndex,
+    v3Revision: v3.revision,
   });
   return {
     wal: opened.wal,
@@ -132,7 +162,9 @@ async function restart(walDir: string, snapshotter: Snapshotter, log: Logger): P
     storage,
     store,
     auth,
-    ...v3parts,
+    v3,
+    v3db,
+    v3auth,
     membership: membership ?? new Membership(meta.clusterId, meta.members),
     memberId: meta.memberId,
     appliedIndex: ref.index,
@@ -144,13 +176,14 @@ async function createNew(config: ServerConfig, walDir: string, snapshotter: Snap
   const membership = Membership.bootstrap(config.initialCluster, config.initialClusterToken);
   const me = membership.list().find((m) => m.name === config.name);
   if (!me) throw new Error(`couldn't find local name "${config.name}" in the initial cluster configuration`);
-  const m = await freshMember(walDir, snapshotter, membership, me.id, log);
+  const m = await freshMember(walDir, snapshotter, membership, me.id, log, v3DbPath(config.dataDir));
   log.info("started new member", { memberId: me.id.toString(16), clusterId: membership.clusterId.toString(16), members: membership.ids().length });
   return { ...m, bootstrapPeers: membership.ids() };
 }
 
 /** An empty state machine and a new WAL whose metadata says who this member is. */
-async function freshMember(walDir: string, snapshotter: Snapshotter, membership: Membership, memberId: number, log: Logger): Promise<OpenedMember> {
+async function freshMember(walDir: string, snapshotter: Snapshotter, membership: Membership, memberId: number, log: Logger, dbPath: string): Promise<OpenedMember> {
+  const v3db = MvccDb.open({ path: dbPath });
   const meta: WalMetadata = { memberId, clusterId: membership.clusterId, members: membership.list() };
   const wal = await Wal.create(walDir, Buffer.from(JSON.stringify(meta)), { logger: log });
   return {
@@ -159,7 +192,8 @@ async function freshMember(walDir: string, snapshotter: Snapshotter, membership:
     storage: new MemoryStorage(),
     store: new V2Store(),
     auth: new V2AuthState(),
-    v3: new V3KeySpace(),
+    v3: new V3KeySpace({ backend: v3db }),
+    v3db,
     v3auth: new V3AuthState(),
     membership,
     memberId,
@@ -217,7 +251,7 @@ async function joinExisting(config: ServerConfig, walDir: string, snapshotter: S
       if (!me) {
         throw new Error(`this member (peer URLs ${config.initialAdvertisePeerUrls.join(",")}) is not in the cluster: add it first with 'kvctl member add'`);
       }
-      const m = await freshMember(walDir, snapshotter, membership, me.id, log);
+      const m = await freshMember(walDir, snapshotter, membership, me.id, log, v3DbPath(config.dataDir));
       log.info("joining existing cluster", { memberId: me.id.toString(16), clusterId: membership.clusterId.toString(16), via: url });
       return m;
     } catch (err) {

@@ -14,7 +14,8 @@
 // - Apply is deterministic (apply.ts); everything that varies (time, ids) is in the entry.
 // - A single member runs exactly this path: it is a cluster of one, with no shortcut.
 import { createHash } from "node:crypto";
-import { readdir, stat } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { readdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { RawNode, ProposalDroppedError, EntryType, MessageType, ConfChangeType, decodeConfChange, type ConfChange, type ConfState, type Entry, type Message, type MemoryStorage, type Ready, type Snapshot } from "../raft/index.ts";
 import { PeerTransport, type PeerTlsClient, type SendOptions } from "../transport/index.ts";
@@ -28,7 +29,9 @@ import { Membership, memberIdFor, type Member } from "./membership.ts";
 import { WaitRegistry, requestIdGenerator } from "./wait.ts";
 import { HttpMessageError, ServerUnavailableError } from "./http/respond.ts";
 import { ReadIndexBatcher } from "./read-index.ts";
-import { openMember, decodeSnapshotImage, encodeConfState, restoreV3, PEER_MEMBERS_PATH, type SnapshotImage } from "./bootstrap.ts";
+import { openMember, decodeSnapshotImage, encodeConfState, openKeySpace, restoreV3Auth, v3DbPath, PEER_MEMBERS_PATH, type SnapshotImage } from "./bootstrap.ts";
+import { MvccDb } from "../backend/index.ts";
+import type { SnapshotAttachment } from "../transport/index.ts";
 import { raftLogger, type Logger } from "./logger.ts";
 import type { ServerConfig } from "./config.ts";
 import { ServerStats } from "./stats.ts";
@@ -107,6 +110,15 @@ export class KvServer {
   auth!: V2AuthState;
   /** The v3 key space (replaced when a snapshot is installed: read it through this field). */
   v3!: V3KeySpace;
+  /** The v3 key space's database (replaced when a snapshot is installed). */
+  #v3db!: MvccDb;
+  /**
+   * Entries up to this index have their v3 effects in the database already (its consistent
+   * index when it was opened): replaying them applies only the rest of the state machine.
+   */
+  #v3Floor = 0;
+  /** A database file received with a snapshot from the leader, waiting for Raft to install it. */
+  #receivedDb: { index: number; path: string } | undefined;
   /** v3 users, roles and tokens (replaced when a snapshot is installed). */
   v3auth!: V3AuthState;
   /** v3 watchers on this member, fed by apply (survives snapshot installs). */
@@ -202,6 +214,8 @@ export class KvServer {
     this.store = m.store;
     this.auth = m.auth;
     this.v3 = m.v3;
+    this.#v3db = m.v3db;
+    this.#v3Floor = m.v3db.consistentIndex;
     this.v3auth = m.v3auth;
     this.membership = m.membership;
     this.#memberId = m.memberId;
@@ -241,6 +255,17 @@ export class KvServer {
       logger: this.#log,
       localUrls: this.config.initialAdvertisePeerUrls,
       onMessages: (msgs) => this.#receive(msgs),
+      onSnapshot: (msg, dbPath) => {
+        const index = msg.snapshot?.metadata.index ?? 0;
+        if (dbPath !== undefined) {
+          const old = this.#receivedDb;
+          if (old !== undefined && old.path !== dbPath) void rm(old.path, { force: true });
+          this.#receivedDb = { index, path: dbPath };
+        }
+        this.#receive([msg]);
+      },
+      snapshotAttachment: () => this.#snapshotDbCopy(),
+      snapshotDbPath: () => join(this.config.dataDir, "member", "snap", `recv-${randomBytes(6).toString("hex")}.db`),
       onUnreachable: (id) => {
         this.#node.reportUnreachable(id);
         this.#kick();
@@ -411,8 +436,43 @@ export class KvServer {
     return Buffer.from(JSON.stringify(this.#image()));
   }
 
+  /** The image of everything but the v3 key space (which is its database file). */
   #image(): SnapshotImage {
-    return { store: this.store.save(), v3: this.v3.toImage(), ...this.#imageRest() };
+    return { store: this.store.save(), ...this.#imageRest() };
+  }
+
+  /**
+   * A consistent copy of the v3 database for a follower's snapshot (etcd streams its bbolt
+   * file): made from one read transaction after the writes so far were committed, so its
+   * consistent index is at least the snapshot's (the snapshot was made of applied state).
+   */
+  async #snapshotDbCopy(): Promise<SnapshotAttachment> {
+    const path = join(this.config.dataDir, "member", "snap", `send-${randomBytes(6).toString("hex")}.db`);
+    await this.#v3db.copyTo(path, { compact: false });
+    const { size } = await stat(path);
+    return { path, size, release: () => void rm(path, { force: true }) };
+  }
+
+  /**
+   * Swaps in the database that came with the leader's snapshot at `index` (or, from a
+   * leader that sent none, the key space inside an older image).
+   */
+  async #installDb(index: number, image: SnapshotImage): Promise<void> {
+    const received = this.#receivedDb;
+    this.#receivedDb = undefined;
+    const path = v3DbPath(this.config.dataDir);
+    await this.#v3db.close();
+    if (received !== undefined && received.index === index) {
+      await rename(received.path, path);
+    } else {
+      if (received !== undefined) await rm(received.path, { force: true });
+      if (image.v3 === undefined) throw new Error(`snapshot ${index} from the leader came without its v3 database`);
+      await rm(path, { force: true });
+    }
+    this.#v3db = MvccDb.open({ path });
+    this.v3 = openKeySpace(this.#v3db, image, index);
+    this.#v3Floor = this.#v3db.consistentIndex;
+    this.#log.info("installed the v3 database from the leader", { index, consistentIndex: this.#v3Floor, revision: this.v3.revision });
   }
 
   /**
@@ -599,6 +659,8 @@ export class KvServer {
     if (later.length > 0) this.#transport.send(later, willSave ? { immediate: true } : afterAnswers);
     for (const rs of rd.readStates) this.#reads.onReadState(rs.index, rs.requestCtx);
     rd.committedEntries.forEach((e, i) => this.#applyEntry(e, commands[i]));
+    // The v3 writes of these entries commit together with the index they reach.
+    this.#v3db.commit(this.#appliedIndex);
     this.#reads.release();
     this.#node.advance(rd);
     if (this.#snapshotJob === undefined && this.#appliedIndex - this.#snapshotIndex >= this.config.snapshotCount) this.#startSnapshot();
@@ -629,7 +691,8 @@ export class KvServer {
     if (e.index <= this.#appliedIndex) return;
     if (e.type === EntryType.ConfChange) this.#applyConfChange(decodeConfChange(e.data));
     else if (cmd !== undefined) {
-      const result = applyCommand({ store: this.store, membership: this.membership, auth: this.auth, v3: this.v3, v3auth: this.v3auth }, cmd, e.index);
+      const sm = { store: this.store, membership: this.membership, auth: this.auth, v3: this.v3, v3auth: this.v3auth };
+      const result = applyCommand(sm, cmd, e.index, { v3: e.index > this.#v3Floor });
       if (result.ok && result.changes !== undefined) for (const c of result.changes) this.watchHub.notify(c);
       if (cmd.m === this.#memberId) this.#waits.trigger(cmd.id, result);
     }
@@ -687,7 +750,8 @@ export class KvServer {
     // In place: open watches stay registered across a snapshot install.
     this.store.recovery(image.store);
     this.auth.recovery(image.auth ?? new V2AuthState().save());
-    ({ v3: this.v3, v3auth: this.v3auth } = restoreV3(image));
+    await this.#installDb(ref.index, image);
+    this.v3auth = restoreV3Auth(image);
     // Watchers catch up from the new key space (or end, if what they need was compacted).
     this.watchHub.restore(this.#v3History);
     this.membership = Membership.fromJSON(image.membership);
@@ -713,14 +777,16 @@ export class KvServer {
     const term = this.#storage.term(index);
     const confState = { voters: [...this.#confState.voters], learners: [...this.#confState.learners] };
     const store = this.store.beginImage();
-    const v3 = this.v3.beginImage();
     const rest = this.#imageRest();
     const end = (): void => {
       if (this.#snapshotJob === job) this.#snapshotJob = undefined;
     };
-    // The v3 key space object is replaced only by a snapshot install, which cancels the job.
-    void writeSnapshotData({ store, v3, rest, cancelled: () => job.cancelled || this.store.abandoned(store) })
+    // The v3 key space is its database: once the writes applied so far are on disk (etcd's
+    // ForceCommit), the WAL entries before the snapshot are no longer needed for it.
+    const v3Flushed = this.#v3db.flushed();
+    void writeSnapshotData({ store, rest, cancelled: () => job.cancelled || this.store.abandoned(store) })
       .then(async (data) => {
+        await v3Flushed;
         if (data === undefined || job.cancelled) return end();
         await this.#snapshotter.save({ index, term, data, meta: encodeConfState(confState) });
         if (job.cancelled) return end();
@@ -804,5 +870,7 @@ export class KvServer {
     while (this.#draining) await new Promise((r) => setTimeout(r, 5));
     await this.#transport.stop();
     await this.#wal.close();
+    await this.#v3db.close();
+    if (this.#receivedDb !== undefined) await rm(this.#receivedDb.path, { force: true });
   }
 }

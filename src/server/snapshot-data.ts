@@ -1,23 +1,21 @@
 // The bytes of a snapshot, made a slice at a time so that a member with a large store is
 // not frozen while they are made. The text is exactly JSON.stringify(image) for the image
 // of the moment writing began (v2 children deleted meanwhile come last: image-writer.ts),
-// with the parts in the order store, v3, then the rest. The two big parts come from writers
-// that go on while the stores change: the v2 store's image (a string inside the JSON) is
-// escaped slice by slice, the v3 key space's is JSON already.
+// with the parts in the order store, then the rest. The big part comes from a writer that
+// goes on while the store changes: the v2 store's image (a string inside the JSON) is
+// escaped slice by slice. The v3 key space is not in it: it is its own database file
+// (src/backend/), sent to followers beside the snapshot.
 // No string of the whole image is ever built (joining or escaping a 30 MB string were
 // single 50-100 ms calls), and the bytes are joined a slice at a time.
 
 import { setImmediate } from "node:timers/promises";
 import { performance } from "node:perf_hooks";
 import type { StoreImageWriter } from "../store/v2/index.ts";
-import type { SlicedJson } from "../store/v3/index.ts";
 import type { SnapshotImage } from "./bootstrap.ts";
 
 export interface WriteSnapshotOptions {
   /** The v2 store's image in progress (V2Store.beginImage at the snapshot's index). */
   store: StoreImageWriter;
-  /** The v3 key space's image in progress (V3KeySpace.beginImage at the same index). */
-  v3: SlicedJson;
   /** The other parts of the image, taken at the same index (copies: written at the end). */
   rest: Omit<SnapshotImage, "store" | "v3">;
   /** True when the snapshot is no longer wanted (stop, a snapshot installed from the leader). */
@@ -34,10 +32,9 @@ export async function writeSnapshotData(o: WriteSnapshotOptions): Promise<Buffer
   const yieldTurn = o.yieldTurn ?? (() => setImmediate());
   const bufs: Buffer[] = [];
   // Each part is written in slices of about sliceMs; `text` turns what a slice wrote into JSON.
-  const parts: { head: string; writer: SlicedJson; text: (s: string) => string; tail: string }[] = [
+  const parts: { head: string; writer: StoreImageWriter; text: (s: string) => string; tail: string }[] = [
     // Whole JSON tokens from take(), so no surrogate pair is split between two escapes.
     { head: '{"store":"', writer: o.store, text: (s) => JSON.stringify(s).slice(1, -1), tail: '"' },
-    { head: ',"v3":', writer: o.v3, text: (s) => s, tail: "" },
   ];
   for (const part of parts) {
     bufs.push(Buffer.from(part.head));

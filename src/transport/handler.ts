@@ -10,6 +10,7 @@
 // or nothing: Raft sees it only when the whole body decoded and passed the checks.
 
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { open, rm } from "node:fs/promises";
 import { Header } from "../api/headers.ts";
 import { MessageType, isLocalMsg, messageTypeName, type Message } from "../raft/index.ts";
 import { performance } from "node:perf_hooks";
@@ -31,6 +32,8 @@ export interface Delivery {
   /** Encoded size of each message (frame bytes). */
   sizes: number[];
   snapshot: boolean;
+  /** The database file received with a MsgSnap (written and synced), when the sender sent one. */
+  snapshotDb?: string;
 }
 
 export interface HandlerContext {
@@ -43,6 +46,8 @@ export interface HandlerContext {
   isRemoved(id: number): boolean;
   /** Hands decoded messages to Raft; may throw (answered 500). */
   deliver(d: Delivery): void;
+  /** A fresh path to write a database file received with a snapshot into; without it such snapshots are refused. */
+  snapshotDbPath?(): string;
 }
 
 /** The body a removed member's requests get (etcd's wording). */
@@ -89,6 +94,36 @@ function readBody(req: IncomingMessage, res: ServerResponse, limit: number): Pro
     req.on("error", () => resolve(undefined));
     req.on("aborted", () => resolve(undefined));
   });
+}
+
+/**
+ * Reads a snapshot body whose first `headBytes` are the message (kept in memory) and whose
+ * rest is the database file, streamed to `dbPath` and synced. Undefined when the upload
+ * ended early or the file could not be written.
+ */
+async function readSplitBody(req: IncomingMessage, headBytes: number, dbPath: string): Promise<Buffer | undefined> {
+  const head = Buffer.allocUnsafe(headBytes);
+  let got = 0;
+  const fh = await open(dbPath, "w", 0o600);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      let c = chunk;
+      if (got < headBytes) {
+        const n = Math.min(headBytes - got, c.length);
+        c.copy(head, got, 0, n);
+        got += n;
+        c = c.subarray(n);
+      }
+      if (c.length > 0) await fh.write(c);
+    }
+    if (!req.complete || got < headBytes) return undefined;
+    await fh.sync();
+    return head;
+  } catch {
+    return undefined;
+  } finally {
+    await fh.close();
+  }
 }
 
 /** The first reason to refuse the decoded messages, or undefined when all are acceptable. */
@@ -172,8 +207,36 @@ export function createHandler(ctx: HandlerContext): (req: IncomingMessage, res: 
   }
 
   async function receiveSnapshot(req: IncomingMessage, res: ServerResponse, from: number, fromUrls: string[]): Promise<void> {
-    const body = await readBody(req, res, ctx.limits.maxReceiveSnapshotBytes);
+    const dbHeader = header(req, PeerHeader.snapshotDbBytes);
+    let snapshotDb: string | undefined;
+    let body: Buffer | undefined;
+    if (dbHeader !== undefined) {
+      const dbBytes = Number(dbHeader);
+      const total = Number(header(req, "content-length") ?? "NaN");
+      if (!Number.isSafeInteger(dbBytes) || dbBytes < 0 || !Number.isSafeInteger(total) || total < dbBytes) {
+        req.resume();
+        return reply(res, 400, `bad ${PeerHeader.snapshotDbBytes} header`);
+      }
+      if (ctx.snapshotDbPath === undefined) {
+        req.resume();
+        return reply(res, 400, "this member cannot receive a snapshot database");
+      }
+      if (total - dbBytes > ctx.limits.maxReceiveSnapshotBytes) {
+        return reply(res, 413, `request body larger than ${ctx.limits.maxReceiveSnapshotBytes} bytes`, { Connection: "close" });
+      }
+      snapshotDb = ctx.snapshotDbPath();
+      body = await readSplitBody(req, total - dbBytes, snapshotDb);
+      if (body === undefined) {
+        await rm(snapshotDb, { force: true });
+        return reply(res, 400, "snapshot body ended early");
+      }
+    } else {
+      body = await readBody(req, res, ctx.limits.maxReceiveSnapshotBytes);
+    }
     if (body === undefined) return;
+    const drop = (): void => {
+      if (snapshotDb !== undefined) void rm(snapshotDb, { force: true });
+    };
     let messages: Message[];
     const sizes: number[] = [];
     try {
@@ -181,16 +244,18 @@ export function createHandler(ctx: HandlerContext): (req: IncomingMessage, res: 
     } catch (err) {
       if (!(err instanceof CodecError)) throw err;
       ctx.logger.warn("failed to decode raft messages", { localMemberId: local, remotePeerId: idHex(from), error: err.message });
+      drop();
       return reply(res, 400, err.message);
     }
     const why = refusal(ctx, from, messages, true);
     if (why !== undefined) {
       refuse(from, why);
+      drop();
       return reply(res, 400, why);
     }
     res.writeHead(204);
     res.end();
-    deliver({ from, fromUrls, messages, sizes, snapshot: true });
+    deliver({ from, fromUrls, messages, sizes, snapshot: true, ...(snapshotDb === undefined ? {} : { snapshotDb }) });
   }
 
   /**

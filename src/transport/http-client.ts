@@ -1,6 +1,7 @@
 // The only place that creates agents and outgoing requests, so that TLS (https agents,
 // peer certificate checks) can be threaded in here without touching the peer logic.
 
+import { createReadStream } from "node:fs";
 import http from "node:http";
 import https from "node:https";
 import tls from "node:tls";
@@ -107,6 +108,8 @@ export interface PostOptions {
   headers: Record<string, string>;
   /** Body chunks, written in order without concatenation (a snapshot is one big chunk). */
   chunks: readonly Uint8Array[];
+  /** A file sent after the chunks, streamed from disk (a snapshot's database). */
+  tail?: { path: string; size: number };
   /** The request fails when the socket shows no activity for this long. */
   idleTimeoutMs: number;
   signal: AbortSignal;
@@ -122,7 +125,7 @@ const maxResponseText = 4096;
 
 function postOnce(o: PostOptions): Promise<PostResult> {
   return new Promise((resolve, reject) => {
-    let length = 0;
+    let length = o.tail?.size ?? 0;
     for (const c of o.chunks) length += c.length;
     const req = requestFn(o.url)(o.url, {
       method: "POST",
@@ -148,7 +151,15 @@ function postOnce(o: PostOptions): Promise<PostResult> {
       res.on("error", reject);
       res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text.trimEnd() }));
     });
-    if (length <= coalesceLimit) {
+    if (o.tail !== undefined) {
+      for (const c of o.chunks) req.write(c);
+      const file = createReadStream(o.tail.path, { start: 0, end: Math.max(0, o.tail.size - 1), highWaterMark: 1024 * 1024 });
+      file.on("error", (err) => req.destroy(err));
+      if (o.tail.size === 0) {
+        file.destroy();
+        req.end();
+      } else file.pipe(req);
+    } else if (length <= coalesceLimit) {
       // One write for head and body: no small segments waiting on each other.
       req.end(o.chunks.length === 1 ? o.chunks[0] : Buffer.concat(o.chunks, length));
     } else {

@@ -6,3 +6,4 @@ export { TransportError, createAgent, peerGet, type PeerTlsClient } from "./http
 export type { LatencyStats, PeerStats, SelfTransportStats } from "./stats.ts";
 export { PeerTransport, type PeerTransportOptions } from "./transport.ts";
 export { PeerHeader, defaultLimits, type SendOptions, type TransportLimits, type TransportLogger } from "./types.ts";
+export type { SnapshotAttachment } from "./types.ts";

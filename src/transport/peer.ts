@@ -33,7 +33,7 @@ import { httpChunk } from "./chunked.ts";
 import type { ClientRequest } from "node:http";
 import { TransportError, checkStatus, openStream, parsePeerUrl, post } from "./http-client.ts";
 import { LatencyTracker, type PeerStats } from "./stats.ts";
-import type { SendOptions, TransportLimits, TransportLogger } from "./types.ts";
+import { PeerHeader, type SendOptions, type SnapshotAttachment, type TransportLimits, type TransportLogger } from "./types.ts";
 
 /** What a Peer needs from its transport (shared by all peers of one transport). */
 export interface PeerContext {
@@ -53,6 +53,8 @@ export interface PeerContext {
   onSnapshotStatus(id: number, failed: boolean): void;
   /** Delivered messages with their frame sizes (self stats). */
   onDelivered(msgs: readonly Message[], sizes: readonly number[]): void;
+  /** The database file to send after a MsgSnap, if any. */
+  snapshotAttachment?(m: Message): Promise<SnapshotAttachment | undefined>;
 }
 
 interface Stream {
@@ -461,16 +463,24 @@ export class Peer {
     const ac = new AbortController();
     this.#snapInflight = ac;
     const index = q.m.snapshot?.metadata.index ?? 0;
-    this.#ctx.logger.info("sending snapshot", { remotePeerId: this.#hex(), index, bytes: q.size });
     const start = this.#ctx.now();
-    const p = post({
-      url: this.#url("/raft/snapshot"),
-      agent: this.#ctx.snapshotAgent,
-      headers: this.#ctx.headers(this.id),
-      chunks: [batchHeader(), ...q.chunks],
-      idleTimeoutMs: this.#ctx.limits.snapshotTimeoutMs,
-      signal: ac.signal,
-    })
+    let attachment: SnapshotAttachment | undefined;
+    const p = (async () => {
+      attachment = await this.#ctx.snapshotAttachment?.(q.m);
+      if (ac.signal.aborted) throw new TransportError("ERR_PEER_TIMEOUT", "snapshot send cancelled");
+      const headers = this.#ctx.headers(this.id);
+      if (attachment !== undefined) headers[PeerHeader.snapshotDbBytes] = String(attachment.size);
+      this.#ctx.logger.info("sending snapshot", { remotePeerId: this.#hex(), index, bytes: q.size, dbBytes: attachment?.size ?? 0 });
+      return post({
+        url: this.#url("/raft/snapshot"),
+        agent: this.#ctx.snapshotAgent,
+        headers,
+        chunks: [batchHeader(), ...q.chunks],
+        ...(attachment === undefined ? {} : { tail: { path: attachment.path, size: attachment.size } }),
+        idleTimeoutMs: this.#ctx.limits.snapshotTimeoutMs,
+        signal: ac.signal,
+      });
+    })()
       .then(checkStatus)
       .then(
         () => {
@@ -488,6 +498,7 @@ export class Peer {
         },
       )
       .finally(() => {
+        attachment?.release();
         this.#snapInflight = undefined;
         this.#pumpSnapshot();
       });

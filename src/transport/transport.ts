@@ -17,7 +17,7 @@ import { createHandler, type Delivery } from "./handler.ts";
 import { createAgent, peerGet, type PeerTlsClient } from "./http-client.ts";
 import { Peer, type PeerContext } from "./peer.ts";
 import { RateWindow, type PeerStats, type SelfTransportStats } from "./stats.ts";
-import { PeerHeader, defaultLimits, idHex, type SendOptions, type TransportLimits, type TransportLogger } from "./types.ts";
+import { PeerHeader, defaultLimits, idHex, type SendOptions, type SnapshotAttachment, type TransportLimits, type TransportLogger } from "./types.ts";
 
 export interface PeerTransportOptions {
   memberId: number;
@@ -25,8 +25,12 @@ export interface PeerTransportOptions {
   logger: TransportLogger;
   /** Accepted messages from one request, in the sender's order. Called synchronously. */
   onMessages(msgs: Message[]): void;
-  /** A received MsgSnap (defaults to onMessages([m])). */
-  onSnapshot?(m: Message): void;
+  /** A received MsgSnap with the database file that came with it, if any (defaults to onMessages([m])). */
+  onSnapshot?(m: Message, dbPath?: string): void;
+  /** The database file to stream after a MsgSnap we send (etcd sends its bbolt file). */
+  snapshotAttachment?(m: Message): Promise<SnapshotAttachment | undefined>;
+  /** A fresh path for a database file received with a snapshot; without it such snapshots are refused. */
+  snapshotDbPath?(): string;
   /** A peer failed a request (or its queue overflowed): raft's reportUnreachable(id). */
   onUnreachable?(id: number): void;
   /** A peer answered that THIS member was removed from the cluster: stop serving. */
@@ -88,6 +92,7 @@ export class PeerTransport {
       onRemoved: () => this.#opts.onRemoved?.(),
       onSnapshotStatus: (id, failed) => this.#opts.onSnapshotStatus?.(id, failed),
       onDelivered: (msgs, sizes) => this.#onDelivered(msgs, sizes),
+      ...(opts.snapshotAttachment === undefined ? {} : { snapshotAttachment: opts.snapshotAttachment }),
     };
   }
 
@@ -177,6 +182,7 @@ export class PeerTransport {
       isStopped: () => this.#stopped,
       isRemoved: (id) => this.#removed.has(id),
       deliver: (d) => this.#deliver(d),
+      ...(this.#opts.snapshotDbPath === undefined ? {} : { snapshotDbPath: this.#opts.snapshotDbPath }),
     });
   }
 
@@ -259,7 +265,7 @@ export class PeerTransport {
     const peer = this.#peers.get(d.from);
     if (peer !== undefined && d.messages.some((m) => m.type === MessageType.MsgHeartbeatResp)) peer.onHeartbeatResponse();
     const snap = d.messages[0];
-    if (d.snapshot && snap !== undefined && this.#opts.onSnapshot !== undefined) this.#opts.onSnapshot(snap);
+    if (d.snapshot && snap !== undefined && this.#opts.onSnapshot !== undefined) this.#opts.onSnapshot(snap, d.snapshotDb);
     else this.#opts.onMessages(d.messages);
   }
 

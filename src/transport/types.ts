@@ -49,7 +49,20 @@ export const PeerHeader = {
   from: "X-Server-From",
   to: "X-Raft-To",
   peerUrls: "X-Peer-Urls",
+  /** On /raft/snapshot: the body's last N bytes are the v3 database file that goes with the MsgSnap. */
+  snapshotDbBytes: "X-Kv-Snapshot-Db-Bytes",
 } as const;
+
+/**
+ * The v3 database file sent after a MsgSnap (etcd sends its bbolt file the same way): a
+ * consistent copy made for this send, streamed from disk, never held in memory.
+ */
+export interface SnapshotAttachment {
+  path: string;
+  size: number;
+  /** Called once the send is over, whatever its outcome (the copy can go). */
+  release(): void;
+}
 
 /** Member and cluster IDs on the wire: lower-case hex without leading zeros, as etcd. */
 export function idHex(id: number): string {

@@ -3,8 +3,7 @@
 // store keeps (compaction decides how many), from which the per-revision history is rebuilt.
 
 import { createHash } from "node:crypto";
-import type { StoredRecord } from "./key-index.ts";
-import { KeyIndex } from "./key-index.ts";
+import { KeyIndex, StoredRecord } from "./key-index.ts";
 import { keyId } from "./keys.ts";
 import type { KeyValue } from "./types.ts";
 
@@ -43,25 +42,6 @@ export function imageKey(key: Buffer, generations: readonly (readonly StoredReco
   };
 }
 
-/**
- * JSON.stringify(imageKey(key, generations)), written directly: a snapshot writes one per
- * key, and building the arrays to stringify them took about half the time. Base64 and
- * decimal digits need no escaping.
- */
-export function imageKeyText(key: Buffer, generations: readonly (readonly StoredRecord[])[]): string {
-  let s = `{"key":"${key.toString("base64")}","generations":[`;
-  for (let gi = 0; gi < generations.length; gi++) {
-    const g = generations[gi]!;
-    s += gi === 0 ? "[" : ",[";
-    for (let ri = 0; ri < g.length; ri++) {
-      const r = g[ri]!;
-      s += `${ri === 0 ? "" : ","}[${r.main},${r.sub},${r.createRevision},${r.version},"${r.value.toString("base64")}","${r.lease}"]`;
-    }
-    s += "]";
-  }
-  return s + "]}";
-}
-
 function fail(detail: string): never {
   throw new Error(`Cannot restore mvcc image: ${detail}`);
 }
@@ -94,17 +74,7 @@ export function restoreImage(image: MvccImage): { revision: number; compactRevis
           fail(`bad record revision for ${JSON.stringify(id)}`);
         }
         if (typeof value !== "string" || typeof lease !== "string" || !/^-?\d+$/.test(lease)) fail("bad record value");
-        return {
-          id,
-          key,
-          main,
-          sub,
-          createRevision,
-          version,
-          value: Buffer.from(value, "base64"),
-          lease: BigInt(lease),
-          tombstone: version === 0,
-        };
+        return new StoredRecord(id, key, main, sub, createRevision, version, Buffer.from(value, "base64"), BigInt(lease), version === 0);
       });
     });
     try {

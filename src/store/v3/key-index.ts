@@ -2,16 +2,27 @@
 // starts with the put that creates the key and ends with the tombstone that deletes it;
 // the next put starts a new generation with a new create revision and version 1.
 //
-// Unlike etcd, the records themselves (value, lease, version) live here rather than in a
-// separate backend keyed by revision: the per-revision history of the store holds the same
-// record objects, so nothing is copied.
+// The records' metadata (revisions, version, lease) lives here, as in etcd's treeIndex plus
+// the fields a compare needs; their values live in the backend (records keyed by revision)
+// once committed there, and are read back on demand (StoredRecord.value). The per-revision
+// history of the store holds the same record objects, so nothing is copied.
 
 import type { KeyValue, LeaseId } from "./types.ts";
 import { NO_LEASE } from "./types.ts";
 import type { KeyId } from "./keys.ts";
 
-/** One stored revision of one key. Immutable once written. */
-export interface StoredRecord {
+/** Where a record's value is read from once it is no longer held in memory (the backend). */
+export interface ValueSource {
+  readValue(rec: StoredRecord): Buffer;
+}
+
+/**
+ * One stored revision of one key. Immutable once written, except that its value may move
+ * out of memory: once the backend has committed the record it calls release(), and from
+ * then on `value` reads the bytes back from it. The heap then holds the index (keys and
+ * revisions), not the data.
+ */
+export class StoredRecord {
   readonly id: KeyId;
   readonly key: Buffer;
   /** The revision (main) and the position of the change inside it (sub). */
@@ -21,9 +32,51 @@ export interface StoredRecord {
   readonly createRevision: number;
   /** 1 for the put that creates the key; 0 for a tombstone. */
   readonly version: number;
-  readonly value: Buffer;
   readonly lease: LeaseId;
   readonly tombstone: boolean;
+  #value: Buffer | undefined;
+  #source: ValueSource | undefined;
+
+  constructor(
+    id: KeyId,
+    key: Buffer,
+    main: number,
+    sub: number,
+    createRevision: number,
+    version: number,
+    value: Buffer | undefined,
+    lease: LeaseId,
+    tombstone: boolean,
+    source?: ValueSource,
+  ) {
+    this.id = id;
+    this.key = key;
+    this.main = main;
+    this.sub = sub;
+    this.createRevision = createRevision;
+    this.version = version;
+    this.lease = lease;
+    this.tombstone = tombstone;
+    this.#value = value;
+    this.#source = source;
+    if (value === undefined && source === undefined) throw new Error("mvcc: a record needs its value or a source for it");
+  }
+
+  get value(): Buffer {
+    return this.#value ?? this.#source!.readValue(this);
+  }
+
+  /** True while the value is held in memory. */
+  get holdsValue(): boolean {
+    return this.#value !== undefined;
+  }
+
+  /** Drops the value from memory: it is read from `source` from now on. */
+  release(source: ValueSource): void {
+    if (this.tombstone) return;
+    this.#source = source;
+    this.#value = undefined;
+  }
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -93,17 +146,17 @@ export class KeyIndex {
   put(opts: { main: number; sub: number; value: Buffer; lease: LeaseId }): StoredRecord {
     this.#checkOrder(opts.main, opts.sub);
     const prev = this.live();
-    const rec: StoredRecord = {
-      id: this.id,
-      key: this.key,
-      main: opts.main,
-      sub: opts.sub,
-      createRevision: prev === undefined ? opts.main : prev.createRevision,
-      version: prev === undefined ? 1 : prev.version + 1,
-      value: opts.value,
-      lease: opts.lease,
-      tombstone: false,
-    };
+    const rec = new StoredRecord(
+      this.id,
+      this.key,
+      opts.main,
+      opts.sub,
+      prev === undefined ? opts.main : prev.createRevision,
+      prev === undefined ? 1 : prev.version + 1,
+      opts.value,
+      opts.lease,
+      false,
+    );
     if (prev === undefined) this.#generations.push([rec]);
     else this.#generations.at(-1)!.push(rec);
     return rec;
@@ -115,17 +168,7 @@ export class KeyIndex {
     if (this.live() === undefined) {
       throw new Error(`mvcc: tombstone of a key that is not live (${JSON.stringify(this.id)})`);
     }
-    const rec: StoredRecord = {
-      id: this.id,
-      key: this.key,
-      main,
-      sub,
-      createRevision: 0,
-      version: 0,
-      value: EMPTY,
-      lease: NO_LEASE,
-      tombstone: true,
-    };
+    const rec = new StoredRecord(this.id, this.key, main, sub, 0, 0, EMPTY, NO_LEASE, true);
     this.#generations.at(-1)!.push(rec);
     return rec;
   }
@@ -138,7 +181,7 @@ export class KeyIndex {
    * index is now empty and should be dropped. It replaces the arrays it shortens and never
    * changes them in place: an image being written keeps the old ones (image-writer.ts).
    */
-  compact(atRev: number): boolean {
+  compact(atRev: number, dropped?: StoredRecord[]): boolean {
     const gens = this.#generations;
     let gi = gens.length - 1;
     while (gi >= 0 && gens[gi]![0]!.main > atRev) gi--;
@@ -146,13 +189,32 @@ export class KeyIndex {
     const g = gens[gi]!;
     const ri = lastAtOrBefore(g, atRev);
     const kept = g[ri]!;
-    if (kept.tombstone && kept.main < atRev) {
+    const dropsG = kept.tombstone && kept.main < atRev;
+    if (dropped !== undefined) {
+      for (let i = 0; i < gi; i++) dropped.push(...gens[i]!);
+      dropped.push(...(dropsG ? g : g.slice(0, ri)));
+    }
+    if (dropsG) {
       // The tombstone closes g (ri is its last record): drop g entirely.
       this.#generations = gens.slice(gi + 1);
     } else {
       this.#generations = [g.slice(ri), ...gens.slice(gi + 1)];
     }
     return this.#generations.length === 0;
+  }
+
+  /**
+   * Appends a record read back from the backend (a restart rebuilds the index from the
+   * records in revision order): a put after a tombstone, or the first record held, starts
+   * a generation. Compaction may have left a first generation that starts mid-way (version
+   * above 1) or is a lone tombstone; both are accepted as they are.
+   */
+  restore(rec: StoredRecord): void {
+    this.#checkOrder(rec.main, rec.sub);
+    const last = this.latest();
+    if (last === undefined || (last.tombstone && !rec.tombstone)) this.#generations.push([rec]);
+    else if (last.tombstone) throw new Error(`mvcc: two tombstones in a row for ${JSON.stringify(this.id)}`);
+    else this.#generations.at(-1)!.push(rec);
   }
 
   /** Records with from <= main <= to, ascending. */
@@ -208,20 +270,6 @@ export class KeyIndex {
       throw new Error(`mvcc: revision ${main}.${sub} not after ${last.main}.${last.sub}`);
     }
   }
-}
-
-/**
- * The part of `generations` with main <= rev: what the index held when `rev` was the
- * store's revision, given that records are only appended after it (compaction replaces
- * the array instead of changing it).
- */
-export function generationsAsOf(generations: readonly (readonly StoredRecord[])[], rev: number): (readonly StoredRecord[])[] {
-  const out: (readonly StoredRecord[])[] = [];
-  for (const g of generations) {
-    if (g[0]!.main > rev) break;
-    out.push(g.at(-1)!.main <= rev ? g : g.slice(0, lastAtOrBefore(g, rev) + 1));
-  }
-  return out;
 }
 
 /** Index of the last record of `g` with main <= rev; g[0].main <= rev is required. */

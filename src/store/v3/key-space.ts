@@ -9,8 +9,8 @@ import { V3Errors } from "../../api/v3-errors.ts";
 import { keyBytes, keyId } from "./keys.ts";
 import { Lessor } from "./lessor.ts";
 import type { LessorImage } from "./lessor.ts";
+import type { MvccBackend, MvccLoaded } from "./backend.ts";
 import type { MvccImage } from "./image.ts";
-import { KeySpaceImageWriter } from "./image-writer.ts";
 import { MvccStore } from "./mvcc-store.ts";
 import type { HistoryQuery, WriteResult } from "./mvcc-store.ts";
 import type {
@@ -41,9 +41,27 @@ export class V3KeySpace {
   #lessor: Lessor;
   #store: MvccStore;
 
-  constructor() {
-    this.#lessor = new Lessor();
-    this.#store = new MvccStore({ leases: this.#lessor });
+  /** An empty key space; with a backend, every change is written to it as it is applied. */
+  constructor(opts: { backend?: MvccBackend } = {}) {
+    this.#lessor = new Lessor(opts.backend === undefined ? {} : { sink: opts.backend });
+    this.#store = new MvccStore({ leases: this.#lessor, ...(opts.backend === undefined ? {} : { backend: opts.backend }) });
+  }
+
+  /** The key space a backend last committed (records, leases, revision, compaction point). */
+  static restore(loaded: MvccLoaded, backend: MvccBackend): V3KeySpace {
+    const ks = new V3KeySpace();
+    ks.#lessor = Lessor.restore(loaded.leases, { sink: backend });
+    ks.#store = MvccStore.restore(loaded, { leases: ks.#lessor, backend });
+    ks.#attachLiveKeys();
+    return ks;
+  }
+
+  /** Attachments follow from the live keys (like etcd's restore). */
+  #attachLiveKeys(): void {
+    for (const [id, lease] of this.#store.liveLeases()) {
+      if (!this.#lessor.exists(lease)) throw new Error(`Cannot restore the v3 key space: a key uses unknown lease ${lease}`);
+      this.#lessor.attach(lease, id);
+    }
   }
 
   get revision(): number {
@@ -153,26 +171,15 @@ export class V3KeySpace {
     return { format: "kvctl-v3/1", mvcc: this.#store.toImage(), leases: this.#lessor.toImage() };
   }
 
-  /** toImage() of this moment as JSON text written in slices while the key space changes. */
-  beginImage(): KeySpaceImageWriter {
-    return new KeySpaceImageWriter(this.#store.beginImage(), this.#lessor.toImage());
-  }
-
-  static fromImage(image: KeySpaceImage): V3KeySpace {
+  /** The key space of an image; with a backend, the whole image is written to it. */
+  static fromImage(image: KeySpaceImage, backend?: MvccBackend): V3KeySpace {
     if (image === null || typeof image !== "object" || image.format !== "kvctl-v3/1") {
       throw new Error("Cannot restore v3 image: unknown format");
     }
     const ks = new V3KeySpace();
-    ks.#lessor = Lessor.fromImage(image.leases);
-    ks.#store = MvccStore.fromImage(image.mvcc, { leases: ks.#lessor });
-    // Attachments follow from the live keys (like etcd's restore).
-    for (const kv of ks.#store.liveKeyValues()) {
-      if (kv.lease === NO_LEASE) continue;
-      if (!ks.#lessor.exists(kv.lease)) {
-        throw new Error(`Cannot restore v3 image: key uses unknown lease ${kv.lease}`);
-      }
-      ks.#lessor.attach(kv.lease, keyId(kv.key));
-    }
+    ks.#lessor = Lessor.fromImage(image.leases, backend);
+    ks.#store = MvccStore.fromImage(image.mvcc, { leases: ks.#lessor, ...(backend === undefined ? {} : { backend }) });
+    ks.#attachLiveKeys();
     return ks;
   }
 

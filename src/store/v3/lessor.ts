@@ -12,6 +12,7 @@ import type { LeaseHooks } from "./mvcc-store.ts";
 import type { KeyId } from "./keys.ts";
 import { compareKeyIds } from "./keys.ts";
 import type { LeaseId, LeaseStatus } from "./types.ts";
+import type { LeaseRecord, MvccBackend } from "./backend.ts";
 import { NO_LEASE } from "./types.ts";
 
 /** etcd's minimum TTL with the default 1 s election timeout: ceil(1.5 s). */
@@ -48,8 +49,29 @@ export interface LessorImage {
   leases: { id: string; ttl: number; expiry: number }[];
 }
 
+/** The part of the backend the lessor writes to. */
+export type LeaseSink = Pick<MvccBackend, "putLease" | "removeLease">;
+
 export class Lessor implements LeaseHooks {
   #leases = new Map<LeaseId, Lease>();
+  /** Told of every grant, renewal and removal (the backend's lease table); none in tests. */
+  #sink: LeaseSink | undefined;
+
+  constructor(opts: { sink?: LeaseSink } = {}) {
+    this.#sink = opts.sink;
+  }
+
+  /** The leases a backend kept (attach their keys afterwards from the store). */
+  static restore(leases: Iterable<LeaseRecord>, opts: { sink?: LeaseSink } = {}): Lessor {
+    const lessor = new Lessor(opts);
+    for (const l of leases) {
+      if (l.id === NO_LEASE || lessor.#leases.has(l.id)) throw new Error(`Cannot restore leases: bad lease id ${l.id}`);
+      const lease: Lease = { id: l.id, ttl: l.ttl, expiry: l.expiry, keys: new Set() };
+      lessor.#leases.set(l.id, lease);
+      lessor.#byExpiry.set({ expiry: lease.expiry, id: l.id }, lease);
+    }
+    return lessor;
+  }
   /** Invariant: holds exactly one entry {lease.expiry, lease.id} per lease. */
   #byExpiry: BTree<ExpiryKey, Lease> = new BTree<ExpiryKey, Lease>(undefined, compareExpiry);
 
@@ -65,6 +87,7 @@ export class Lessor implements LeaseHooks {
     const lease: Lease = { id, ttl: granted, expiry: now + granted * 1000, keys: new Set() };
     this.#leases.set(id, lease);
     this.#byExpiry.set({ expiry: lease.expiry, id }, lease);
+    this.#sink?.putLease(status(lease));
     return status(lease);
   }
 
@@ -135,6 +158,7 @@ export class Lessor implements LeaseHooks {
     if (lease === undefined) return;
     this.#byExpiry.delete({ expiry: lease.expiry, id });
     this.#leases.delete(id);
+    this.#sink?.removeLease(id);
   }
 
   get size(): number {
@@ -154,7 +178,7 @@ export class Lessor implements LeaseHooks {
   }
 
   /** Restores the leases; attach their keys afterwards from the store. */
-  static fromImage(image: LessorImage): Lessor {
+  static fromImage(image: LessorImage, sink?: LeaseSink): Lessor {
     if (image === null || typeof image !== "object" || image.format !== "kvctl-lessor/1" || !Array.isArray(image.leases)) {
       throw new Error("Cannot restore lessor image: unknown format");
     }
@@ -169,6 +193,10 @@ export class Lessor implements LeaseHooks {
       lessor.#leases.set(id, lease);
       lessor.#byExpiry.set({ expiry: lease.expiry, id }, lease);
     }
+    if (sink !== undefined) {
+      lessor.#sink = sink;
+      for (const lease of lessor.#leases.values()) sink.putLease(status(lease));
+    }
     return lessor;
   }
 
@@ -176,6 +204,7 @@ export class Lessor implements LeaseHooks {
     this.#byExpiry.delete({ expiry: lease.expiry, id: lease.id });
     lease.expiry = expiry;
     this.#byExpiry.set({ expiry, id: lease.id }, lease);
+    this.#sink?.putLease(status(lease));
   }
 }
 

@@ -9,9 +9,9 @@
 import { V3Errors } from "../../api/v3-errors.ts";
 import { encodeImage, hashState, restoreImage } from "./image.ts";
 import type { MvccImage } from "./image.ts";
-import { MvccImageWriter } from "./image-writer.ts";
 import { KeyIndex, toKeyValue } from "./key-index.ts";
 import type { StoredRecord } from "./key-index.ts";
+import type { MvccBackend, MvccLoaded } from "./backend.ts";
 import type { KeyId, KeySpan } from "./keys.ts";
 import { keyId, keySpan, spanContains } from "./keys.ts";
 import { indexesIn, newKeyTree, rangeAt, visibleIn } from "./range.ts";
@@ -81,11 +81,34 @@ export class MvccStore {
   #history: StoredRecord[][] = [[]];
   #historyStart = 1;
   #leases: LeaseHooks | undefined;
-  /** The image being written in slices (beginImage), told before a compaction. */
-  #writer: MvccImageWriter | undefined;
+  /** Where records are kept between restarts; none in tests of the pure logic. */
+  #backend: MvccBackend | undefined;
 
-  constructor(opts: { leases?: LeaseHooks } = {}) {
+  constructor(opts: { leases?: LeaseHooks; backend?: MvccBackend } = {}) {
     this.#leases = opts.leases;
+    this.#backend = opts.backend;
+  }
+
+  /**
+   * The store as a backend last committed it: the key index and the per-revision history
+   * are rebuilt from its records (as etcd rebuilds its treeIndex at start).
+   */
+  static restore(loaded: MvccLoaded, opts: { leases?: LeaseHooks; backend?: MvccBackend } = {}): MvccStore {
+    const s = new MvccStore(opts);
+    s.#rev = Math.max(1, loaded.revision, loaded.compactRevision);
+    s.#compactRev = loaded.compactRevision;
+    s.#historyStart = Math.max(1, loaded.compactRevision);
+    s.#history = Array.from({ length: s.#rev - s.#historyStart + 1 }, (): StoredRecord[] => []);
+    for (const r of loaded.records) {
+      let ki = s.#tree.get(r.id);
+      if (ki === undefined) {
+        ki = new KeyIndex(r.id, r.key);
+        s.#tree.set(r.id, ki);
+      }
+      ki.restore(r);
+      if (r.main >= s.#historyStart) s.#history[r.main - s.#historyStart]!.push(r);
+    }
+    return s;
   }
 
   /** The current revision (the header revision of reads). */
@@ -150,12 +173,12 @@ export class MvccStore {
     if (revision <= this.#compactRev) throw V3Errors.compacted();
     if (revision > this.#rev) throw V3Errors.futureRev();
     const empty: KeyId[] = [];
-    if (this.#writer?.finished === true) this.#writer = undefined;
-    const writer = this.#writer;
+    const dropped: StoredRecord[] | undefined = this.#backend === undefined ? undefined : [];
     for (const [id, ki] of this.#tree.entries()) {
-      writer?.beforeCompact(ki);
-      if (ki.compact(revision)) empty.push(id);
+      if (ki.compact(revision, dropped)) empty.push(id);
     }
+    if (dropped !== undefined) for (const r of dropped) this.#backend!.removeRecord(r);
+    this.#backend?.setCompactRevision(revision);
     for (const id of empty) this.#tree.delete(id);
     if (revision > this.#historyStart) {
       this.#history = this.#history.slice(revision - this.#historyStart);
@@ -205,21 +228,21 @@ export class MvccStore {
     }
   }
 
+  /** The lease of every live key that has one (no value is read). */
+  *liveLeases(): Generator<[KeyId, LeaseId]> {
+    for (const [id, ki] of this.#tree.entries()) {
+      const r = ki.live();
+      if (r !== undefined && r.lease !== NO_LEASE) yield [id, r.lease];
+    }
+  }
+
   /** A JSON-safe image of the whole store (records, revision, compaction point). */
   toImage(): MvccImage {
     return encodeImage({ revision: this.#rev, compactRevision: this.#compactRev, indexes: this.#tree.values() });
   }
 
-  /**
-   * The image of this moment, to be written a slice at a time while the store goes on
-   * changing (see image-writer.ts). At most one is in progress: a new one replaces it.
-   */
-  beginImage(): MvccImageWriter {
-    this.#writer = new MvccImageWriter({ tree: this.#tree.clone(), revision: this.#rev, compactRevision: this.#compactRev });
-    return this.#writer;
-  }
-
-  static fromImage(image: MvccImage, opts: { leases?: LeaseHooks } = {}): MvccStore {
+  /** The store of an image; with a backend, every record is written to it (an image from before the backend). */
+  static fromImage(image: MvccImage, opts: { leases?: LeaseHooks; backend?: MvccBackend } = {}): MvccStore {
     const s = new MvccStore(opts);
     const restored = restoreImage(image);
     s.#rev = restored.revision;
@@ -233,6 +256,12 @@ export class MvccStore {
       }
     }
     for (const bucket of s.#history) bucket.sort((a, b) => a.sub - b.sub);
+    if (opts.backend !== undefined) {
+      for (const bucket of s.#history) for (const r of bucket) opts.backend.putRecord(r);
+      // Records below the history's start (kept by compaction) are written too.
+      for (const ki of restored.indexes) for (const g of ki.generations()) for (const r of g) if (r.main < s.#historyStart) opts.backend.putRecord(r);
+      if (s.#compactRev >= 0) opts.backend.setCompactRevision(s.#compactRev);
+    }
     return s;
   }
 
@@ -267,6 +296,7 @@ export class MvccStore {
     if (batch.records.length === 0) return { response };
     this.#rev = batch.main;
     this.#history.push(batch.records);
+    if (this.#backend !== undefined) for (const r of batch.records) this.#backend.putRecord(r);
     return { response, changes: { revision: batch.main, events: batch.events } };
   }
 

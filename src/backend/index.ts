@@ -1,0 +1,3 @@
+// The backend's public surface (the server imports from here).
+export { MvccDb } from "./mvcc-db.ts";
+export type { MvccDbOptions } from "./mvcc-db.ts";

@@ -1,0 +1,200 @@
+// The v3 key space's backend: an LMDB file (etcd's bbolt file, member/snap/db), with the
+// records keyed by revision, the leases, and the meta values (consistent index, revision,
+// compaction point) in sub-databases of one environment.
+//
+// Invariants:
+// - The meta's consistentIndex is written in the same LMDB transaction as the effects of
+//   the entries up to it (etcd's consistent index): after a crash the file holds the v3
+//   state of exactly the entries <= consistentIndex, and the WAL entries after it are
+//   applied again.
+// - Writes are asynchronous: every write queued in one turn of the event loop commits in
+//   one transaction, on LMDB's thread. A record's value stays in memory (and is read from
+//   there) until its transaction committed; then the record is released and reads go to
+//   the file. The WAL is the durability point: nothing here is awaited before a client is
+//   answered.
+import { createRequire } from "node:module";
+import { mkdirSync, statSync } from "node:fs";
+import { dirname } from "node:path";
+import type { RootDatabase, Database } from "lmdb";
+import type { LeaseRecord, MvccBackend, MvccLoaded } from "../store/v3/backend.ts";
+import type { StoredRecord } from "../store/v3/key-index.ts";
+import type { LeaseId } from "../store/v3/types.ts";
+import { decodeRecordMeta, encodeRecord, parseRevisionKey, recordValue, revisionKey } from "./record-codec.ts";
+
+// lmdb ships CommonJS too: require() skips Node's ESM export scan of it (start-up).
+const require = createRequire(import.meta.url);
+const lmdb = require("lmdb") as typeof import("lmdb");
+
+interface Meta {
+  consistentIndex: number;
+  revision: number;
+  compactRevision: number;
+}
+
+const META_KEY = "meta";
+
+export interface MvccDbOptions {
+  /** The file (etcd: <data-dir>/member/snap/db); its lock file sits beside it. */
+  path: string;
+}
+
+function leaseKey(id: LeaseId): Buffer {
+  const b = Buffer.allocUnsafe(8);
+  b.writeBigInt64BE(id);
+  return b;
+}
+
+export class MvccDb implements MvccBackend {
+  readonly path: string;
+  #env!: RootDatabase<Buffer, Buffer>;
+  #records!: Database<Buffer, Buffer>;
+  #leases!: Database<{ ttl: number; expiry: number }, Buffer>;
+  #meta!: Database<Meta, string>;
+  #state: Meta = { consistentIndex: 0, revision: 1, compactRevision: -1 };
+  /** Records written since the last commit(): released once their transaction is committed. */
+  #pending: StoredRecord[] = [];
+  #dirty = false;
+  /** The last commit's promise (resolves when LMDB committed it). */
+  #lastCommit: Promise<unknown> = Promise.resolve();
+
+  private constructor(path: string) {
+    this.path = path;
+  }
+
+  static open(opts: MvccDbOptions): MvccDb {
+    const db = new MvccDb(opts.path);
+    db.#openEnv();
+    return db;
+  }
+
+  #openEnv(): void {
+    mkdirSync(dirname(this.path), { recursive: true, mode: 0o700 });
+    this.#env = lmdb.open<Buffer, Buffer>({ path: this.path, noSubdir: true, maxDbs: 8, compression: false, encoding: "binary", keyEncoding: "binary", cache: false });
+    this.#records = this.#env.openDB<Buffer, Buffer>({ name: "key", encoding: "binary", keyEncoding: "binary", cache: false });
+    this.#leases = this.#env.openDB<{ ttl: number; expiry: number }, Buffer>({ name: "lease", encoding: "msgpack", keyEncoding: "binary", cache: false });
+    this.#meta = this.#env.openDB<Meta, string>({ name: "meta", encoding: "msgpack", keyEncoding: "ordered-binary", cache: false });
+    const meta = this.#meta.get(META_KEY);
+    if (meta !== undefined) this.#state = { ...meta };
+  }
+
+  /** The raft index whose v3 effects (and all before it) the file holds. */
+  get consistentIndex(): number {
+    return this.#state.consistentIndex;
+  }
+
+  /** The state of the last commit: rebuild the key index from it. */
+  load(): MvccLoaded {
+    const records = this.#records;
+    const leases = this.#leases;
+    const source = this;
+    return {
+      revision: this.#state.revision,
+      compactRevision: this.#state.compactRevision,
+      records: {
+        *[Symbol.iterator]() {
+          for (const { key, value } of records.getRange({})) {
+            const { main, sub } = parseRevisionKey(key);
+            yield decodeRecordMeta(main, sub, value, source);
+          }
+        },
+      },
+      leases: {
+        *[Symbol.iterator]() {
+          for (const { key, value } of leases.getRange({})) {
+            yield { id: Buffer.from(key).readBigInt64BE(0), ttl: value.ttl, expiry: value.expiry };
+          }
+        },
+      },
+    };
+  }
+
+  putRecord(rec: StoredRecord): void {
+    void this.#records.put(revisionKey(rec.main, rec.sub), encodeRecord(rec));
+    if (rec.main > this.#state.revision) this.#state.revision = rec.main;
+    if (!rec.tombstone) this.#pending.push(rec);
+    this.#dirty = true;
+  }
+
+  removeRecord(rec: StoredRecord): void {
+    void this.#records.remove(revisionKey(rec.main, rec.sub));
+    this.#dirty = true;
+  }
+
+  setCompactRevision(rev: number): void {
+    this.#state.compactRevision = rev;
+    this.#dirty = true;
+  }
+
+  putLease(l: LeaseRecord): void {
+    void this.#leases.put(leaseKey(l.id), { ttl: l.ttl, expiry: l.expiry });
+    this.#dirty = true;
+  }
+
+  removeLease(id: LeaseId): void {
+    void this.#leases.remove(leaseKey(id));
+    this.#dirty = true;
+  }
+
+  readValue(rec: StoredRecord): Buffer {
+    const b = this.#records.getBinary(revisionKey(rec.main, rec.sub));
+    if (b === undefined) throw new Error(`v3 backend: record ${rec.main}.${rec.sub} is missing`);
+    return recordValue(b) as Buffer;
+  }
+
+  /**
+   * Ends the batch of writes made since the last call, as the effects of the entries up to
+   * `appliedIndex`: the consistent index is written with them, in the same transaction.
+   * Nothing is written when nothing changed.
+   */
+  commit(appliedIndex: number): void {
+    if (!this.#dirty) return;
+    this.#dirty = false;
+    this.#state.consistentIndex = appliedIndex;
+    const done = this.#meta.put(META_KEY, { ...this.#state });
+    const batch = this.#pending;
+    this.#pending = [];
+    this.#lastCommit = done.then(() => {
+      for (const r of batch) r.release(this);
+    });
+  }
+
+  /** Resolves once every commit so far is on disk (etcd's ForceCommit before a snapshot). */
+  async flushed(): Promise<void> {
+    await this.#lastCommit;
+    await this.#env.flushed;
+  }
+
+  /** Bytes of the file, and of the pages in use in it (the status API's dbSize and dbSizeInUse). */
+  sizes(): { size: number; inUse: number } {
+    let size = 0;
+    try {
+      size = statSync(this.path).size;
+    } catch {
+      size = 0;
+    }
+    const pages = (s: unknown): number => {
+      const st = s as { treeBranchPageCount?: number; treeLeafPageCount?: number; overflowPages?: number };
+      return (st.treeBranchPageCount ?? 0) + (st.treeLeafPageCount ?? 0) + (st.overflowPages ?? 0);
+    };
+    const root = this.#env.getStats() as { pageSize?: number };
+    const pageSize = root.pageSize ?? 4096;
+    // Two meta pages and the root's own tree, plus each table.
+    const used = 2 + pages(root) + pages(this.#records.getStats()) + pages(this.#leases.getStats()) + pages(this.#meta.getStats());
+    return { size, inUse: Math.min(size, used * pageSize) };
+  }
+
+  /**
+   * A consistent copy of the file as of now (one read transaction), for a follower's
+   * snapshot or a backup; `compact` leaves the free pages out (defragment).
+   */
+  async copyTo(path: string, opts: { compact: boolean }): Promise<void> {
+    await this.flushed();
+    await this.#env.backup(path, opts.compact);
+  }
+
+  /** Closes the file (pending writes are committed first). */
+  async close(): Promise<void> {
+    await this.flushed().catch(() => undefined);
+    await this.#env.close();
+  }
+}

@@ -1,0 +1,42 @@
+// Where the key space keeps its records and leases between restarts (etcd's mvcc backend).
+// The store stays pure: it tells the backend what each applied request changed and reads
+// values back through it; what the backend does with that (an LMDB file, or nothing in
+// tests) is not the store's business. Writes arrive in apply order; the backend decides
+// when they are committed, together with the raft index they belong to.
+
+import type { StoredRecord, ValueSource } from "./key-index.ts";
+import type { LeaseId } from "./types.ts";
+
+/** A lease as the backend keeps it (its attached keys follow from the records). */
+export interface LeaseRecord {
+  id: LeaseId;
+  /** Granted TTL, seconds. */
+  ttl: number;
+  /** ms since the epoch, from the entry that granted or renewed it. */
+  expiry: number;
+}
+
+export interface MvccBackend extends ValueSource {
+  /**
+   * A record a request wrote. Its value is held in memory until the backend has committed
+   * it; the backend then calls rec.release(this) and serves the value from disk.
+   */
+  putRecord(rec: StoredRecord): void;
+  /** A record compaction dropped: nothing can read it any more. */
+  removeRecord(rec: StoredRecord): void;
+  /** The compaction point moved (etcd keeps it in its meta bucket). */
+  setCompactRevision(rev: number): void;
+  putLease(l: LeaseRecord): void;
+  removeLease(id: LeaseId): void;
+}
+
+/** What a backend hands back at start: the state of its last commit. */
+export interface MvccLoaded {
+  /** In (main, sub) order; values not held (read through the backend). */
+  records: Iterable<StoredRecord>;
+  leases: Iterable<LeaseRecord>;
+  /** The highest revision written; 1 for an empty store. */
+  revision: number;
+  /** -1 before the first compaction. */
+  compactRevision: number;
+}
