@@ -177,17 +177,19 @@ export function createRpcTable(gw: V3GatewayContext): RpcTable {
   });
 
   // --- Cluster ---
+  // etcd's cluster server fills its headers without a revision.
+  const clusterHdr = (): ReturnType<typeof cv.header> => ({ ...hdr(b), revision: 0n });
   unary(t, Cluster.method.memberAdd, async (m, { ctx }) => {
     const r = await b.memberAdd({ peerUrls: m.peerURLs, isLearner: m.isLearner }, ctx);
-    return { header: hdr(b), member: cv.member(r.member), members: r.members.map(cv.member) };
+    return { header: clusterHdr(), member: cv.member(r.member), members: r.members.map(cv.member) };
   });
-  unary(t, Cluster.method.memberRemove, async (m, { ctx }) => ({ header: hdr(b), members: (await b.memberRemove(m.ID.toString(), ctx)).map(cv.member) }));
+  unary(t, Cluster.method.memberRemove, async (m, { ctx }) => ({ header: clusterHdr(), members: (await b.memberRemove(m.ID.toString(), ctx)).map(cv.member) }));
   unary(t, Cluster.method.memberUpdate, async (m, { ctx }) => ({
-    header: hdr(b),
+    header: clusterHdr(),
     members: (await b.memberUpdate({ id: m.ID.toString(), peerUrls: m.peerURLs }, ctx)).map(cv.member),
   }));
-  unary(t, Cluster.method.memberList, async (_m, { ctx }) => ({ header: hdr(b), members: (await b.memberList({ linearizable: false }, ctx)).map(cv.member) }));
-  unary(t, Cluster.method.memberPromote, async (m, { ctx }) => ({ header: hdr(b), members: (await b.memberPromote(m.ID.toString(), ctx)).map(cv.member) }));
+  unary(t, Cluster.method.memberList, async (_m, { ctx }) => ({ header: clusterHdr(), members: (await b.memberList({ linearizable: false }, ctx)).map(cv.member) }));
+  unary(t, Cluster.method.memberPromote, async (m, { ctx }) => ({ header: clusterHdr(), members: (await b.memberPromote(m.ID.toString(), ctx)).map(cv.member) }));
 
   // --- Maintenance ---
   unary(t, Maintenance.method.alarm, async (m, { ctx }) => {

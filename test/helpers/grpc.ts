@@ -1,0 +1,113 @@
+// Servers and etcdctl for the gRPC tests (test/integration/grpc-*.test.ts): the real etcd
+// 3.4 and `kvctl serve` started side by side on ports of the v3 range (etcd.ts), driven
+// by `ETCDCTL_API=3 etcdctl` over gRPC. kvctl runs as etcd.ts's kvctlCommand() says
+// (bin/kvctl, or the sources with KVCTL_TEST_FROM_SOURCE=1).
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { kvctlCommand, rangePort } from "./etcd.ts";
+import { repoRoot } from "./server.ts";
+
+export interface GrpcTestServer {
+  kind: "etcd" | "kvctl";
+  /** host:port, as etcdctl's --endpoints takes it */
+  endpoint: string;
+  url: string;
+  stop(): Promise<void>;
+  logs(): string;
+}
+
+const children = new Set<ChildProcess>();
+process.on("exit", () => {
+  for (const c of children) c.kill("SIGKILL");
+});
+
+/** Whether etcdctl (`etcdctl version`) or etcd (`etcd --version`) runs here. */
+export function installed(program: "etcd" | "etcdctl"): boolean {
+  const r = spawnSync(program, [program === "etcd" ? "--version" : "version"], { encoding: "utf8", env: { ...process.env, ETCDCTL_API: "3" } });
+  return r.error === undefined && r.status === 0;
+}
+
+export async function startGrpcServer(kind: "etcd" | "kvctl", extraFlags: readonly string[] = [], scheme: "http" | "https" = "http"): Promise<GrpcTestServer> {
+  const client = await rangePort();
+  const peer = await rangePort();
+  const url = `${scheme}://127.0.0.1:${client}`;
+  const peerUrl = `http://127.0.0.1:${peer}`;
+  const dataDir = mkdtempSync(join(tmpdir(), "kvctl-grpc-"));
+  const flags = [
+    "--name", "t",
+    "--data-dir", dataDir,
+    "--listen-client-urls", url,
+    "--advertise-client-urls", url,
+    "--listen-peer-urls", peerUrl,
+    "--initial-advertise-peer-urls", peerUrl,
+    "--initial-cluster", `t=${peerUrl}`,
+    ...extraFlags,
+  ];
+  const [file, args] = kind === "etcd" ? ["etcd", flags] : [process.execPath, [...kvctlCommand(), "serve", ...flags]];
+  const child = spawn(file, args, { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] });
+  children.add(child);
+  let out = "";
+  const keep = (c: Buffer): void => {
+    out = (out + c.toString("utf8")).slice(-20_000);
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
+  const stop = async (): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const done = new Promise<void>((r) => child.once("exit", () => r()));
+      child.kill("SIGTERM");
+      const t = setTimeout(() => child.kill("SIGKILL"), 5000);
+      await done;
+      clearTimeout(t);
+    }
+    children.delete(child);
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  const endpoint = `127.0.0.1:${client}`;
+  const server: GrpcTestServer = { kind, endpoint, url, stop, logs: () => out };
+  return server;
+}
+
+/** Waits until `etcdctl endpoint health` succeeds against the server (20 s). */
+export async function waitGrpcReady(s: GrpcTestServer, global: readonly string[] = []): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const r = await etcdctl(s.endpoint, [...global, "get", "ready-probe"], { timeoutMs: 3000 });
+    if (r.code === 0) return;
+    if (Date.now() > deadline) throw new Error(`${s.kind} not ready over gRPC: ${r.stderr}\n${s.logs()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export interface EtcdctlResult {
+  stdout: string;
+  stderr: string;
+  code: number | null;
+}
+
+/** `ETCDCTL_API=3 etcdctl --endpoints <endpoint> <args>`. */
+export function etcdctl(endpoint: string, args: readonly string[], opts: { input?: string; timeoutMs?: number } = {}): Promise<EtcdctlResult> {
+  return new Promise((resolve, reject) => {
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("ETCDCTL_")));
+    const child = spawn("etcdctl", [`--endpoints=${endpoint}`, ...args], {
+      env: { ...env, ETCDCTL_API: "3" },
+      stdio: ["pipe", "pipe", "pipe"],
+      timeout: opts.timeoutMs ?? 15_000,
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => (stdout += c.toString("utf8")));
+    child.stderr.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ stdout, stderr, code }));
+    child.stdin.on("error", () => {});
+    child.stdin.end(opts.input ?? "");
+  });
+}
+
+/** etcdctl's error line (the last line of stderr that starts with "Error:"). */
+export function errorLine(stderr: string): string {
+  return stderr.split("\n").filter((l) => l.startsWith("Error:")).pop() ?? "";
+}
