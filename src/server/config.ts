@@ -1,9 +1,19 @@
-// Server configuration: one typed object built from flags and KV_* environment variables.
-// Flag names, defaults and validation messages follow etcd 3.4, so scripts and test
-// harnesses written for etcd start kvctl unchanged. Like Go's flag package, `-flag value`,
+// Server configuration: one typed object built from flags, KV_* and ETCD_* environment
+// variables, or etcd's YAML configuration file (--config-file). Flag names, defaults and
+// validation messages follow etcd 3.4, so scripts, environment files and configuration
+// files written for etcd start kvctl unchanged. Like Go's flag package, `-flag value`,
 // `-flag=value` and `--flag value` all work, and a repeated flag takes its last value.
+// Every flag of etcd 3.4 is accepted; one kvctl has no counterpart for is logged once at
+// start with what kvctl does instead (`notice` in the table), and never stops the start.
+import { readFileSync } from "node:fs";
 import { isLogLevel, type LogLevelName } from "./logger.ts";
 import { goCipherSuiteNames, isGoCipherSuite } from "./tls/cipher-suites.ts";
+import { ConfigError, type ConfigNotice } from "./config-types.ts";
+import { readConfigFile } from "./config-file.ts";
+import { GoDurationError, parseGoDuration } from "./go-duration.ts";
+import { KVCTL_VERSION, ETCD_SERVER_VERSION } from "./version.ts";
+
+export { ConfigError, type ConfigNotice };
 
 export interface ServerConfig {
   name: string;
@@ -25,7 +35,7 @@ export interface ServerConfig {
   /** Operations allowed in one v3 txn (etcd's --max-txn-ops). */
   maxTxnOps: number;
   logLevel: LogLevelName;
-  /** TLS of the client port (--cert-file, --key-file, --trusted-ca-file, --client-cert-auth, --auto-tls). */
+  /** TLS of the client port (--cert-file, --key-file, --trusted-ca-file, --client-cert-auth, --auto-tls, --client-crl-file, --client-cert-allowed-hostname). */
   clientTls: TlsFlags;
   /** TLS of the peer port (--peer-*). */
   peerTls: TlsFlags;
@@ -39,6 +49,69 @@ export interface ServerConfig {
   discoverySrvName: string;
   /** --proxy and --proxy-*: the v2 proxy (src/server/proxy/); times in milliseconds, 0 = none. */
   proxy: ProxyFlags;
+
+  // --- issue 21: the rest of etcd 3.4's flags ---
+
+  /** --config-file that was read ("" = none): flags and environment variables were then ignored. */
+  configFile: string;
+  /** Lines to log at start, once the logger exists (serve.ts logs them in order). */
+  notices: ConfigNotice[];
+  /** --enable-v2 (kvctl's default: true; etcd 3.4's: false). false: /v2/keys, /v2/auth, /v2/members, /v2/machines, /v2/stats answer 404 as etcd's. */
+  enableV2: boolean;
+  /** --enable-grpc-gateway (hidden in etcd's help): false answers /v3/... and /v3beta/... 404. */
+  enableGrpcGateway: boolean;
+  /** --logger: "zap" writes one JSON object per line (kvctl's default), "capnslog" etcd 3.4's text lines. */
+  logger: "zap" | "capnslog";
+  /** --log-outputs: "stderr", "stdout" or file paths (appended to); "default" is stderr. */
+  logOutputs: string[];
+  /** --metrics: detail of exported metrics. kvctl exports none yet (/metrics answers 404). */
+  metrics: "basic" | "extensive";
+  /** --listen-metrics-urls: extra URLs answering /health (and /metrics, when kvctl has it). Wiring: index.ts. */
+  listenMetricsUrls: URL[];
+  /** --cors as etcd normalises it (scheme://host:port); ["*"] (the default) allows every origin. */
+  cors: string[];
+  /** --auth-token: the v3 token provider and its options, validated as etcd's NewTokenProvider does. Wiring: v3 auth. */
+  authToken: AuthTokenConfig;
+  /** --auth-token-ttl: lifetime of a simple token, in seconds. Wiring: v3 auth. */
+  authTokenTtl: number;
+  /** --bcrypt-cost (4..31; etcd falls back to 10 with a warning otherwise). Wiring: auth password hashing. */
+  bcryptCost: number;
+  /** --wal-dir: the WAL's own directory ("" = inside --data-dir). Wiring: bootstrap.ts / kv-server.ts. */
+  walDir: string;
+  /** --max-wals: WAL files kept (0 = unlimited). Wiring: WAL purge in kv-server.ts. */
+  maxWals: number;
+  /** --max-snapshots: snapshot files kept (0 = unlimited). Wiring: snapshot purge in kv-server.ts. */
+  maxSnapshots: number;
+  /**
+   * --quota-backend-bytes as the effective byte count: 0 gives etcd's default 2 GiB
+   * (2147483648), a negative value disables the quota (Infinity). Wiring: v3 store (NOSPACE alarm).
+   */
+  quotaBackendBytes: number;
+  /**
+   * --auto-compaction-mode and --auto-compaction-retention: retention in milliseconds
+   * (periodic) or a revision count (revision); 0 = off. Wiring: v3 store compactor.
+   */
+  autoCompaction: { mode: "periodic" | "revision"; retention: number };
+  /** --pre-vote (etcd's default false). kvctl's Raft runs pre-vote today either way. Wiring: kv-server.ts raft options. */
+  preVote: boolean;
+  /** --strict-reconfig-check: refuse member changes that would lose quorum. Wiring: membership in kv-server.ts. */
+  strictReconfigCheck: boolean;
+  /** --initial-election-tick-advance: fast-forward election ticks on boot. Wiring: first-election / kv-server.ts. */
+  initialElectionTickAdvance: boolean;
+  /** --experimental-watch-progress-notify-interval in milliseconds (0 = off). Wiring: v3 watch streams. */
+  watchProgressNotifyIntervalMs: number;
+  /** --force-new-cluster: restart as a one-member cluster keeping the data. Wiring: bootstrap.ts. */
+  forceNewCluster: boolean;
+  /** --max-concurrent-streams (HTTP/2 streams per client connection). Wiring: src/server/grpc/. */
+  maxConcurrentStreams: number;
+  /** --grpc-keepalive-min-time, -interval, -timeout in milliseconds (0 = off for the last two). Wiring: src/server/grpc/. */
+  grpcKeepAlive: { minTimeMs: number; intervalMs: number; timeoutMs: number };
+  /** --backend-batch-interval (ms, 0 = backend default) and --backend-batch-limit. Wiring: the v3 backend. */
+  backendBatch: { intervalMs: number; limit: number };
+  /** --experimental-warning-apply-duration in milliseconds: apply slower than this is logged. Wiring: apply loop. */
+  warningApplyDurationMs: number;
+  /** --unsafe-no-fsync. Wiring: WAL (kvctl fsyncs regardless until then). */
+  unsafeNoFsync: boolean;
 }
 
 export const proxyModes = ["off", "readonly", "on"] as const;
@@ -61,68 +134,151 @@ export interface TlsFlags {
   trustedCaFile: string;
   clientCertAuth: boolean;
   autoTls: boolean;
+  /** --client-crl-file / --peer-crl-file. */
   crlFile: string;
   /** Peer side only (--peer-cert-allowed-cn); always "" for the client side. */
   allowedCn: string;
+  /** --client-cert-allowed-hostname / --peer-cert-allowed-hostname: a name or IP the verified certificate must match. */
+  allowedHostname: string;
+  /** Peer side only: --experimental-peer-skip-client-san-verification. Wiring: src/transport/ peer checks. */
+  skipClientSanVerify: boolean;
 }
 
-export class ConfigError extends Error {
-  override name = "ConfigError";
-}
+/** --auth-token, decomposed as etcd's decomposeOpts and checked as its token providers do. */
+export type AuthTokenConfig =
+  | { type: "simple" }
+  /** `--auth-token=` (empty): etcd's nop provider, no tokens at all. */
+  | { type: "none" }
+  | { type: "jwt"; signMethod: string; publicKeyFile: string; privateKeyFile: string; ttlMs: number };
 
 export interface FlagSpec {
   name: string;
-  /** Go's bool flags: `-flag` alone means true; a value needs `=` (`-flag=false`). */
-  type: "string" | "number" | "boolean";
+  /** Go's bool flags: `-flag` alone means true; a value needs `=` (`-flag=false`). Durations use Go's syntax (10m, 1h30m). */
+  type: "string" | "number" | "boolean" | "duration";
   default: string | number | boolean;
   describe: string;
   /** Older names accepted on the command line and as KV_<ALIAS> (etcd's --ca-file). */
   aliases?: readonly string[];
+  /** The heading of `kvctl serve --help` it is listed under (etcd's sections); set on the first flag of a section. */
+  section?: string;
+  /**
+   * For an etcd flag kvctl has no counterpart for (or does not apply yet): what kvctl does
+   * instead, logged once at start when the flag is set. Remove it when the flag is wired.
+   */
+  notice?: string;
 }
+
+const notYet = (what: string): string => `accepted; ${what}`;
 
 /** Every serve flag; --help, the man page and completions are checked against this list. */
 export const serveFlags: readonly FlagSpec[] = [
-  { name: "name", type: "string", default: "default", describe: "Human-readable name for this member" },
+  { section: "Member", name: "name", type: "string", default: "default", describe: "Human-readable name for this member" },
   { name: "data-dir", type: "string", default: "${name}.kvctl", describe: "Path to the data directory (WAL and snapshots)" },
-  { name: "listen-client-urls", type: "string", default: "http://127.0.0.1:2379", describe: "Comma-separated URLs to listen on for client traffic" },
-  { name: "advertise-client-urls", type: "string", default: "http://127.0.0.1:2379", describe: "Comma-separated client URLs to advertise to the rest of the cluster" },
-  { name: "listen-peer-urls", type: "string", default: "http://127.0.0.1:2380", describe: "Comma-separated URLs to listen on for peer traffic" },
-  { name: "initial-advertise-peer-urls", type: "string", default: "http://127.0.0.1:2380", describe: "Comma-separated peer URLs of this member to advertise to the rest of the cluster" },
-  { name: "initial-cluster", type: "string", default: "${name}=${initial-advertise-peer-urls}", describe: "Initial cluster configuration for bootstrapping: name=peerURL,..." },
-  { name: "initial-cluster-state", type: "string", default: "new", describe: "Initial cluster state: 'new' or 'existing'" },
-  { name: "initial-cluster-token", type: "string", default: "etcd-cluster", describe: "Initial cluster token; members of different clusters refuse to talk" },
+  { name: "wal-dir", type: "string", default: "", describe: "Path to the dedicated WAL directory (empty: inside the data directory)", notice: notYet("the WAL stays inside --data-dir for now") },
   { name: "snapshot-count", type: "number", default: 100000, describe: "Number of committed transactions to trigger a snapshot to disk" },
   { name: "heartbeat-interval", type: "number", default: 100, describe: "Time (in milliseconds) of a heartbeat interval" },
   { name: "election-timeout", type: "number", default: 1000, describe: "Time (in milliseconds) for an election to timeout" },
-  { name: "max-request-bytes", type: "number", default: 1572864, describe: "Maximum client request size in bytes the server will accept" },
+  { name: "initial-election-tick-advance", type: "boolean", default: true, describe: "Whether to fast-forward initial election ticks on boot for faster election", notice: notYet("kvctl always fast-forwards its first election (first-election.ts)") },
+  { name: "listen-peer-urls", type: "string", default: "http://127.0.0.1:2380", describe: "Comma-separated URLs to listen on for peer traffic" },
+  { name: "listen-client-urls", type: "string", default: "http://127.0.0.1:2379", describe: "Comma-separated URLs to listen on for client traffic" },
+  { name: "max-snapshots", type: "number", default: 5, describe: "Maximum number of snapshot files to retain (0 is unlimited)", notice: notYet("kvctl keeps its own count of snapshot files for now") },
+  { name: "max-wals", type: "number", default: 5, describe: "Maximum number of WAL files to retain (0 is unlimited)", notice: notYet("kvctl keeps the WAL segments a snapshot still needs, whatever their number, for now") },
+  { name: "quota-backend-bytes", type: "number", default: 0, describe: "Raise alarms when the v3 backend size exceeds the given quota (0: 2 GiB; negative: no quota)", notice: notYet("the v3 space quota is not enforced yet") },
+  { name: "backend-batch-interval", type: "duration", default: "0s", describe: "Maximum time before committing the backend transaction (Go duration; 0: backend default)", notice: "kvctl commits the v3 key space with each applied batch; --backend-batch-interval is not used" },
+  { name: "backend-batch-limit", type: "number", default: 0, describe: "Maximum operations before committing the backend transaction (0: backend default)", notice: "kvctl commits the v3 key space with each applied batch; --backend-batch-limit is not used" },
   { name: "max-txn-ops", type: "number", default: 128, describe: "Maximum number of operations permitted in a transaction" },
-  { name: "log-level", type: "string", default: "info", describe: "Log level: debug, info, warn or error" },
+  { name: "max-request-bytes", type: "number", default: 1572864, describe: "Maximum client request size in bytes the server will accept" },
+  { name: "max-concurrent-streams", type: "number", default: 4294967295, describe: "Maximum concurrent streams that each client can open at a time (gRPC)", notice: notYet("the gRPC server does not limit streams per connection yet") },
+  { name: "grpc-keepalive-min-time", type: "duration", default: "5s", describe: "Minimum duration a client should wait before pinging the server (gRPC)", notice: notYet("the gRPC server does not apply keepalive settings yet") },
+  { name: "grpc-keepalive-interval", type: "duration", default: "2h", describe: "Frequency of server-to-client pings to check a connection is alive (0 to disable)", notice: notYet("the gRPC server does not apply keepalive settings yet") },
+  { name: "grpc-keepalive-timeout", type: "duration", default: "20s", describe: "Additional wait before closing a non-responsive connection (0 to disable)", notice: notYet("the gRPC server does not apply keepalive settings yet") },
+
+  { section: "Clustering", name: "initial-advertise-peer-urls", type: "string", default: "http://127.0.0.1:2380", describe: "Comma-separated peer URLs of this member to advertise to the rest of the cluster" },
+  { name: "initial-cluster", type: "string", default: "${name}=${initial-advertise-peer-urls}", describe: "Initial cluster configuration for bootstrapping: name=peerURL,..." },
+  { name: "initial-cluster-state", type: "string", default: "new", describe: "Initial cluster state: 'new' or 'existing'" },
+  { name: "initial-cluster-token", type: "string", default: "etcd-cluster", describe: "Initial cluster token; members of different clusters refuse to talk" },
+  { name: "advertise-client-urls", type: "string", default: "http://127.0.0.1:2379", describe: "Comma-separated client URLs to advertise to the rest of the cluster" },
+  { name: "discovery", type: "string", default: "", describe: "Discovery URL used to bootstrap the cluster (not supported: use --initial-cluster or --discovery-srv)", notice: "kvctl does not speak the discovery service protocol: --discovery is ignored and this member bootstraps from --initial-cluster (by default a cluster of itself)" },
+  { name: "discovery-fallback", type: "string", default: "proxy", describe: "Expected behavior ('exit' or 'proxy') when the discovery service fails", notice: "kvctl does not use a discovery service; --discovery-fallback has no effect" },
+  { name: "discovery-proxy", type: "string", default: "", describe: "HTTP proxy to use for traffic to the discovery service", notice: "kvctl does not use a discovery service; --discovery-proxy has no effect" },
+  // DNS SRV bootstrapping (issue 6); see discovery-srv.ts.
+  { name: "discovery-srv", type: "string", default: "", describe: "DNS domain used to bootstrap the initial cluster from SRV records (peer certificates must list it in their SAN)" },
+  { name: "discovery-srv-name", type: "string", default: "", describe: "Service name suffix to query when using DNS discovery" },
+  { name: "strict-reconfig-check", type: "boolean", default: true, describe: "Reject reconfiguration requests that would cause quorum loss", notice: notYet("kvctl checks member changes as it always has") },
+  { name: "pre-vote", type: "boolean", default: false, describe: "Enable to run an additional Raft election phase", notice: notYet("kvctl's Raft runs its pre-vote phase either way") },
+  { name: "auto-compaction-retention", type: "string", default: "0", describe: "Auto compaction retention for the v3 key space: a Go duration (1h, 30m), or hours (periodic) / revisions (revision); 0 disables", notice: notYet("the v3 key space is not compacted automatically yet") },
+  { name: "auto-compaction-mode", type: "string", default: "periodic", describe: "Interpret --auto-compaction-retention as 'periodic' (time) or 'revision' (a revision count)" },
+  { name: "enable-v2", type: "boolean", default: true, describe: "Accept etcd v2 client requests (kvctl's default is true; false answers /v2/... 404 as etcd does)" },
+
   // Transport security (issue 6), with etcd's names; see src/server/tls/README.md.
-  { name: "cert-file", type: "string", default: "", describe: "Path to the client server TLS cert file" },
+  { section: "Security", name: "cert-file", type: "string", default: "", describe: "Path to the client server TLS cert file" },
   { name: "key-file", type: "string", default: "", describe: "Path to the client server TLS key file (unencrypted)" },
   { name: "client-cert-auth", type: "boolean", default: false, describe: "Enable client cert authentication (the CN names the v2 user when auth is on)" },
+  { name: "client-crl-file", type: "string", default: "", describe: "Path to the client certificate revocation list file" },
+  { name: "client-cert-allowed-hostname", type: "string", default: "", describe: "Allowed TLS hostname (or IP) a client certificate must match" },
   { name: "trusted-ca-file", aliases: ["ca-file"], type: "string", default: "", describe: "Path to the client server TLS trusted CA cert file (--ca-file is the older name)" },
   { name: "auto-tls", type: "boolean", default: false, describe: "Client TLS using generated certificates (kept in <data-dir>/fixtures/client)" },
   { name: "peer-cert-file", type: "string", default: "", describe: "Path to the peer server TLS cert file" },
   { name: "peer-key-file", type: "string", default: "", describe: "Path to the peer server TLS key file (unencrypted)" },
   { name: "peer-client-cert-auth", type: "boolean", default: false, describe: "Enable peer client cert authentication" },
   { name: "peer-trusted-ca-file", aliases: ["peer-ca-file"], type: "string", default: "", describe: "Path to the peer server TLS trusted CA file (--peer-ca-file is the older name)" },
-  { name: "peer-auto-tls", type: "boolean", default: false, describe: "Peer TLS using generated certificates (kept in <data-dir>/fixtures/peer)" },
   { name: "peer-cert-allowed-cn", type: "string", default: "", describe: "Allowed CN for inter peer authentication" },
+  { name: "peer-cert-allowed-hostname", type: "string", default: "", describe: "Allowed TLS hostname (or IP) for inter peer authentication" },
+  { name: "peer-auto-tls", type: "boolean", default: false, describe: "Peer TLS using generated certificates (kept in <data-dir>/fixtures/peer)" },
   { name: "peer-crl-file", type: "string", default: "", describe: "Path to the peer certificate revocation list file" },
   { name: "cipher-suites", type: "string", default: "", describe: "Comma-separated list of supported TLS 1.2 cipher suites (Go names) between client/server and peers (empty: platform default)" },
+  { name: "cors", type: "string", default: "*", describe: "Comma-separated origins (scheme://host:port) allowed by CORS, or * for all" },
   { name: "host-whitelist", type: "string", default: "", describe: "Comma-separated acceptable hostnames from HTTP client requests, if server is not secure (empty means allow all)" },
-  // DNS SRV bootstrapping and the v2 proxy (issue 6); see discovery-srv.ts and proxy/README.md.
-  { name: "discovery-srv", type: "string", default: "", describe: "DNS domain used to bootstrap the initial cluster from SRV records (peer certificates must list it in their SAN)" },
-  { name: "discovery-srv-name", type: "string", default: "", describe: "Service name suffix to query when using DNS discovery" },
-  { name: "proxy", type: "string", default: "off", describe: "Run as a v2 proxy: 'off', 'readonly' or 'on'" },
+
+  { section: "Auth", name: "auth-token", type: "string", default: "simple", describe: "v3 auth token type and options: 'simple' or 'jwt,sign-method=RS256,priv-key=...,pub-key=...,ttl=5m'", notice: notYet("v3 tokens stay kvctl's simple tokens for now") },
+  { name: "bcrypt-cost", type: "number", default: 10, describe: "Cost of the bcrypt hashing of auth passwords (4 to 31)", notice: notYet("passwords are hashed with kvctl's own KDF settings for now") },
+  { name: "auth-token-ttl", type: "number", default: 300, describe: "Time (in seconds) of the auth-token-ttl", notice: notYet("simple tokens keep kvctl's lifetime for now") },
+
+  { section: "Profiling and Monitoring", name: "enable-pprof", type: "boolean", default: false, describe: "Enable runtime profiling via HTTP (not in kvctl: use node --cpu-prof or --inspect)", notice: "kvctl serves no /debug/pprof; profile it with node --cpu-prof or --inspect" },
+  { name: "metrics", type: "string", default: "basic", describe: "Level of detail for exported metrics: 'basic' or 'extensive'", notice: "kvctl exports no Prometheus metrics yet; /v2/stats and /health are its monitoring endpoints" },
+  { name: "listen-metrics-urls", type: "string", default: "", describe: "Comma-separated URLs to listen on for the metrics and health endpoints", notice: notYet("no extra listener is opened; /health answers on the client URLs") },
+
+  { section: "Logging", name: "logger", type: "string", default: "zap", describe: "'zap' for JSON lines (kvctl's default) or 'capnslog' for etcd 3.4's text lines" },
+  { name: "log-outputs", type: "string", default: "default", describe: "Comma-separated log targets: 'default' (stderr), 'stderr', 'stdout' or file paths" },
+  { name: "log-level", type: "string", default: "info", describe: "Log level: debug, info, warn, error (panic, fatal and dpanic log errors only)" },
+  { name: "log-output", type: "string", default: "default", describe: "Deprecated: use --log-outputs" },
+
+  // The v2 proxy (issue 6); see proxy/README.md.
+  { section: "v2 Proxy", name: "proxy", type: "string", default: "off", describe: "Run as a v2 proxy: 'off', 'readonly' or 'on'" },
   { name: "proxy-failure-wait", type: "number", default: 5000, describe: "Time (in milliseconds) an endpoint will be held in a failed state" },
   { name: "proxy-refresh-interval", type: "number", default: 30000, describe: "Time (in milliseconds) of the endpoints refresh interval" },
   { name: "proxy-dial-timeout", type: "number", default: 1000, describe: "Time (in milliseconds) for a dial to timeout (0: no timeout)" },
   { name: "proxy-write-timeout", type: "number", default: 5000, describe: "Time (in milliseconds) for a write to timeout (0: no timeout)" },
   { name: "proxy-read-timeout", type: "number", default: 0, describe: "Time (in milliseconds) for a read to timeout (0: no timeout; keep it 0 or above the longest watch)" },
+
+  { section: "Experimental", name: "experimental-initial-corrupt-check", type: "boolean", default: false, describe: "Check data corruption before serving (kvctl checks every WAL record's CRC on open)", notice: "kvctl checks every WAL record's CRC when it opens the log; there is no cross-member hash check" },
+  { name: "experimental-corrupt-check-time", type: "duration", default: "0s", describe: "Duration between cluster corruption check passes", notice: "kvctl runs no periodic cross-member corruption check" },
+  { name: "experimental-enable-v2v3", type: "string", default: "", describe: "Serve v2 requests through the v3 backend under a given prefix (kvctl keeps a separate v2 store)", notice: "kvctl serves the v2 API from its own v2 store; --experimental-enable-v2v3 is ignored" },
+  { name: "experimental-backend-bbolt-freelist-type", type: "string", default: "array", describe: "Freelist type of etcd's bbolt backend (kvctl's v3 backend is LMDB)", notice: "kvctl's v3 backend is LMDB, which has no freelist type to choose" },
+  { name: "experimental-enable-lease-checkpoint", type: "boolean", default: false, describe: "Leader sends regular lease checkpoints so remaining TTLs survive a leader change", notice: notYet("leases are not checkpointed") },
+  { name: "experimental-enable-lease-checkpoint-persist", type: "boolean", default: false, describe: "Persist lease checkpoints (needs --experimental-enable-lease-checkpoint)", notice: notYet("leases are not checkpointed") },
+  { name: "experimental-compaction-batch-limit", type: "number", default: 1000, describe: "Maximum revisions deleted in each compaction batch", notice: notYet("kvctl compacts with its own batch size") },
+  { name: "experimental-peer-skip-client-san-verification", type: "boolean", default: false, describe: "Skip verification of the SAN field in peer client certificates", notice: notYet("peer certificates' SANs are still checked") },
+  { name: "experimental-watch-progress-notify-interval", type: "duration", default: "10m", describe: "Duration of periodic watch progress notifications (Go duration; 0 disables)", notice: notYet("v3 watches send no periodic progress notifications yet") },
+  { name: "experimental-warning-apply-duration", type: "duration", default: "100ms", describe: "A warning is logged when applying a request takes longer", notice: notYet("slow applies are not logged yet") },
+
+  { section: "Unsafe", name: "force-new-cluster", type: "boolean", default: false, describe: "Force to create a new one-member cluster", notice: notYet("the member keeps its cluster membership") },
+  { name: "unsafe-no-fsync", type: "boolean", default: false, describe: "Disable fsync (unsafe: will lose data on a crash)", notice: "kvctl fsyncs its WAL regardless (--unsafe-no-fsync is not supported)" },
+
+  { section: "Other etcd flags", name: "enable-grpc-gateway", type: "boolean", default: true, describe: "Serve the v3 JSON gateway (/v3/...) on the client URLs" },
+  { name: "debug", type: "boolean", default: false, describe: "Deprecated: same as --log-level=debug" },
+  { name: "log-package-levels", type: "string", default: "", describe: "Deprecated per-package log levels (kvctl has one level: --log-level)", notice: "kvctl has one log level for all its parts (--log-level); --log-package-levels is ignored" },
+  { name: "config-file", type: "string", default: "", describe: "Path to etcd's YAML configuration file; other flags and environment variables are then ignored" },
 ];
 
+/**
+ * Flags etcd 3.4 still accepts from etcd 0.4 and ignores with a warning (etcdmain's
+ * `ignored`). Like etcd: no value needed, and a value only with `=`.
+ */
+export const ignoredEtcdFlags: readonly string[] = [
+  "cluster-active-size", "cluster-remove-delay", "cluster-sync-interval", "config", "force", "max-result-buffer",
+  "max-retry-attempts", "peer-heartbeat-interval", "peer-election-timeout", "retry-interval", "snapshot", "v", "vv",
+];
 
 function splitUrls(flag: string, raw: string): string[] {
   const list = raw.split(",").map((s) => s.trim()).filter((s) => s !== "");
@@ -166,22 +322,22 @@ export function parseInitialCluster(raw: string): Map<string, string[]> {
   return out;
 }
 
-/** Go's uint flags (the --proxy-* times): 0 is allowed. */
-function nonNegativeInt(flag: string, v: unknown): number {
+/** Go's uint flags (the --proxy-* times): 0 is allowed. `label` names the source: "flag -x", "KV_X", ... */
+function nonNegativeInt(label: string, v: unknown): number {
   const n = typeof v === "number" ? v : Number(v);
   if (!Number.isSafeInteger(n) || n < 0 || String(v).trim() === "") {
-    throw new ConfigError(`invalid value ${JSON.stringify(String(v))} for flag -${flag}: must be a non-negative integer`);
+    throw new ConfigError(`invalid value ${JSON.stringify(String(v))} for ${label}: must be a non-negative integer`);
   }
   return n;
 }
 
 /** --proxy and --proxy-*. */
-function proxyFlags(v: Record<string, unknown>): ProxyFlags {
+function proxyFlags(v: Record<string, unknown>, label: (flag: string) => string): ProxyFlags {
   const mode = String(v["proxy"] ?? "off");
   if (!(proxyModes as readonly string[]).includes(mode)) {
-    throw new ConfigError(`invalid value ${JSON.stringify(mode)} for flag -proxy: valid values are "off", "readonly", "on"`);
+    throw new ConfigError(`invalid value ${JSON.stringify(mode)} for ${label("proxy")}: valid values are "off", "readonly", "on"`);
   }
-  const ms = (flag: string, dflt: number): number => nonNegativeInt(flag, v[flag] ?? dflt);
+  const ms = (flag: string, dflt: number): number => nonNegativeInt(label(flag), v[flag] ?? dflt);
   return {
     mode: mode as ProxyMode,
     failureWaitMs: ms("proxy-failure-wait", 5000),
@@ -192,10 +348,10 @@ function proxyFlags(v: Record<string, unknown>): ProxyFlags {
   };
 }
 
-function positiveInt(flag: string, v: unknown): number {
+function positiveInt(label: string, v: unknown): number {
   const n = typeof v === "number" ? v : Number(v);
   if (!Number.isSafeInteger(n) || n <= 0) {
-    throw new ConfigError(`invalid value ${JSON.stringify(String(v))} for flag -${flag}: must be a positive integer`);
+    throw new ConfigError(`invalid value ${JSON.stringify(String(v))} for ${label}: must be a positive integer`);
   }
   return n;
 }
@@ -207,25 +363,36 @@ export function envName(flag: string): string {
   return `${ENV_PREFIX}_${flag.toUpperCase().replace(/-/g, "_")}`;
 }
 
+/** etcd's variable for a flag (ETCD_DATA_DIR), read when the KV_ one is absent. */
+export function etcdEnvName(flag: string): string {
+  return `ETCD_${flag.toUpperCase().replace(/-/g, "_")}`;
+}
+
+
 /** The --help text of `kvctl serve`, rendered from the flag table. */
 export function serveHelp(): string {
   const lines = [
     "Usage: kvctl serve [flags]",
+    "       kvctl serve --config-file <etcd YAML configuration file>",
     "",
     "Start a kvctl member: etcd's v2 key space over HTTP, durable through its Raft log.",
     "Flags follow Go's syntax as etcd's do (-flag value, -flag=value, --flag value; the last",
-    "of a repeated flag wins). Every flag can also be set as KV_<FLAG> (e.g. KV_DATA_DIR);",
-    "a flag on the command line wins over the variable.",
-    "",
-    "Flags:",
+    "of a repeated flag wins). Every flag can also be set as KV_<FLAG> (e.g. KV_DATA_DIR),",
+    "or as etcd's ETCD_<FLAG> when the KV_ one is absent; a flag on the command line wins",
+    "over KV_<FLAG>, and is an error together with ETCD_<FLAG>, as in etcd. With",
+    "--config-file, other flags and variables are ignored. Every etcd 3.4 flag is accepted;",
+    "one kvctl does not act on is logged at start with what kvctl does instead.",
   ];
   for (const f of serveFlags) {
-    const value = f.type === "number" ? " <number>" : f.type === "boolean" ? "" : " <string>";
+    if (f.section !== undefined) lines.push("", `${f.section}:`);
+    const value = f.type === "number" ? " <number>" : f.type === "boolean" ? "" : f.type === "duration" ? " <duration>" : " <string>";
     lines.push(`  --${f.name}${value}${(f.aliases ?? []).map((a) => `, --${a}`).join("")}`);
     const envs = [f.name, ...(f.aliases ?? [])].map(envName).join(" or ");
     lines.push(`      ${f.describe} (default ${JSON.stringify(String(f.default))}; env ${envs})`);
   }
+  lines.push("  --version", "      Print the version and exit");
   lines.push("  -h, --help", "      Show this help");
+  lines.push("", `Ignored as by etcd 3.4 (a warning each): ${ignoredEtcdFlags.map((n) => `-${n}`).join(" ")}`);
   return lines.join("\n") + "\n";
 }
 
@@ -234,12 +401,15 @@ export function serveHelp(): string {
  * or the next argument as the value, the last of a repeated flag wins, parsing stops at
  * `--` or the first non-flag, and an unknown flag is an error. yargs is not used here: its
  * GNU conventions differ in corner cases, and it doubled `kvctl serve`'s start-up time.
+ * `ignored` lists the etcd 0.4 flags given (ignoredEtcdFlags), each to be warned about.
  */
-export function parseGoFlags(args: readonly string[]): { values: Map<string, string>; help: boolean; rest: string[] } {
+export function parseGoFlags(args: readonly string[]): { values: Map<string, string>; help: boolean; version: boolean; rest: string[]; ignored: string[] } {
   const known = new Map<string, FlagSpec>();
   for (const f of serveFlags) for (const n of [f.name, ...(f.aliases ?? [])]) known.set(n, f);
   const values = new Map<string, string>();
+  const ignored: string[] = [];
   let help = false;
+  let version = false;
   let i = 0;
   for (; i < args.length; i++) {
     const a = args[i]!;
@@ -256,8 +426,20 @@ export function parseGoFlags(args: readonly string[]): { values: Map<string, str
       help = true;
       continue;
     }
+    // --version is a bool flag read from the command line only (an image's ETCD_VERSION is no request to print it).
+    if (name === "version") {
+      version = eq < 0 || parseBool(`flag -${name}`, body.slice(eq + 1));
+      continue;
+    }
     const spec = known.get(name);
-    if (spec === undefined) throw new ConfigError(`flag provided but not defined: -${name}`);
+    if (spec === undefined) {
+      // etcd's IgnoredFlag is a bool flag: it takes no separate value.
+      if (ignoredEtcdFlags.includes(name)) {
+        ignored.push(name);
+        continue;
+      }
+      throw new ConfigError(`flag provided but not defined: -${name}`);
+    }
     let value: string;
     if (eq >= 0) value = body.slice(eq + 1);
     else if (spec.type === "boolean") value = "true";
@@ -265,31 +447,59 @@ export function parseGoFlags(args: readonly string[]): { values: Map<string, str
       if (i + 1 >= args.length) throw new ConfigError(`flag needs an argument: -${name}`);
       value = args[++i]!;
     }
-    if (spec.type === "boolean") parseBool(name, value);
+    checkFlagValue(spec, value, `flag -${name}`);
     // An alias sets its flag: the last of `--ca-file` and `--trusted-ca-file` wins.
     values.set(spec.name, value);
   }
-  return { values, help, rest: args.slice(i) };
+  return { values, help, version, rest: args.slice(i), ignored };
+}
+
+/** What Go's flag package checks as it sets a flag: the type of its value. */
+function checkFlagValue(spec: FlagSpec, value: string, label: string): void {
+  if (spec.type === "boolean") parseBool(label, value);
+  else if (spec.type === "duration") durationMs(label, value);
+}
+
+/** Where the values came from, for error messages and notices. */
+export interface BuildOptions {
+  /** How a flag's value is named in an error: "flag -snapshot-count" (default), "ETCD_SNAPSHOT_COUNT", ... */
+  label?: (flag: string) => string;
+  /** Lines gathered while reading flags and variables; the config's own are appended. */
+  notices?: ConfigNotice[];
+  /** The configuration file the values came from ("" = flags and environment). */
+  configFile?: string;
 }
 
 /** Turns parsed values into a validated ServerConfig, applying etcd's cross-flag rules. */
-export function buildConfig(v: Record<string, unknown>, explicit: ReadonlySet<string>): ServerConfig {
-  const str = (k: string): string => String(v[k]);
+export function buildConfig(v: Record<string, unknown>, explicit: ReadonlySet<string>, opts: BuildOptions = {}): ServerConfig {
+  const label = opts.label ?? ((f: string): string => `flag -${f}`);
+  const notices = [...(opts.notices ?? [])];
+  const configFile = opts.configFile ?? "";
+  const str = (k: string): string => String(v[k] ?? serveFlags.find((f) => f.name === k)?.default ?? "");
   const name = str("name");
   if (name === "") throw new ConfigError("--name must not be empty");
-  const dataDir = explicit.has("data-dir") ? str("data-dir") : `${name}.kvctl`;
+  const dataDir = explicit.has("data-dir") && str("data-dir") !== "" ? str("data-dir") : `${name}.kvctl`;
   const listenClientUrls = splitUrls("listen-client-urls", str("listen-client-urls")).map((u) => parseUrl("listen-client-urls", u));
-  const proxy = proxyFlags(v);
+  const proxy = proxyFlags(v, label);
   const discoverySrv = String(v["discovery-srv"] ?? "");
   const discoverySrvName = String(v["discovery-srv-name"] ?? "");
+  const discovery = str("discovery");
   // etcd: discovery replaces --initial-cluster; both given is a conflict.
-  if ((discoverySrv !== "" || discoverySrvName !== "") && explicit.has("initial-cluster")) {
+  if ((discoverySrv !== "" || discoverySrvName !== "" || discovery !== "") && explicit.has("initial-cluster")) {
+    throw new ConfigError('multiple discovery or bootstrap flags are set. Choose one of "initial-cluster", "discovery" or "discovery-srv"');
+  }
+  if (discovery !== "" && discoverySrv !== "") {
     throw new ConfigError('multiple discovery or bootstrap flags are set. Choose one of "initial-cluster", "discovery" or "discovery-srv"');
   }
   if (discoverySrvName !== "" && discoverySrv === "") throw new ConfigError("--discovery-srv-name needs --discovery-srv");
-  // A proxy advertises nothing and is no member: etcd skips these checks for it.
+  const fallback = str("discovery-fallback");
+  if (fallback !== "proxy" && fallback !== "exit") {
+    throw new ConfigError(`invalid value ${JSON.stringify(fallback)} for ${label("discovery-fallback")}: valid values are "proxy", "exit"`);
+  }
+  // A proxy advertises nothing and is no member: etcd skips these checks for it. A
+  // configuration file keeps etcd's default advertised URL instead (embed.ConfigFromFile).
   const member = proxy.mode === "off";
-  if (member && explicit.has("listen-client-urls") && !explicit.has("advertise-client-urls")) {
+  if (member && configFile === "" && explicit.has("listen-client-urls") && !explicit.has("advertise-client-urls")) {
     throw new ConfigError("--advertise-client-urls is required when --listen-client-urls is set explicitly");
   }
   const advertiseClientUrls = splitUrls("advertise-client-urls", str("advertise-client-urls"));
@@ -300,7 +510,7 @@ export function buildConfig(v: Record<string, unknown>, explicit: ReadonlySet<st
     : new Map([[name, initialAdvertisePeerUrls]]);
   const state = str("initial-cluster-state");
   if (state !== "new" && state !== "existing") {
-    throw new ConfigError(`invalid value ${JSON.stringify(state)} for flag -initial-cluster-state: valid values are "new", "existing"`);
+    throw new ConfigError(`invalid value ${JSON.stringify(state)} for ${label("initial-cluster-state")}: valid values are "new", "existing"`);
   }
   const mine = initialCluster.get(name);
   if (!mine && member) {
@@ -313,8 +523,8 @@ export function buildConfig(v: Record<string, unknown>, explicit: ReadonlySet<st
       `--initial-cluster has ${name}=${mine.join(",")} but missing from --initial-advertise-peer-urls=${initialAdvertisePeerUrls.join(",")}`,
     );
   }
-  const heartbeatInterval = positiveInt("heartbeat-interval", v["heartbeat-interval"]);
-  const electionTimeout = positiveInt("election-timeout", v["election-timeout"]);
+  const heartbeatInterval = positiveInt(label("heartbeat-interval"), v["heartbeat-interval"] ?? 100);
+  const electionTimeout = positiveInt(label("election-timeout"), v["election-timeout"] ?? 1000);
   if (electionTimeout < 5 * heartbeatInterval) {
     throw new ConfigError(
       `--election-timeout[${electionTimeout}ms] should be at least as 5 times as --heartbeat-interval[${heartbeatInterval}ms]`,
@@ -323,11 +533,9 @@ export function buildConfig(v: Record<string, unknown>, explicit: ReadonlySet<st
   if (electionTimeout > 50000) {
     throw new ConfigError(`--election-timeout[${electionTimeout}ms] is too long, and should be set less than 50000ms`);
   }
-  const logLevel = str("log-level");
-  if (!isLogLevel(logLevel)) {
-    throw new ConfigError(`invalid value ${JSON.stringify(logLevel)} for flag -log-level: valid values are debug, info, warn, error`);
-  }
-  return {
+  const { logger, logOutputs, logLevel } = loggingConfig(v, explicit, label, notices);
+  const tls = tlsConfig(v, { client: listenClientUrls, peer: listenPeerUrls }, label);
+  const config: ServerConfig = {
     name,
     dataDir,
     listenClientUrls,
@@ -337,33 +545,271 @@ export function buildConfig(v: Record<string, unknown>, explicit: ReadonlySet<st
     initialCluster,
     initialClusterState: state,
     initialClusterToken: str("initial-cluster-token"),
-    snapshotCount: positiveInt("snapshot-count", v["snapshot-count"]),
+    snapshotCount: positiveInt(label("snapshot-count"), v["snapshot-count"] ?? 100000),
     heartbeatInterval,
     electionTimeout,
-    maxRequestBytes: positiveInt("max-request-bytes", v["max-request-bytes"]),
-    maxTxnOps: positiveInt("max-txn-ops", v["max-txn-ops"]),
+    maxRequestBytes: positiveInt(label("max-request-bytes"), v["max-request-bytes"] ?? 1572864),
+    maxTxnOps: positiveInt(label("max-txn-ops"), v["max-txn-ops"] ?? 128),
     logLevel,
-    ...tlsConfig(v, { client: listenClientUrls, peer: listenPeerUrls }),
+    ...tls,
     discoverySrv,
     discoverySrvName,
     proxy,
+    configFile,
+    notices,
+    enableV2: parseBool(label("enable-v2"), str("enable-v2")),
+    enableGrpcGateway: parseBool(label("enable-grpc-gateway"), str("enable-grpc-gateway")),
+    logger,
+    logOutputs,
+    metrics: metricsLevel(str("metrics"), notices),
+    listenMetricsUrls: str("listen-metrics-urls").trim() === "" ? [] : splitUrls("listen-metrics-urls", str("listen-metrics-urls")).map((u) => parseUrl("listen-metrics-urls", u)),
+    cors: parseCors(str("cors"), label("cors")),
+    authToken: parseAuthToken(str("auth-token"), notices),
+    authTokenTtl: goUint(label("auth-token-ttl"), str("auth-token-ttl")),
+    bcryptCost: bcryptCost(goUint(label("bcrypt-cost"), str("bcrypt-cost")), notices),
+    walDir: str("wal-dir"),
+    maxWals: goUint(label("max-wals"), str("max-wals")),
+    maxSnapshots: goUint(label("max-snapshots"), str("max-snapshots")),
+    quotaBackendBytes: quotaBytes(goInt(label("quota-backend-bytes"), str("quota-backend-bytes")), notices),
+    autoCompaction: autoCompaction(str("auto-compaction-mode"), str("auto-compaction-retention"), notices),
+    preVote: parseBool(label("pre-vote"), str("pre-vote")),
+    strictReconfigCheck: parseBool(label("strict-reconfig-check"), str("strict-reconfig-check")),
+    initialElectionTickAdvance: parseBool(label("initial-election-tick-advance"), str("initial-election-tick-advance")),
+    watchProgressNotifyIntervalMs: durationMs(label("experimental-watch-progress-notify-interval"), str("experimental-watch-progress-notify-interval")),
+    forceNewCluster: parseBool(label("force-new-cluster"), str("force-new-cluster")),
+    maxConcurrentStreams: goUint(label("max-concurrent-streams"), str("max-concurrent-streams"), 0xffffffff),
+    grpcKeepAlive: {
+      minTimeMs: durationMs(label("grpc-keepalive-min-time"), str("grpc-keepalive-min-time")),
+      intervalMs: durationMs(label("grpc-keepalive-interval"), str("grpc-keepalive-interval")),
+      timeoutMs: durationMs(label("grpc-keepalive-timeout"), str("grpc-keepalive-timeout")),
+    },
+    backendBatch: {
+      intervalMs: durationMs(label("backend-batch-interval"), str("backend-batch-interval") === "" ? "0" : str("backend-batch-interval")),
+      limit: goInt(label("backend-batch-limit"), str("backend-batch-limit")),
+    },
+    warningApplyDurationMs: durationMs(label("experimental-warning-apply-duration"), str("experimental-warning-apply-duration")),
+    unsafeNoFsync: parseBool(label("unsafe-no-fsync"), str("unsafe-no-fsync")),
   };
+  // The rest of etcd's flags: parsed for their type only (Go's flag package checks that much).
+  for (const f of serveFlags) {
+    if (f.type === "boolean" || f.type === "duration") checkFlagValue(f, str(f.name), label(f.name));
+  }
+  goInt(label("experimental-compaction-batch-limit"), str("experimental-compaction-batch-limit"));
+  const checkpoint = parseBool(label("experimental-enable-lease-checkpoint"), str("experimental-enable-lease-checkpoint"));
+  const persist = parseBool(label("experimental-enable-lease-checkpoint-persist"), str("experimental-enable-lease-checkpoint-persist"));
+  if (persist && !checkpoint) throw new ConfigError("setting experimental-enable-lease-checkpoint-persist requires experimental-enable-lease-checkpoint");
+  if (checkpoint && !persist) notices.push({ level: "warn", msg: "Detected that checkpointing is enabled without persistence. Consider enabling experimental-enable-lease-checkpoint-persist" });
+  // One line per etcd flag set that kvctl does not act on: what it does instead.
+  for (const f of serveFlags) {
+    if (f.notice !== undefined && explicit.has(f.name)) notices.push({ level: "warn", msg: `--${f.name}: ${f.notice}`, fields: { [f.name]: str(f.name) } });
+  }
+  return config;
 }
 
 /** Go's strconv.ParseBool, as the flag package uses it for bool flags. */
-function parseBool(flag: string, v: unknown): boolean {
+function parseBool(label: string, v: unknown): boolean {
   if (typeof v === "boolean") return v;
   const s = String(v);
   if (["1", "t", "T", "TRUE", "true", "True"].includes(s)) return true;
   if (["0", "f", "F", "FALSE", "false", "False"].includes(s)) return false;
-  throw new ConfigError(`invalid boolean value ${JSON.stringify(s)} for -${flag}: parse error`);
+  throw new ConfigError(label.startsWith("flag -") ? `invalid boolean value ${JSON.stringify(s)} for ${label.slice(5)}: parse error` : `invalid value ${JSON.stringify(s)} for ${label}: parse error`);
+}
+
+/** Go's flag.Duration: a Go duration string, in milliseconds. */
+function durationMs(label: string, v: string): number {
+  try {
+    return Number(parseGoDuration(v)) / 1e6;
+  } catch (err) {
+    if (err instanceof GoDurationError) throw new ConfigError(`invalid value ${JSON.stringify(v)} for ${label}: parse error`);
+    throw err;
+  }
+}
+
+/** Go's strconv.ParseUint(s, 0, 64), as the flag package's uint flags use it. */
+function goUint(label: string, v: string, max = Number.MAX_SAFE_INTEGER): number {
+  const s = v.replace(/_/g, "");
+  if (!/^(0[xX][0-9a-fA-F]+|0[oO]?[0-7]+|0[bB][01]+|[0-9]+)$/.test(s)) throw new ConfigError(`invalid value ${JSON.stringify(v)} for ${label}: parse error`);
+  const n = Number(/^0[0-7]+$/.test(s) ? parseInt(s, 8) : s.replace(/^0[oO]/, "0o"));
+  if (!Number.isFinite(n) || n > max) throw new ConfigError(`invalid value ${JSON.stringify(v)} for ${label}: value out of range`);
+  return n;
+}
+
+/** Go's int flags: goUint with a sign. */
+function goInt(label: string, v: string): number {
+  const neg = v.startsWith("-");
+  const n = goUint(label, neg || v.startsWith("+") ? v.slice(1) : v);
+  return neg ? -n : n;
+}
+
+/** --logger, --log-outputs (and the deprecated --log-output), --log-level, --debug: etcd's setupLogging rules. */
+function loggingConfig(v: Record<string, unknown>, explicit: ReadonlySet<string>, label: (f: string) => string, notices: ConfigNotice[]): Pick<ServerConfig, "logger" | "logOutputs" | "logLevel"> {
+  const logger = String(v["logger"] ?? "zap");
+  if (logger !== "zap" && logger !== "capnslog") throw new ConfigError(`unknown logger option ${JSON.stringify(logger)}`);
+  const list = (k: string): string[] => [...new Set(String(v[k] ?? "default").split(",").map((s) => s.trim()).filter((s) => s !== ""))];
+  let logOutputs = list("log-outputs");
+  if (explicit.has("log-output")) {
+    if (explicit.has("log-outputs")) throw new ConfigError("both '--log-output' and '--log-outputs' are set; only set '--log-outputs'");
+    notices.push({ level: "warn", msg: "'--log-output' flag has been deprecated! Please use '--log-outputs'!" });
+    logOutputs = list("log-output");
+  }
+  if (logOutputs.length === 0) logOutputs = ["default"];
+  if (logger === "capnslog") {
+    if (logOutputs.length !== 1) throw new ConfigError(`--logger=capnslog supports only 1 value in '--log-outputs', got ${goQuoteList(logOutputs)}`);
+    const out = logOutputs[0]!;
+    if (out !== "default" && out !== "stderr" && out !== "stdout") throw new ConfigError(`unknown log-output ${JSON.stringify(out)} (only supports "default", "stderr", "stdout")`);
+  } else if (logOutputs.length > 1 && logOutputs.includes("default")) {
+    throw new ConfigError(`multi logoutput for "default" is not supported yet`);
+  }
+  if (logOutputs.includes("systemd/journal")) {
+    notices.push({ level: "warn", msg: "kvctl does not write to the systemd journal: log-outputs systemd/journal writes to stderr (journald collects a service's stderr)" });
+  }
+  let level = String(v["log-level"] ?? "info");
+  // etcd's levels above error: kvctl has no panic or fatal lines, so these keep the errors only.
+  if (level === "dpanic" || level === "panic" || level === "fatal") level = "error";
+  if (!isLogLevel(level)) {
+    throw new ConfigError(`invalid value ${JSON.stringify(level)} for ${label("log-level")}: valid values are debug, info, warn, error, dpanic, panic, fatal`);
+  }
+  if (parseBool(label("debug"), String(v["debug"] ?? "false"))) {
+    notices.push({ level: "warn", msg: "[WARNING] Deprecated '--debug' flag is set to true (use '--log-level=debug' instead" });
+    level = "debug";
+  }
+  return { logger, logOutputs, logLevel: level as LogLevelName };
+}
+
+/** Go's %q of a []string: ["a" "b"]. */
+function goQuoteList(xs: readonly string[]): string {
+  return `[${xs.map((x) => JSON.stringify(x)).join(" ")}]`;
+}
+
+function metricsLevel(s: string, notices: ConfigNotice[]): "basic" | "extensive" {
+  if (s === "extensive") return s;
+  // etcd takes any other word as basic.
+  if (s !== "basic") notices.push({ level: "warn", msg: `--metrics=${s} is neither 'basic' nor 'extensive'; basic is used, as etcd does` });
+  return "basic";
+}
+
+/**
+ * --cors as etcd's UniqueURLs with the "*" exception: "*" alone, or URLs with a scheme,
+ * a host:port and no path, kept as Go prints them (scheme lowercased). The Origin header
+ * is compared with these strings exactly, as etcd does.
+ */
+export function parseCors(raw: string, label = "flag -cors"): string[] {
+  if (raw === "*") return ["*"];
+  const out: string[] = [];
+  for (const item of raw.split(",")) {
+    const s = item.trim();
+    const bad = (why: string): ConfigError => new ConfigError(`invalid value ${JSON.stringify(raw)} for ${label}: ${why}`);
+    const m = /^([a-zA-Z][a-zA-Z0-9+.-]*):\/\/([^/?#]*)(.*)$/.exec(s);
+    const scheme = m?.[1]?.toLowerCase() ?? "";
+    if (!["http", "https", "unix", "unixs"].includes(scheme)) throw bad(`URL scheme must be http, https, unix, or unixs: ${s}`);
+    const host = m?.[2] ?? "";
+    if (!/^(\[[^\]]*\]|[^:[\]]*):[^:]*$/.test(host)) throw bad(`URL address does not have the form "host:port": ${s}`);
+    if ((m?.[3] ?? "") !== "") throw bad(`URL must not contain a path: ${s}`);
+    const u = `${scheme}://${host}`;
+    if (!out.includes(u)) out.push(u);
+  }
+  return out;
+}
+
+/** etcd's quota: 0 is the default 2 GiB, negative disables it; above 8 GiB is warned about. */
+function quotaBytes(n: number, notices: ConfigNotice[]): number {
+  const DEFAULT = 2 * 1024 * 1024 * 1024;
+  const MAX = 8 * 1024 * 1024 * 1024;
+  if (n < 0) {
+    notices.push({ level: "warn", msg: "disabled backend quota", fields: { "quota-size-bytes": n } });
+    return Infinity;
+  }
+  if (n === 0) return DEFAULT;
+  if (n > MAX) {
+    notices.push({ level: "warn", msg: "quota exceeds the maximum value", fields: { "quota-size-bytes": n, "quota-maximum-size-bytes": MAX, "quota-maximum-size": "8.6 GB" } });
+  }
+  return n;
+}
+
+/** etcd's parseCompactionRetention, with the mode checked as embed.Config.Validate does. */
+export function autoCompaction(mode: string, retention: string, notices: ConfigNotice[] = []): ServerConfig["autoCompaction"] {
+  if (mode !== "" && mode !== "periodic" && mode !== "revision") throw new ConfigError(`unknown auto-compaction-mode ${JSON.stringify(mode)}`);
+  const m = mode === "revision" ? "revision" : "periodic";
+  const r = retention === "" ? "0" : retention;
+  if (/^[+-]?[0-9]+$/.test(r) && Number(r) >= 0) {
+    const h = Number(r);
+    return { mode: m, retention: m === "revision" ? h : h * 3_600_000 };
+  }
+  let ns: bigint;
+  try {
+    ns = parseGoDuration(r);
+  } catch (err) {
+    if (err instanceof GoDurationError) throw new ConfigError(`error parsing CompactionRetention: ${err.message}`);
+    throw err;
+  }
+  if (m === "revision") {
+    // etcd takes the duration's nanoseconds as the revision count; kvctl does the same, and says so.
+    notices.push({ level: "warn", msg: "--auto-compaction-retention is a duration in revision mode: its nanoseconds are taken as the revision count, as etcd does", fields: { retention: r } });
+    return { mode: m, retention: Number(ns) };
+  }
+  return { mode: m, retention: Number(ns) / 1e6 };
+}
+
+const jwtSignMethods = ["HS256", "HS384", "HS512", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"];
+
+/** --auth-token, checked as etcd's NewTokenProvider checks it when the server starts. */
+export function parseAuthToken(raw: string, notices: ConfigNotice[] = []): AuthTokenConfig {
+  const invalid = (why: string): ConfigError => new ConfigError(`auth: invalid auth options (${why})`);
+  const parts = raw.split(",");
+  const type = parts[0] ?? "";
+  const opts = new Map<string, string>();
+  for (const p of parts.slice(1)) {
+    const pair = p.split("=");
+    if (pair.length !== 2) throw invalid(`invalid token specific option: ${raw}`);
+    if (opts.has(pair[0]!)) throw invalid(`invalid token specific option, duplicated parameters (${pair[0]}): ${raw}`);
+    opts.set(pair[0]!, pair[1]!);
+  }
+  if (type === "simple") return { type: "simple" };
+  if (type === "") return { type: "none" };
+  if (type !== "jwt") throw invalid(`unknown token type: ${type}`);
+  let ttlMs = 5 * 60_000;
+  const ttl = opts.get("ttl") ?? "";
+  if (ttl !== "") {
+    try {
+      ttlMs = Number(parseGoDuration(ttl)) / 1e6;
+    } catch (err) {
+      throw invalid(`problem loading JWT options: ${(err as Error).message}`);
+    }
+  }
+  const publicKeyFile = opts.get("pub-key") ?? "";
+  const privateKeyFile = opts.get("priv-key") ?? "";
+  for (const file of [publicKeyFile, privateKeyFile]) {
+    if (file === "") continue;
+    try {
+      readFileSync(file);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      throw invalid(`problem loading JWT options: open ${file}: ${code === "ENOENT" ? "no such file or directory" : code === "EACCES" ? "permission denied" : String(code)}`);
+    }
+  }
+  const signMethod = opts.get("sign-method") ?? "";
+  if (!jwtSignMethods.includes(signMethod)) throw invalid("problem loading JWT options: auth: invalid auth signature method");
+  const unknown = [...opts.keys()].filter((k) => !["sign-method", "pub-key", "priv-key", "ttl"].includes(k));
+  if (unknown.length > 0) notices.push({ level: "warn", msg: "unknown JWT options", fields: { keys: unknown } });
+  if (signMethod === "EdDSA") throw new ConfigError("unsupported signing method: *jwt.SigningMethodEd25519");
+  if (signMethod.startsWith("HS") ? privateKeyFile === "" : privateKeyFile === "" && publicKeyFile === "") {
+    throw new ConfigError("auth: missing key data");
+  }
+  return { type: "jwt", signMethod, publicKeyFile, privateKeyFile, ttlMs };
+}
+
+/** etcd's NewAuthStore: a cost outside bcrypt's 4..31 falls back to the default 10, with a warning. */
+function bcryptCost(n: number, notices: ConfigNotice[]): number {
+  if (n >= 4 && n <= 31) return n;
+  notices.push({ level: "warn", msg: "use default bcrypt cost instead of the invalid given cost", fields: { "min-cost": 4, "max-cost": 31, "default-cost": 10, "given-cost": n } });
+  return 10;
 }
 
 /**
  * The TLS flags and their cross-flag rules. etcd reports most of these only when a
  * listener starts; kvctl refuses them before opening the data directory.
  */
-function tlsConfig(v: Record<string, unknown>, listen: { client: readonly URL[]; peer: readonly URL[] }): Pick<ServerConfig, "clientTls" | "peerTls" | "cipherSuites" | "hostWhitelist"> {
+function tlsConfig(v: Record<string, unknown>, listen: { client: readonly URL[]; peer: readonly URL[] }, label: (f: string) => string): Pick<ServerConfig, "clientTls" | "peerTls" | "cipherSuites" | "hostWhitelist"> {
   const str = (k: string): string => String(v[k] ?? "");
   const side = (prefix: "" | "peer-"): TlsFlags => {
     const certFile = str(`${prefix}cert-file`);
@@ -372,14 +818,21 @@ function tlsConfig(v: Record<string, unknown>, listen: { client: readonly URL[];
       const missing = certFile === "" ? `--${prefix}cert-file` : `--${prefix}key-file`;
       throw new ConfigError(`${missing} is required: KeyFile and CertFile must both be present[key: ${keyFile}, cert: ${certFile}]`);
     }
+    const allowedCn = prefix === "peer-" ? str("peer-cert-allowed-cn") : "";
+    const allowedHostname = str(prefix === "peer-" ? "peer-cert-allowed-hostname" : "client-cert-allowed-hostname");
+    if (allowedCn !== "" && allowedHostname !== "") {
+      throw new ConfigError(`AllowedCN and AllowedHostname are mutually exclusive (cn=${JSON.stringify(allowedCn)}, hostname=${JSON.stringify(allowedHostname)})`);
+    }
     return {
       certFile,
       keyFile,
       trustedCaFile: str(`${prefix}trusted-ca-file`),
-      clientCertAuth: parseBool(`${prefix}client-cert-auth`, v[`${prefix}client-cert-auth`] ?? false),
-      autoTls: parseBool(`${prefix}auto-tls`, v[`${prefix}auto-tls`] ?? false),
-      crlFile: prefix === "peer-" ? str("peer-crl-file") : "",
-      allowedCn: prefix === "peer-" ? str("peer-cert-allowed-cn") : "",
+      clientCertAuth: parseBool(label(`${prefix}client-cert-auth`), v[`${prefix}client-cert-auth`] ?? false),
+      autoTls: parseBool(label(`${prefix}auto-tls`), v[`${prefix}auto-tls`] ?? false),
+      crlFile: str(prefix === "peer-" ? "peer-crl-file" : "client-crl-file"),
+      allowedCn,
+      allowedHostname,
+      skipClientSanVerify: prefix === "peer-" && parseBool(label("experimental-peer-skip-client-san-verification"), v["experimental-peer-skip-client-san-verification"] ?? false),
     };
   };
   const clientTls = side("");
@@ -399,25 +852,99 @@ function tlsConfig(v: Record<string, unknown>, listen: { client: readonly URL[];
   if (unknown !== undefined) {
     throw new ConfigError(`unexpected TLS cipher suite ${JSON.stringify(unknown)} (valid: ${goCipherSuiteNames().join(", ")})`);
   }
+  // etcd's default is "*"; kvctl keeps an empty list for "allow all".
   const hostWhitelist = [...new Set(str("host-whitelist").split(",").map((s) => s.trim()).filter((s) => s !== ""))];
   return { clientTls, peerTls, cipherSuites, hostWhitelist };
 }
 
-/** Parses `kvctl serve` arguments and KV_* variables. Returns null when --help was printed. */
+/** `kvctl serve --version`: etcd's four lines, with kvctl's own version first. */
+export function versionText(): string {
+  return [
+    `kvctl Version: ${KVCTL_VERSION}`,
+    `etcd Version: ${ETCD_SERVER_VERSION} (the etcd release whose API kvctl serves)`,
+    `Node Version: ${process.version}`,
+    `Node OS/Arch: ${process.platform}/${process.arch}`,
+  ].join("\n") + "\n";
+}
+
+/**
+ * Parses `kvctl serve` arguments with KV_* and ETCD_* variables, or the --config-file.
+ * Returns null when --help or --version was printed.
+ */
 export async function parseServeArgs(args: readonly string[], env: NodeJS.ProcessEnv = process.env, out: (text: string) => void = (t) => process.stdout.write(t)): Promise<ServerConfig | null> {
-  const { values, help, rest } = parseGoFlags(args);
+  const { values, help, version, rest, ignored } = parseGoFlags(args);
   if (help) {
     out(serveHelp());
     return null;
   }
   if (rest.length > 0) throw new ConfigError(`'${rest[0]}' is not a valid flag`);
-  const explicit = new Set(values.keys());
-  const v: Record<string, unknown> = {};
-  for (const f of serveFlags) {
-    // KV_<FLAG> fills every flag not given on the command line (then KV_<ALIAS>: KV_CA_FILE).
-    const e = [f.name, ...(f.aliases ?? [])].map((n) => env[envName(n)]).find((x) => x !== undefined);
-    if (e !== undefined) explicit.add(f.name);
-    v[f.name] = values.get(f.name) ?? e ?? f.default;
+  if (version) {
+    out(versionText());
+    return null;
   }
-  return buildConfig(v, explicit);
+  const notices: ConfigNotice[] = ignored.map((n) => ({ level: "warn", msg: `flag "-${n}" is no longer supported - ignoring.` }));
+  const present = (x: string | undefined): x is string => x !== undefined && x !== "";
+  const configFile = values.get("config-file") ?? env[envName("config-file")] ?? (present(env[etcdEnvName("config-file")]) ? env[etcdEnvName("config-file")] : undefined) ?? "";
+  const v: Record<string, unknown> = {};
+  const explicit = new Set<string>();
+  const origin = new Map<string, string>();
+  if (configFile !== "") {
+    // etcd: the file replaces flags and variables entirely.
+    const file = await readConfigFile(configFile);
+    notices.push({ level: "info", msg: "loaded server configuration, other configuration command line flags and environment variables will be ignored if provided", fields: { path: configFile } });
+    notices.push(...file.notices);
+    for (const f of serveFlags) {
+      const x = file.values.get(f.name);
+      if (x !== undefined) {
+        explicit.add(f.name);
+        origin.set(f.name, `configuration file key ${f.name}`);
+      }
+      v[f.name] = x ?? f.default;
+    }
+    for (const f of serveFlags) if (explicit.has(f.name)) checkFlagValue(f, String(v[f.name]), origin.get(f.name)!);
+    return buildConfig(v, explicit, { notices, configFile, label: (f) => origin.get(f) ?? `flag -${f}` });
+  }
+  // Every ETCD_ name of a flag counts as known, set or empty; others are warned about as etcd does.
+  const etcdKnown = new Set<string>([...serveFlags.flatMap((f) => [f.name, ...(f.aliases ?? [])]), ...ignoredEtcdFlags, "version"].map(etcdEnvName));
+  for (const f of serveFlags) {
+    if (f.name === "config-file") {
+      v[f.name] = values.get(f.name) ?? f.default;
+      continue;
+    }
+    const names = [f.name, ...(f.aliases ?? [])];
+    const kv = names.map(envName).find((k) => env[k] !== undefined);
+    // etcd reads a variable only when it is not empty (pkg/flags.SetFlagsFromEnv).
+    const etcd = names.map(etcdEnvName).find((k) => present(env[k]));
+    const cmd = values.get(f.name);
+    if (cmd !== undefined) {
+      if (etcd !== undefined) {
+        throw new ConfigError(`conflicting environment variable ${JSON.stringify(etcd)} is shadowed by corresponding command-line flag (either unset environment variable or disable flag)`);
+      }
+      explicit.add(f.name);
+      v[f.name] = cmd;
+    } else if (kv !== undefined) {
+      // KV_<FLAG> fills every flag not given on the command line (then KV_<ALIAS>: KV_CA_FILE), before ETCD_<FLAG>.
+      explicit.add(f.name);
+      origin.set(f.name, kv);
+      v[f.name] = env[kv];
+      checkFlagValue(f, String(env[kv]), kv);
+    } else if (etcd !== undefined) {
+      explicit.add(f.name);
+      origin.set(f.name, etcd);
+      v[f.name] = env[etcd];
+      checkFlagValue(f, String(env[etcd]), etcd);
+      notices.push({ level: "info", msg: "recognized and used environment variable", fields: { variable: `${etcd}=${env[etcd]}` } });
+    } else {
+      v[f.name] = f.default;
+    }
+  }
+  for (const n of ignoredEtcdFlags) {
+    const k = etcdEnvName(n);
+    if (!present(env[k])) continue;
+    notices.push({ level: "warn", msg: `flag "-${n}" is no longer supported - ignoring.`, fields: { variable: k } });
+  }
+  for (const [k, x] of Object.entries(env)) {
+    if (k.startsWith("ETCD_") && !etcdKnown.has(k)) notices.push({ level: "warn", msg: "unrecognized environment variable", fields: { variable: `${k}=${x ?? ""}` } });
+  }
+  return buildConfig(v, explicit, { notices, label: (f) => origin.get(f) ?? `flag -${f}` });
 }

@@ -16,11 +16,27 @@ export function isLogLevel(s: string): s is LogLevelName {
   return Object.hasOwn(LogLevel, s);
 }
 
-export function createLogger(level: LogLevelName, sink: (line: string) => void = (l) => process.stderr.write(l)): Logger {
+/** "json": zap's production encoding, kvctl's default; "capnslog": etcd 3.4's default text lines (--logger). */
+export type LogFormat = "json" | "capnslog";
+
+const capnsLetter: Record<LogLevelName, string> = { debug: "D", info: "I", warn: "W", error: "E" };
+
+/** capnslog's `2006-01-02 15:04:05.000000 I | pkg: message` in local time; fields follow as JSON. */
+function capnslogLine(lvl: LogLevelName, msg: string, fields: Record<string, unknown> | undefined): string {
+  const d = new Date();
+  const p = (n: number, w = 2): string => String(n).padStart(w, "0");
+  const ts = `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}.${p(d.getMilliseconds(), 3)}000`;
+  const { component, ...rest } = fields ?? {};
+  const pkg = typeof component === "string" ? component : "kvctl";
+  const tail = Object.keys(rest).length > 0 ? ` ${JSON.stringify(rest)}` : "";
+  return `${ts} ${capnsLetter[lvl]} | ${pkg}: ${msg}${tail}\n`;
+}
+
+export function createLogger(level: LogLevelName, sink: (line: string) => void = (l) => process.stderr.write(l), format: LogFormat = "json"): Logger {
   const min = LogLevel[level];
   const emit = (lvl: LogLevelName, msg: string, fields?: Record<string, unknown>): void => {
     if (LogLevel[lvl] < min) return;
-    sink(JSON.stringify({ level: lvl, ts: new Date().toISOString(), msg, ...fields }) + "\n");
+    sink(format === "capnslog" ? capnslogLine(lvl, msg, fields) : JSON.stringify({ level: lvl, ts: new Date().toISOString(), msg, ...fields }) + "\n");
   };
   return {
     debug: (m, f) => emit("debug", m, f),

@@ -1,6 +1,23 @@
 // `kvctl serve`: the only CLI module that imports server code (DESIGN.md §2).
+import { openSync, writeSync } from "node:fs";
 import { ConfigError, parseServeArgs } from "../../server/config.ts";
 import { createLogger } from "../../server/logger.ts";
+
+/**
+ * One sink for --log-outputs: stderr ("default", and "systemd/journal", which journald
+ * collects from a service's stderr anyway), stdout, or files opened for appending (as
+ * zap opens them). A file write is synchronous so the last lines before a crash are kept.
+ */
+function logSink(outputs: readonly string[]): (line: string) => void {
+  const writers = outputs.map((o): ((line: string) => void) => {
+    if (o === "default" || o === "stderr" || o === "systemd/journal") return (l) => process.stderr.write(l);
+    if (o === "stdout") return (l) => process.stdout.write(l);
+    const fd = openSync(o, "a", 0o666);
+    return (l) => writeSync(fd, l);
+  });
+  const [only] = writers;
+  return writers.length === 1 && only !== undefined ? only : (l) => { for (const w of writers) w(l); };
+}
 
 export async function runServe(args: string[]): Promise<number> {
   let config;
@@ -14,7 +31,16 @@ export async function runServe(args: string[]): Promise<number> {
     throw err;
   }
   if (config === null) return 0;
-  const log = createLogger(config.logLevel);
+  let sink: (line: string) => void;
+  try {
+    sink = logSink(config.logOutputs);
+  } catch (err) {
+    process.stderr.write(`kvctl serve: cannot open a --log-outputs file: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+  const log = createLogger(config.logLevel, sink, config.logger === "capnslog" ? "capnslog" : "json");
+  // What configuration reading had to say (environment variables used, etcd flags kvctl does not act on, ...).
+  for (const n of config.notices) log[n.level](n.msg, n.fields);
   const { startServer } = await import("../../server/index.ts");
   // --proxy on|readonly (or a proxy's data dir): a v2 proxy instead of a member.
   const { startProxyIfConfigured } = await import("../../server/proxy/index.ts");

@@ -15,7 +15,7 @@ const basic = (s: string): string => "Basic " + Buffer.from(s).toString("base64"
 /** The status of an answer given at once (not a promise). */
 const status = (r: ReturnType<FastHandler>): number | undefined => (r instanceof Promise ? assert.fail("a promise") : r?.status);
 
-async function fakeServer(opts: { hostWhitelist?: string[]; auth?: boolean; clientCertAuth?: boolean } = {}) {
+async function fakeServer(opts: { hostWhitelist?: string[]; auth?: boolean; clientCertAuth?: boolean; enableV2?: boolean; cors?: string[] } = {}) {
   const store = new V2Store();
   for (const k of ["/pub/a", "/pub/sub/b", "/team/x", "/secret"]) store.set(k, { value: "v" }, Date.now());
   const hash = await hashPassword("pw");
@@ -39,7 +39,7 @@ async function fakeServer(opts: { hostWhitelist?: string[]; auth?: boolean; clie
     auth,
     appliedIndex: 5,
     term: 2,
-    config: { hostWhitelist: opts.hostWhitelist ?? [], clientTls: { clientCertAuth: opts.clientCertAuth ?? false } },
+    config: { hostWhitelist: opts.hostWhitelist ?? [], clientTls: { clientCertAuth: opts.clientCertAuth ?? false }, enableV2: opts.enableV2 ?? true, cors: opts.cors ?? ["*"] },
   } as unknown as KvServer;
   const lane = keysFastGet({ server, clusterId: "c1", watches: new Set() });
   const get = (target: string, headers: { host?: string; authorization?: string } = {}) => {
@@ -48,6 +48,11 @@ async function fakeServer(opts: { hostWhitelist?: string[]; auth?: boolean; clie
   };
   return { get, counted };
 }
+
+test("--enable-v2=false and a restricted --cors leave every request to the router", async () => {
+  assert.equal((await fakeServer({ enableV2: false })).get("/v2/keys/secret"), undefined);
+  assert.equal((await fakeServer({ cors: ["http://a.example:80"] })).get("/v2/keys/secret"), undefined);
+});
 
 test("without access control or whitelist the lane answers plain GETs, found or not", async () => {
   const { get, counted } = await fakeServer();

@@ -17,8 +17,12 @@ import { parseKeyRequest, type KeyRequest } from "./parse-key-request.ts";
 import { muxCleanPath } from "./path.ts";
 import { jsonBase, v2ErrorParts } from "./respond.ts";
 import { keyOfPath, requestLineTooLong } from "./router.ts";
+import { allowsAnyOrigin } from "./cors.ts";
 
 export function keysFastGet(ctx: KeysContext): FastHandler {
+  // --enable-v2=false and a restricted --cors change every answer: the router gives those.
+  const { enableV2, cors } = ctx.server.config;
+  if (!enableV2 || !allowsAnyOrigin(cors)) return () => undefined;
   return (head): ReturnType<FastHandler> => {
     const server = ctx.server;
     if (head.method !== "GET") return undefined;

@@ -14,6 +14,7 @@ import type { V3GatewayContext } from "./v3-backend.ts";
 import { refuseUnlistedHost } from "./host-whitelist.ts";
 import { refuseGatewayCommonName } from "./gateway-cn.ts";
 import { handleHealth, handleMachines, handleMembers, handleStats, handleVersion } from "./info-handlers.ts";
+import { allowsAnyOrigin, restrictCors } from "./cors.ts";
 
 /** etcd (cmux) resets requests whose request line exceeds this; kvctl answers 414 instead. */
 export const MAX_REQUEST_LINE = 4096;
@@ -81,6 +82,8 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterConte
   // issue 6: the v3 gateway never takes a user from a certificate's Common Name (etcd says so with a 400).
   const gatewayCn = { clientCertAuth: ctx.server.config.clientTls.clientCertAuth, v3AuthEnabled: ctx.server.v3auth.enabled };
   if (refuseGatewayCommonName(req, res, gatewayCn)) return;
+  const config = ctx.server.config;
+  if (!allowsAnyOrigin(config.cors)) restrictCors(req, res, config.cors); // issue 21: --cors
   if (method === "OPTIONS") {
     req.resume();
     res.writeHead(200, corsHeaders);
@@ -102,6 +105,11 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterConte
     return;
   }
 
+  // issue 21: --enable-v2=false leaves etcd's basic handlers (/version, /health) and the v3 gateway.
+  if (!config.enableV2 && (path === "/v2" || path.startsWith("/v2/"))) {
+    req.resume();
+    throw notFound();
+  }
   const key = keyOfPath(path);
   if (key !== undefined) {
     await handleKeys(req, res, key, rawQuery, ctx);
@@ -129,7 +137,7 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterConte
     return handleMembers(req, res, path.slice("/v2/members".length), ctx);
   }
   if (path.startsWith("/v2/auth/")) return handleAuth(req, res, path, rawQuery, ctx); // issue 3
-  const v3 = v3Route(path);
+  const v3 = config.enableGrpcGateway ? v3Route(path) : undefined; // issue 21: --enable-grpc-gateway
   if (v3 !== undefined) return handleV3(req, res, v3, ctx);
   req.resume();
   throw notFound();

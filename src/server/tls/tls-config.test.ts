@@ -14,7 +14,7 @@ async function parse(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Serve
 
 test("TLS flags default to off, with an empty whitelist and cipher list", async () => {
   const c = await parse([]);
-  assert.deepEqual(c.clientTls, { certFile: "", keyFile: "", trustedCaFile: "", clientCertAuth: false, autoTls: false, crlFile: "", allowedCn: "" });
+  assert.deepEqual(c.clientTls, { certFile: "", keyFile: "", trustedCaFile: "", clientCertAuth: false, autoTls: false, crlFile: "", allowedCn: "", allowedHostname: "", skipClientSanVerify: false });
   assert.deepEqual(c.peerTls.certFile, "");
   assert.deepEqual(c.cipherSuites, []);
   assert.deepEqual(c.hostWhitelist, []);
@@ -22,7 +22,7 @@ test("TLS flags default to off, with an empty whitelist and cipher list", async 
 
 test("client TLS flags are read, bool flags take no value and accept =false", async () => {
   const c = await parse([...https, "--cert-file", "c.pem", "--key-file=k.pem", "--client-cert-auth", "--trusted-ca-file", "ca.pem", "--auto-tls=false"]);
-  assert.deepEqual(c.clientTls, { certFile: "c.pem", keyFile: "k.pem", trustedCaFile: "ca.pem", clientCertAuth: true, autoTls: false, crlFile: "", allowedCn: "" });
+  assert.deepEqual(c.clientTls, { certFile: "c.pem", keyFile: "k.pem", trustedCaFile: "ca.pem", clientCertAuth: true, autoTls: false, crlFile: "", allowedCn: "", allowedHostname: "", skipClientSanVerify: false });
 });
 
 test("--ca-file and --peer-ca-file are the older names of the trusted CA flags", async () => {
