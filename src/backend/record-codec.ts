@@ -6,7 +6,6 @@
 // Revisions are JS numbers (safe integers); lease IDs are int64 and never pass through one.
 
 import { StoredRecord, type ValueSource } from "../store/v3/key-index.ts";
-import { keyId } from "../store/v3/keys.ts";
 
 export const REVISION_KEY_BYTES = 16;
 const HEADER = 1 + 4 + 8 + 8 + 8;
@@ -47,12 +46,11 @@ export function decodeRecordMeta(main: number, sub: number, b: Uint8Array, sourc
   const tombstone = (buf.readUInt8(0) & 1) === 1;
   const keyLen = buf.readUInt32BE(1);
   if (HEADER + keyLen > buf.length) throw new Error(`v3 backend: record ${main}.${sub} has a key past its end`);
-  // A copy: the buffer may be LMDB's reused read buffer.
-  const key = Buffer.from(buf.subarray(HEADER, HEADER + keyLen));
+  const id = buf.toString("latin1", HEADER, HEADER + keyLen);
   const createRevision = buf.readDoubleBE(5);
   const version = buf.readDoubleBE(13);
   const lease = buf.readBigInt64BE(21);
-  return new StoredRecord(keyId(key), key, main, sub, createRevision, version, tombstone ? EMPTY : undefined, lease, tombstone, source);
+  return new StoredRecord(id, main, sub, createRevision, version, tombstone ? EMPTY : undefined, lease, tombstone, source);
 }
 
 /** The value bytes of an encoded record (a view into `b`). */

@@ -42,3 +42,4 @@ export {
   type SoftState,
 } from "./types.ts";
 export { decodeConfChange, describeEntry, describeMessage, encodeConfChange, entrySize } from "./util.ts";
+export { retainEntryData } from "./entry-arena.ts";

@@ -5,6 +5,7 @@
 
 import type { V2AuthOp } from "../auth/index.ts"; // v2 access control (issue 3)
 import { parseWithBytes, stringifyWithBytes, type V3Op } from "./v3-command.ts";
+import { retainEntryData } from "../raft/index.ts";
 
 /** A v2 key-space request, after validation at the HTTP edge (etcd's etcdserverpb.Request). */
 export interface V2Request {
@@ -52,11 +53,15 @@ export type CommandBody = Command extends infer C ? (C extends Command ? Omit<C,
 const v2Defaults = { val: "", dir: false, prevValue: "", prevIndex: 0, recursive: false, sorted: false } as const;
 
 /**
- * Encodes a command as JSON bytes. Buffer.from (not TextEncoder) because small Buffers come
- * from a shared pool: the in-memory Raft log holds up to --snapshot-count entries, and a
- * separate ArrayBuffer per entry costs more than the entry itself.
+ * Encodes a command as JSON bytes, kept in the log's own slabs (raft/entry-arena.ts): the
+ * in-memory Raft log holds up to --snapshot-count entries, and a separate ArrayBuffer per
+ * entry costs more than the entry itself.
  */
 export function encodeCommand(c: Command): Uint8Array {
+  return retainEntryData(encodeText(c));
+}
+
+function encodeText(c: Command): Buffer {
   if (c.t === "v3") return Buffer.from(stringifyWithBytes({ t: c.t, m: c.m, id: c.id, time: c.time, op: c.op })); // "t" first: decodeCommand looks for it
   if (c.t !== "v2") return Buffer.from(JSON.stringify(c));
   const r: Partial<V2Request> & Pick<V2Request, "method" | "path"> = { method: c.r.method, path: c.r.path };

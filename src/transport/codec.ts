@@ -20,7 +20,7 @@
 // the whole body, or a shared pool slab, for as long as Raft keeps the entry); the
 // snapshot data is a view (no 2nd copy of the largest field; the body is its only user).
 
-import { EntryType, MessageType, type Entry, type Message, type Snapshot } from "../raft/index.ts";
+import { EntryType, MessageType, retainEntryData, type Entry, type Message, type Snapshot } from "../raft/index.ts";
 
 export const codecVersion = 1;
 
@@ -213,11 +213,9 @@ class Reader {
     const view = this.buf.subarray(this.pos, this.pos + n);
     this.pos += n;
     if (!copy) return view;
-    // Copied into Buffer's shared pool: small entries share 8 KiB slabs instead of each
-    // holding an ArrayBuffer of its own, which the garbage collector tracks one by one.
-    const pooled = Buffer.allocUnsafe(n);
-    pooled.set(view);
-    return new Uint8Array(pooled.buffer, pooled.byteOffset, n);
+    // Copied into the log's own slabs (raft/entry-arena.ts): small entries share them
+    // instead of each holding an ArrayBuffer the garbage collector tracks one by one.
+    return retainEntryData(view);
   }
 }
 

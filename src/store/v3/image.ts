@@ -74,11 +74,11 @@ export function restoreImage(image: MvccImage): { revision: number; compactRevis
           fail(`bad record revision for ${JSON.stringify(id)}`);
         }
         if (typeof value !== "string" || typeof lease !== "string" || !/^-?\d+$/.test(lease)) fail("bad record value");
-        return new StoredRecord(id, key, main, sub, createRevision, version, Buffer.from(value, "base64"), BigInt(lease), version === 0);
+        return new StoredRecord(id, main, sub, createRevision, version, Buffer.from(value, "base64"), BigInt(lease), version === 0);
       });
     });
     try {
-      indexes.push(KeyIndex.fromRecords(id, key, generations));
+      indexes.push(KeyIndex.fromRecords(id, generations));
     } catch (err) {
       fail((err as Error).message);
     }

@@ -9,7 +9,7 @@ const shape = (ki: KeyIndex) =>
   ki.generations().map((g) => g.map((r) => `${r.main}.${r.sub}${r.tombstone ? "t" : `v${r.version}c${r.createRevision}`}`));
 
 function history(): KeyIndex {
-  const ki = new KeyIndex("k", v("k"));
+  const ki = new KeyIndex("k");
   ki.put({ main: 2, sub: 0, value: v("a"), lease: 0n });
   ki.put({ main: 3, sub: 0, value: v("b"), lease: 0n });
   ki.tombstone(4, 0);
@@ -65,7 +65,7 @@ test("key index compaction past a final tombstone empties the index", () => {
 });
 
 test("a txn deleting and re-creating a key makes two generations in one revision", () => {
-  const ki = new KeyIndex("k", v("k"));
+  const ki = new KeyIndex("k");
   ki.put({ main: 2, sub: 0, value: v("a"), lease: 0n });
   const t = ki.tombstone(3, 0);
   const p = ki.put({ main: 3, sub: 1, value: v("b"), lease: 0n });
@@ -79,7 +79,7 @@ test("a txn deleting and re-creating a key makes two generations in one revision
 
 test("fromRecords rejects misplaced tombstones and disorder", () => {
   const recs = history().generations().map((g) => [...g]);
-  KeyIndex.fromRecords("k", v("k"), recs);
-  assert.throws(() => KeyIndex.fromRecords("k", v("k"), [recs[1]!, recs[0]!]), /out of order/);
-  assert.throws(() => KeyIndex.fromRecords("k", v("k"), [[...recs[0]!, ...recs[1]!]]), /misplaced tombstone/);
+  KeyIndex.fromRecords("k", recs);
+  assert.throws(() => KeyIndex.fromRecords("k", [recs[1]!, recs[0]!]), /out of order/);
+  assert.throws(() => KeyIndex.fromRecords("k", [[...recs[0]!, ...recs[1]!]]), /misplaced tombstone/);
 });

@@ -10,6 +10,7 @@
 import type { KeyValue, LeaseId } from "./types.ts";
 import { NO_LEASE } from "./types.ts";
 import type { KeyId } from "./keys.ts";
+import { keyBytes } from "./keys.ts";
 
 /** Where a record's value is read from once it is no longer held in memory (the backend). */
 export interface ValueSource {
@@ -24,7 +25,6 @@ export interface ValueSource {
  */
 export class StoredRecord {
   readonly id: KeyId;
-  readonly key: Buffer;
   /** The revision (main) and the position of the change inside it (sub). */
   readonly main: number;
   readonly sub: number;
@@ -39,7 +39,6 @@ export class StoredRecord {
 
   constructor(
     id: KeyId,
-    key: Buffer,
     main: number,
     sub: number,
     createRevision: number,
@@ -50,7 +49,6 @@ export class StoredRecord {
     source?: ValueSource,
   ) {
     this.id = id;
-    this.key = key;
     this.main = main;
     this.sub = sub;
     this.createRevision = createRevision;
@@ -64,6 +62,14 @@ export class StoredRecord {
 
   get value(): Buffer {
     return this.#value ?? this.#source!.readValue(this);
+  }
+
+  /**
+   * The key's bytes, made from its index form on each call: a long-lived small Buffer would
+   * pin the 8 KiB pool slab it was cut from, and with it the values allocated beside it.
+   */
+  get key(): Buffer {
+    return keyBytes(this.id);
   }
 
   /** True while the value is held in memory. */
@@ -100,7 +106,6 @@ export function recordBefore(a: StoredRecord, b: StoredRecord): boolean {
 
 export class KeyIndex {
   readonly id: KeyId;
-  readonly key: Buffer;
   /**
    * Invariants: every generation is non-empty; records ascend by (main, sub) across all
    * generations; every generation but the last ends with its only tombstone; the last
@@ -109,9 +114,13 @@ export class KeyIndex {
    */
   #generations: StoredRecord[][] = [];
 
-  constructor(id: KeyId, key: Buffer) {
+  constructor(id: KeyId) {
     this.id = id;
-    this.key = key;
+  }
+
+  /** The key's bytes (made on each call, see StoredRecord.key). */
+  get key(): Buffer {
+    return keyBytes(this.id);
   }
 
   /** The newest record (maybe a tombstone), or undefined for an empty index. */
@@ -148,7 +157,6 @@ export class KeyIndex {
     const prev = this.live();
     const rec = new StoredRecord(
       this.id,
-      this.key,
       opts.main,
       opts.sub,
       prev === undefined ? opts.main : prev.createRevision,
@@ -168,7 +176,7 @@ export class KeyIndex {
     if (this.live() === undefined) {
       throw new Error(`mvcc: tombstone of a key that is not live (${JSON.stringify(this.id)})`);
     }
-    const rec = new StoredRecord(this.id, this.key, main, sub, 0, 0, EMPTY, NO_LEASE, true);
+    const rec = new StoredRecord(this.id, main, sub, 0, 0, EMPTY, NO_LEASE, true);
     this.#generations.at(-1)!.push(rec);
     return rec;
   }
@@ -244,8 +252,8 @@ export class KeyIndex {
   }
 
   /** Rebuilds an index from records in (main, sub) order (snapshot restore). */
-  static fromRecords(id: KeyId, key: Buffer, generations: StoredRecord[][]): KeyIndex {
-    const ki = new KeyIndex(id, key);
+  static fromRecords(id: KeyId, generations: StoredRecord[][]): KeyIndex {
+    const ki = new KeyIndex(id);
     let last: StoredRecord | undefined;
     generations.forEach((g, i) => {
       if (g.length === 0) throw new Error(`mvcc image: empty generation for ${JSON.stringify(id)}`);

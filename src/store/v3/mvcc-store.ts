@@ -102,7 +102,7 @@ export class MvccStore {
     for (const r of loaded.records) {
       let ki = s.#tree.get(r.id);
       if (ki === undefined) {
-        ki = new KeyIndex(r.id, r.key);
+        ki = new KeyIndex(r.id);
         s.#tree.set(r.id, ki);
       }
       ki.restore(r);
@@ -310,7 +310,7 @@ export class MvccStore {
     const id = keyId(req.key);
     let ki = this.#tree.get(id);
     if (ki === undefined) {
-      ki = new KeyIndex(id, Buffer.from(req.key));
+      ki = new KeyIndex(id);
       this.#tree.set(id, ki);
     }
     const prev = ki.live();

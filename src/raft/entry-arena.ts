@@ -1,0 +1,28 @@
+// Where the bytes of log entries live while the in-memory log holds them (up to
+// --snapshot-count entries). Entries are copied into slabs that hold nothing else: a log
+// entry cut from Node's shared 8 KiB Buffer pool pinned its slab, and with it whatever
+// short-lived bytes were allocated beside it (the decoded values of the same writes),
+// which tripled the memory the log cost. Slabs go when every entry in them is compacted
+// away, which happens in log order.
+
+const SLAB_BYTES = 256 * 1024;
+/** Larger entries get an ArrayBuffer of their own (they would waste a slab's tail). */
+const OWN_BUFFER_FROM = SLAB_BYTES / 8;
+
+let slab = new Uint8Array(0);
+let used = 0;
+
+/** A copy of `data` for the log to keep. */
+export function retainEntryData(data: Uint8Array): Uint8Array {
+  const n = data.length;
+  if (n === 0) return data;
+  if (n >= OWN_BUFFER_FROM) return data.slice();
+  if (used + n > slab.length) {
+    slab = new Uint8Array(SLAB_BYTES);
+    used = 0;
+  }
+  const out = slab.subarray(used, used + n);
+  out.set(data);
+  used += (n + 7) & ~7;
+  return out;
+}
