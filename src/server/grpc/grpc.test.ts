@@ -1,0 +1,212 @@
+// The gRPC layer in process: framing, cmux classification, and calls made with node:http2
+// through mux -> server -> services against the gateway tests' fake backend.
+import assert from "node:assert/strict";
+import http2 from "node:http2";
+import { createServer, type AddressInfo, type Server } from "node:net";
+import { after, before, describe, test } from "node:test";
+import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import { V3Errors } from "../../api/v3-errors.ts";
+import { FakeV3Backend } from "../http/v3-fake-backend.test-helper.ts";
+import { MessageReader, decodeGrpcMessage, encodeGrpcMessage, frameMessage } from "./frames.ts";
+import { HTTP2_PREFACE, classify, muxConnections } from "./mux.ts";
+import { GrpcServer } from "./server.ts";
+import { createRpcTable, grpcRecvLimit, padSnapshot } from "./services.ts";
+import {
+  LeaseGrantRequestSchema,
+  LeaseGrantResponseSchema,
+  PutRequestSchema,
+  PutResponseSchema,
+  RangeRequestSchema,
+  RangeResponseSchema,
+  TxnRequestSchema,
+  TxnResponseSchema,
+  WatchRequestSchema,
+  WatchResponseSchema,
+} from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
+
+test("frames: split anywhere, several per chunk, limit refused at the prefix", () => {
+  const a = frameMessage(Buffer.from("hello"));
+  const b = frameMessage(Buffer.alloc(0));
+  const all = Buffer.concat([a, b, a]);
+  const r = new MessageReader(100);
+  const got: string[] = [];
+  for (let i = 0; i < all.length; i += 3) for (const m of r.push(all.subarray(i, i + 3))) got.push(Buffer.from(m).toString());
+  assert.deepEqual(got, ["hello", "", "hello"]);
+  assert.equal(r.partial, false);
+  const small = new MessageReader(4);
+  assert.throws(() => small.push(a.subarray(0, 5)), { code: 8, message: "grpc: received message larger than max (5 vs. 4)" });
+});
+
+test("grpc-message percent-encoding round trip", () => {
+  assert.equal(encodeGrpcMessage("etcdserver: key is not provided"), "etcdserver: key is not provided");
+  assert.equal(encodeGrpcMessage("100% é\n"), "100%25 %C3%A9%0A");
+  assert.equal(decodeGrpcMessage(encodeGrpcMessage("100% é\n")), "100% é\n");
+});
+
+test("cmux classification: the preface, a prefix of it, anything else", () => {
+  assert.equal(classify(HTTP2_PREFACE), "grpc");
+  assert.equal(classify(HTTP2_PREFACE.subarray(0, 10)), undefined);
+  assert.equal(classify(Buffer.from("POST /v3/kv/range HTTP/1.1\r\n")), "http");
+  assert.equal(classify(Buffer.from("PRI * HTTP/1.1")), "http");
+});
+
+test("a JSON snapshot is padded to 512 bytes with newlines; other images are not", () => {
+  const p = padSnapshot(Buffer.from('{"a":1}'));
+  assert.equal(p.length, 512);
+  assert.deepEqual(JSON.parse(Buffer.from(p).toString()), { a: 1 });
+  assert.equal(padSnapshot(Buffer.from("binary")).length, 6);
+});
+
+describe("gRPC calls through the mux", () => {
+  const backend = new FakeV3Backend();
+  const gw = { backend, maxRequestBytes: 1.5 * 1024 * 1024, maxTxnOps: 128 };
+  const grpc = new GrpcServer(createRpcTable(gw), { maxRecvBytes: grpcRecvLimit(gw), clientCertAuth: false });
+  let tcp: Server;
+  let client: http2.ClientHttp2Session;
+  const httpSeen: string[] = [];
+
+  before(async () => {
+    const toHttp = (s: import("node:net").Socket): void => {
+      s.once("data", (d: Buffer) => {
+        httpSeen.push(d.toString("latin1").split("\r\n")[0] ?? "");
+        s.end("HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
+      });
+    };
+    tcp = createServer(muxConnections(toHttp, (s) => grpc.accept(s)));
+    await new Promise<void>((r) => tcp.listen(0, "127.0.0.1", r));
+    client = http2.connect(`http://127.0.0.1:${(tcp.address() as AddressInfo).port}`);
+  });
+  after(() => {
+    client.close();
+    grpc.close();
+    tcp.close();
+  });
+
+  interface Reply {
+    status: string;
+    message: string;
+    messages: Uint8Array[];
+  }
+
+  function call(path: string, bodies: Uint8Array[], headers: http2.OutgoingHttpHeaders = {}): Promise<Reply> {
+    return new Promise((resolve, reject) => {
+      const req = client.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...headers });
+      const reader = new MessageReader(1 << 30);
+      const messages: Uint8Array[] = [];
+      let status = "";
+      let message = "";
+      req.on("response", (h) => {
+        if (h["grpc-status"] !== undefined) {
+          status = String(h["grpc-status"]);
+          message = decodeGrpcMessage(String(h["grpc-message"] ?? ""));
+        }
+      });
+      req.on("trailers", (t) => {
+        status = String(t["grpc-status"]);
+        message = decodeGrpcMessage(String(t["grpc-message"] ?? ""));
+      });
+      req.on("data", (c: Buffer) => messages.push(...reader.push(c)));
+      req.on("end", () => resolve({ status, message, messages }));
+      req.on("error", reject);
+      for (const b of bodies) req.write(frameMessage(b));
+      req.end();
+    });
+  }
+
+  async function unary<I extends DescMessage, O extends DescMessage>(path: string, i: I, o: O, body: MessageInitShape<I>): Promise<MessageShape<O>> {
+    const r = await call(path, [toBinary(i, create(i, body))]);
+    assert.equal(r.status, "0", r.message);
+    assert.equal(r.messages.length, 1);
+    return fromBinary(o, r.messages[0]!);
+  }
+
+  test("Put then Range: bytes, int64 revisions, header IDs beyond 2^53", async () => {
+    await unary("/etcdserverpb.KV/Put", PutRequestSchema, PutResponseSchema, { key: Buffer.from("k"), value: Buffer.from("v") });
+    const r = await unary("/etcdserverpb.KV/Range", RangeRequestSchema, RangeResponseSchema, { key: Buffer.from("k") });
+    assert.equal(Buffer.from(r.kvs[0]!.value).toString(), "v");
+    assert.equal(r.count, 1n);
+    assert.equal(r.header?.clusterId, 14841639068965178418n);
+    assert.equal(r.header?.revision, BigInt(backend.revision));
+  });
+
+  test("a lease ID above 2^53 survives the round trip", async () => {
+    const id = 0x7fff_ffff_ffff_fff1n;
+    const r = await unary("/etcdserverpb.Lease/LeaseGrant", LeaseGrantRequestSchema, LeaseGrantResponseSchema, { ID: id, TTL: 30n });
+    assert.equal(r.ID, id);
+    assert.ok(backend.leases.has(id));
+  });
+
+  test("etcd's errors keep their code and message", async () => {
+    backend.failNext = V3Errors.compacted();
+    const r = await call("/etcdserverpb.KV/Range", [toBinary(RangeRequestSchema, create(RangeRequestSchema, { key: Buffer.from("k") }))]);
+    assert.deepEqual([r.status, r.message, r.messages.length], ["11", "etcdserver: mvcc: required revision has been compacted", 0]);
+    const empty = await call("/etcdserverpb.KV/Put", [toBinary(PutRequestSchema, create(PutRequestSchema, {}))]);
+    assert.deepEqual([empty.status, empty.message], ["3", "etcdserver: key is not provided"]);
+    const dup = await call("/etcdserverpb.KV/Txn", [
+      toBinary(TxnRequestSchema, create(TxnRequestSchema, { success: [1, 2].map(() => ({ request: { case: "requestPut" as const, value: { key: Buffer.from("d") } } })) })),
+    ]);
+    assert.deepEqual([dup.status, dup.message], ["3", "etcdserver: duplicate key given in txn request"]);
+  });
+
+  test("unknown services and methods are UNIMPLEMENTED with grpc-go's wording", async () => {
+    const m = await call("/etcdserverpb.KV/Nope", [new Uint8Array()]);
+    assert.deepEqual([m.status, m.message], ["12", "unknown method Nope for service etcdserverpb.KV"]);
+    const s = await call("/v3lockpb.Lock/Lock", [new Uint8Array()]);
+    assert.deepEqual([s.status, s.message], ["12", "unknown service v3lockpb.Lock"]);
+  });
+
+  test("the token metadata reaches the backend", async () => {
+    const body = toBinary(RangeRequestSchema, create(RangeRequestSchema, { key: Buffer.from("k") }));
+    await call("/etcdserverpb.KV/Range", [body], { token: "tok123" });
+    assert.equal(backend.calls.at(-1)?.token, "tok123");
+  });
+
+  test("Txn nests responses with revision-only headers", async () => {
+    const r = await unary("/etcdserverpb.KV/Txn", TxnRequestSchema, TxnResponseSchema, {
+      success: [{ request: { case: "requestRange", value: { key: Buffer.from("k") } } }],
+    });
+    assert.equal(r.succeeded, true);
+    const op = r.responses[0]!.response;
+    assert.equal(op.case, "responseRange");
+    if (op.case === "responseRange") assert.deepEqual([op.value.header?.clusterId, op.value.header?.revision], [0n, BigInt(backend.revision)]);
+  });
+
+  test("Watch: created, then events, progress answered with -1, half-close keeps the stream", async () => {
+    const req = client.request({ ":method": "POST", ":path": "/etcdserverpb.Watch/Watch", "content-type": "application/grpc" });
+    const reader = new MessageReader(1 << 30);
+    const got: MessageShape<typeof WatchResponseSchema>[] = [];
+    let wake: () => void = () => undefined;
+    req.on("data", (c: Buffer) => {
+      for (const m of reader.push(c)) got.push(fromBinary(WatchResponseSchema, m));
+      wake();
+    });
+    const until = async (n: number): Promise<void> => {
+      while (got.length < n) await new Promise<void>((r) => (wake = r));
+    };
+    const send = (m: MessageInitShape<typeof WatchRequestSchema>): void => void req.write(frameMessage(toBinary(WatchRequestSchema, create(WatchRequestSchema, m))));
+    send({ requestUnion: { case: "createRequest", value: { key: Buffer.from("w") } } });
+    await until(1);
+    assert.deepEqual([got[0]!.created, got[0]!.watchId], [true, 0n]);
+    await unary("/etcdserverpb.KV/Put", PutRequestSchema, PutResponseSchema, { key: Buffer.from("w"), value: Buffer.from("1") });
+    await until(2);
+    assert.equal(Buffer.from(got[1]!.events[0]!.kv!.value).toString(), "1");
+    send({ requestUnion: { case: "progressRequest", value: {} } });
+    await until(3);
+    assert.equal(got[2]!.watchId, -1n);
+    send({ requestUnion: { case: "createRequest", value: { key: Buffer.from("x") } } });
+    req.end();
+    await until(4);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual([got[3]!.created, got[3]!.watchId], [true, 1n]);
+    assert.equal(backend.watchers.size, 2, "a half-closed call keeps its watchers");
+    req.close();
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(backend.watchers.size, 0, "closing the call cancels its watchers");
+  });
+
+  test("HTTP/1.1 on the same port goes to the HTTP side", async () => {
+    const res = await fetch(`http://127.0.0.1:${(tcp.address() as AddressInfo).port}/version`);
+    assert.equal(res.status, 204);
+    assert.deepEqual(httpSeen, ["GET /version HTTP/1.1"]);
+  });
+});
