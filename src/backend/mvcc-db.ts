@@ -14,11 +14,13 @@
 //   answered.
 import { createRequire } from "node:module";
 import { mkdirSync, statSync } from "node:fs";
+import { rename, rm } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { RootDatabase, Database } from "lmdb";
 import type { LeaseRecord, MvccBackend, MvccLoaded } from "../store/v3/backend.ts";
 import type { StoredRecord } from "../store/v3/key-index.ts";
 import type { LeaseId } from "../store/v3/types.ts";
+import type { AlarmMember } from "../store/v3/alarms.ts";
 import { decodeRecordMeta, encodeRecord, parseRevisionKey, recordValue, revisionKey } from "./record-codec.ts";
 
 // lmdb ships CommonJS too: require() skips Node's ESM export scan of it (start-up).
@@ -44,18 +46,29 @@ function leaseKey(id: LeaseId): Buffer {
   return b;
 }
 
+function fileSize(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
+}
+
 export class MvccDb implements MvccBackend {
   readonly path: string;
   #env!: RootDatabase<Buffer, Buffer>;
   #records!: Database<Buffer, Buffer>;
   #leases!: Database<{ ttl: number; expiry: number }, Buffer>;
   #meta!: Database<Meta, string>;
+  #alarms!: Database<AlarmMember, string>;
   #state: Meta = { consistentIndex: 0, revision: 1, compactRevision: -1 };
   /** Records written since the last commit(): released once their transaction is committed. */
   #pending: StoredRecord[] = [];
   #dirty = false;
   /** The last commit's promise (resolves when LMDB committed it). */
   #lastCommit: Promise<unknown> = Promise.resolve();
+  /** The file's size as of the last commit (the quota check reads it on every write). */
+  #size = 0;
 
   private constructor(path: string) {
     this.path = path;
@@ -67,14 +80,16 @@ export class MvccDb implements MvccBackend {
     return db;
   }
 
-  #openEnv(): void {
-    mkdirSync(dirname(this.path), { recursive: true, mode: 0o700 });
-    this.#env = lmdb.open<Buffer, Buffer>({ path: this.path, noSubdir: true, maxDbs: 8, compression: false, encoding: "binary", keyEncoding: "binary", cache: false });
+  #openEnv(path = this.path): void {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    this.#env = lmdb.open<Buffer, Buffer>({ path, noSubdir: true, maxDbs: 8, compression: false, encoding: "binary", keyEncoding: "binary", cache: false });
     this.#records = this.#env.openDB<Buffer, Buffer>({ name: "key", encoding: "binary", keyEncoding: "binary", cache: false });
     this.#leases = this.#env.openDB<{ ttl: number; expiry: number }, Buffer>({ name: "lease", encoding: "msgpack", keyEncoding: "binary", cache: false });
+    this.#alarms = this.#env.openDB<AlarmMember, string>({ name: "alarm", encoding: "msgpack", keyEncoding: "ordered-binary", cache: false });
     this.#meta = this.#env.openDB<Meta, string>({ name: "meta", encoding: "msgpack", keyEncoding: "ordered-binary", cache: false });
     const meta = this.#meta.get(META_KEY);
     if (meta !== undefined) this.#state = { ...meta };
+    this.#size = fileSize(this.path);
   }
 
   /** The raft index whose v3 effects (and all before it) the file holds. */
@@ -86,6 +101,7 @@ export class MvccDb implements MvccBackend {
   load(): MvccLoaded {
     const records = this.#records;
     const leases = this.#leases;
+    const alarms = [...this.#alarms.getRange({})].map(({ value }) => value);
     const source = this;
     return {
       revision: this.#state.revision,
@@ -105,6 +121,7 @@ export class MvccDb implements MvccBackend {
           }
         },
       },
+      alarms,
     };
   }
 
@@ -135,6 +152,16 @@ export class MvccDb implements MvccBackend {
     this.#dirty = true;
   }
 
+  putAlarm(a: AlarmMember): void {
+    void this.#alarms.put(`${a.alarm}/${a.memberId}`, { memberId: a.memberId, alarm: a.alarm });
+    this.#dirty = true;
+  }
+
+  removeAlarm(a: AlarmMember): void {
+    void this.#alarms.remove(`${a.alarm}/${a.memberId}`);
+    this.#dirty = true;
+  }
+
   readValue(rec: StoredRecord): Buffer {
     const b = this.#records.getBinary(revisionKey(rec.main, rec.sub));
     if (b === undefined) throw new Error(`v3 backend: record ${rec.main}.${rec.sub} is missing`);
@@ -155,6 +182,7 @@ export class MvccDb implements MvccBackend {
     this.#pending = [];
     this.#lastCommit = done.then(() => {
       for (const r of batch) r.release(this);
+      this.#size = fileSize(this.path);
     });
   }
 
@@ -166,12 +194,8 @@ export class MvccDb implements MvccBackend {
 
   /** Bytes of the file, and of the pages in use in it (the status API's dbSize and dbSizeInUse). */
   sizes(): { size: number; inUse: number } {
-    let size = 0;
-    try {
-      size = statSync(this.path).size;
-    } catch {
-      size = 0;
-    }
+    const size = fileSize(this.path);
+    this.#size = size;
     const pages = (s: unknown): number => {
       const st = s as { treeBranchPageCount?: number; treeLeafPageCount?: number; overflowPages?: number };
       return (st.treeBranchPageCount ?? 0) + (st.treeLeafPageCount ?? 0) + (st.overflowPages ?? 0);
@@ -179,8 +203,14 @@ export class MvccDb implements MvccBackend {
     const root = this.#env.getStats() as { pageSize?: number };
     const pageSize = root.pageSize ?? 4096;
     // Two meta pages and the root's own tree, plus each table.
-    const used = 2 + pages(root) + pages(this.#records.getStats()) + pages(this.#leases.getStats()) + pages(this.#meta.getStats());
+    const tables = [this.#records, this.#leases, this.#meta, this.#alarms].map((t) => pages(t.getStats()));
+    const used = 2 + pages(root) + tables.reduce((a, b) => a + b, 0);
     return { size, inUse: Math.min(size, used * pageSize) };
+  }
+
+  /** The file's size as of the last commit, without a system call (etcd's backend Size). */
+  get size(): number {
+    return this.#size;
   }
 
   /**
@@ -190,6 +220,23 @@ export class MvccDb implements MvccBackend {
   async copyTo(path: string, opts: { compact: boolean }): Promise<void> {
     await this.flushed();
     await this.#env.backup(path, opts.compact);
+  }
+
+  /**
+   * Rewrites the file without its free pages (etcd's defrag). The caller makes sure nothing
+   * is written meanwhile. The copy is opened before the old file is closed, so reads never
+   * meet a closed database; then it takes the file's name.
+   */
+  async defragment(): Promise<void> {
+    const tmp = `${this.path}.defrag`;
+    await rm(tmp, { force: true });
+    await this.copyTo(tmp, { compact: true });
+    const old = this.#env;
+    this.#openEnv(tmp);
+    await old.close();
+    await rename(tmp, this.path);
+    await rm(`${tmp}-lock`, { force: true }).catch(() => undefined);
+    this.#size = fileSize(this.path);
   }
 
   /** Closes the file (pending writes are committed first). */

@@ -51,6 +51,8 @@ function applyV3(sm: StateMachine, op: V3Op, at: { time: number; index: number }
     case "leasePromote":
       sm.v3.leasePromote(at.time, { extendMs: op.extendMs });
       return { v3: null };
+    case "alarm":
+      return { v3: sm.v3.alarm(op.r) };
     case "auth":
       sm.v3auth.authorize(op.op, op.info);
       return { v3: sm.v3auth.apply(op.op, { index: at.index }) };

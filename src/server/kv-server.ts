@@ -15,7 +15,7 @@
 // - A single member runs exactly this path: it is a cluster of one, with no shortcut.
 import { createHash } from "node:crypto";
 import { randomBytes } from "node:crypto";
-import { readdir, rename, rm, stat } from "node:fs/promises";
+import { rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { RawNode, ProposalDroppedError, EntryType, MessageType, ConfChangeType, decodeConfChange, type ConfChange, type ConfState, type Entry, type Message, type MemoryStorage, type Ready, type Snapshot } from "../raft/index.ts";
 import { PeerTransport, type PeerTlsClient, type SendOptions } from "../transport/index.ts";
@@ -117,6 +117,8 @@ export class KvServer {
    * index when it was opened): replaying them applies only the rest of the state machine.
    */
   #v3Floor = 0;
+  /** While set, committed entries wait before they are applied (a defragmentation rewrites the database). */
+  #applyGate: Promise<void> | undefined;
   /** A database file received with a snapshot from the leader, waiting for Raft to install it. */
   #receivedDb: { index: number; path: string } | undefined;
   /** v3 users, roles and tokens (replaced when a snapshot is installed). */
@@ -417,18 +419,38 @@ export class KvServer {
     await this.#proposeConfChange(ConfChangeType.AddNode, id, voter);
   }
 
-  /** Bytes of this member's data dir (WAL + snapshots): the "db size" of the status API. */
-  async dataSize(): Promise<number> {
-    let total = 0;
-    const walk = async (dir: string): Promise<void> => {
-      for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
-        const p = join(dir, e.name);
-        if (e.isDirectory()) await walk(p);
-        else total += (await stat(p).catch(() => ({ size: 0 }))).size;
-      }
-    };
-    await walk(join(this.config.dataDir, "member"));
-    return total;
+  /** The v3 database file's size and the part of it in use (etcd's dbSize, dbSizeInUse). */
+  v3DbSizes(): { size: number; inUse: number } {
+    return this.#v3db.sizes();
+  }
+
+  /**
+   * etcd's Defragment: the database is rewritten without its free pages, and the file
+   * shrinks to what is in use. Entries are not applied meanwhile (their writes would go to
+   * the file being replaced), as etcd blocks its backend; reads go on.
+   */
+  async defragment(): Promise<void> {
+    while (this.#applyGate !== undefined) await this.#applyGate;
+    let open!: () => void;
+    this.#applyGate = new Promise<void>((resolve) => (open = resolve));
+    const t0 = performance.now();
+    const before = this.#v3db.sizes().size;
+    try {
+      await this.#v3db.defragment();
+    } finally {
+      this.#applyGate = undefined;
+      open();
+      this.#kick();
+    }
+    this.#log.info("defragmented the v3 database", { before, after: this.#v3db.sizes().size, ms: Math.round(performance.now() - t0) });
+  }
+
+  /**
+   * etcd's backend quota: would a write of `cost` bytes keep the database under
+   * --quota-backend-bytes? Read on every v3 write, so it uses the size as of the last commit.
+   */
+  quotaAvailable(cost: number): boolean {
+    return cost === 0 || this.#v3db.size + cost < this.config.quotaBackendBytes;
   }
 
   /** The whole replicated state as a snapshot holds it (JSON), taken now. */
@@ -658,6 +680,7 @@ export class KvServer {
     if (rd.entries.length > 0) this.#storage.append(rd.entries);
     if (later.length > 0) this.#transport.send(later, willSave ? { immediate: true } : afterAnswers);
     for (const rs of rd.readStates) this.#reads.onReadState(rs.index, rs.requestCtx);
+    if (this.#applyGate !== undefined && rd.committedEntries.length > 0) await this.#applyGate;
     rd.committedEntries.forEach((e, i) => this.#applyEntry(e, commands[i]));
     // The v3 writes of these entries commit together with the index they reach.
     this.#v3db.commit(this.#appliedIndex);

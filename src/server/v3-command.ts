@@ -2,7 +2,7 @@
 // (Buffer) and lease IDs (bigint), which plain JSON cannot carry: they travel tagged,
 // {"$b": base64} and {"$n": "decimal"}, and come back as the same types, so apply sees
 // exactly what the proposer built.
-import type { CompactionRequest, DeleteRangeRequest, LeaseId, PutRequest, TxnRequest } from "../store/v3/index.ts";
+import type { AlarmActionValue, AlarmTypeValue, CompactionRequest, DeleteRangeRequest, LeaseId, PutRequest, TxnRequest } from "../store/v3/index.ts";
 import type { V3AuthInfo, V3AuthOp } from "../auth/index.ts";
 
 export type V3Op =
@@ -17,7 +17,9 @@ export type V3Op =
   /** A new leader extends every lease (etcd's Promote): an election must not expire them. */
   | { k: "leasePromote"; extendMs: number }
   /** `info` is the caller (null without a token): apply checks the admin rules against the state it applies to. */
-  | { k: "auth"; op: V3AuthOp; info: V3AuthInfo | null };
+  | { k: "auth"; op: V3AuthOp; info: V3AuthInfo | null }
+  /** Raise or clear an alarm (etcd's Alarm request; GET is served without the log). */
+  | { k: "alarm"; r: { action: AlarmActionValue; memberId: string; alarm: AlarmTypeValue } };
 
 /** JSON.stringify replacer: Buffers and bigints as tagged objects. `this` is the holder. */
 function replacer(this: unknown, key: string, value: unknown): unknown {

@@ -22,6 +22,8 @@ import {
   type V3AuthResults,
 } from "../auth/index.ts";
 import {
+  AlarmAction,
+  AlarmType,
   MAX_LEASE_TTL,
   isReadOnlyTxn,
   type DeleteRangeRequest,
@@ -40,7 +42,7 @@ import {
   type WatchSink,
 } from "../store/v3/index.ts";
 import type { KvServer } from "./kv-server.ts";
-import type { V3AlarmMember, V3Backend, V3CallContext, V3Header, V3Member, V3Status, V3WatchRegistration } from "./http/v3-backend.ts";
+import type { V3AlarmMember, V3AlarmRequest, V3Backend, V3CallContext, V3Header, V3Member, V3Status, V3WatchRegistration } from "./http/v3-backend.ts";
 import { ETCD_SERVER_VERSION } from "./version.ts";
 import { encodePermission, type V3Permission } from "../auth/index.ts";
 import type { Member } from "./membership.ts";
@@ -48,6 +50,20 @@ import { HttpMessageError } from "./http/respond.ts";
 import type { V3Op } from "./v3-command.ts";
 import { ServerUnavailableError } from "./http/respond.ts";
 
+
+/** etcd's quota costs (etcdserver/quota.go): a key's metadata and a lease, estimated. */
+const KV_OVERHEAD = 256;
+const LEASE_OVERHEAD = 64;
+
+function costPut(r: PutRequest): number {
+  return KV_OVERHEAD + r.key.length + r.value.length;
+}
+
+/** etcd's costTxn: the larger branch's top-level puts. */
+function costTxn(r: TxnRequest): number {
+  const cost = (ops: TxnRequest["success"]): number => ops.reduce((n, op) => n + ("put" in op ? costPut(op.put) : 0), 0);
+  return Math.max(cost(r.success), cost(r.failure));
+}
 
 /** A random positive int64 lease ID (etcd lets the server choose when the request says 0). */
 function newLeaseId(): LeaseId {
@@ -128,7 +144,22 @@ export class V3Service implements V3Backend {
   async put(req: PutRequest, ctx: V3CallContext): Promise<PutResponse> {
     const info = await this.authInfo(ctx);
     checkPutPerm(this.#kv.v3auth, info, req);
+    await this.#checkQuota(costPut(req));
     return (await this.#propose({ k: "put", r: req })) as PutResponse;
+  }
+
+  /**
+   * etcd's quotaAlarmer: a write that would take the database past --quota-backend-bytes
+   * is refused, and the NOSPACE alarm is raised through the log, so every member refuses
+   * such writes from then on (the key space checks the alarm when it applies them).
+   */
+  async #checkQuota(cost: number): Promise<void> {
+    if (this.#kv.quotaAvailable(cost)) return;
+    if (this.#kv.v3.alarms(AlarmType.NOSPACE).length === 0) {
+      const r = { action: AlarmAction.ACTIVATE, memberId: BigInt(this.#kv.memberId).toString(), alarm: AlarmType.NOSPACE };
+      await this.#propose({ k: "alarm", r }).catch(() => undefined);
+    }
+    throw V3Errors.noSpace();
   }
 
   async deleteRange(req: DeleteRangeRequest, ctx: V3CallContext): Promise<DeleteRangeResponse> {
@@ -140,6 +171,7 @@ export class V3Service implements V3Backend {
   async txn(req: TxnRequest, ctx: V3CallContext): Promise<TxnResponse> {
     const info = await this.authInfo(ctx);
     checkTxnPerm(this.#kv.v3auth, info, req);
+    await this.#checkQuota(costTxn(req));
     if (isReadOnlyTxn(req)) {
       // etcd serves a txn without writes as a read: no log entry, no revision.
       await this.#read();
@@ -157,6 +189,7 @@ export class V3Service implements V3Backend {
     await this.authInfo(ctx);
     if (req.ttl > MAX_LEASE_TTL) throw V3Errors.leaseTTLTooLarge();
     const id = req.id === 0n ? newLeaseId() : req.id;
+    await this.#checkQuota(LEASE_OVERHEAD);
     return (await this.#propose({ k: "leaseGrant", id, ttl: req.ttl })) as LeaseGrantResponse;
   }
 
@@ -349,8 +382,9 @@ export class V3Service implements V3Backend {
 
   async status(ctx: V3CallContext): Promise<V3Status> {
     await this.authInfo(ctx);
-    const size = await this.#kv.dataSize();
+    const { size, inUse } = this.#kv.v3DbSizes();
     const me = this.#kv.membership.get(this.#kv.memberId);
+    const errors = this.#kv.v3.alarms().map((a) => `memberID:${a.memberId} alarm:${a.alarm === AlarmType.NOSPACE ? "NOSPACE" : "CORRUPT"} `);
     return {
       version: ETCD_SERVER_VERSION,
       dbSize: size,
@@ -358,21 +392,31 @@ export class V3Service implements V3Backend {
       raftIndex: this.#kv.commitIndex,
       raftTerm: this.#kv.term,
       raftAppliedIndex: this.#kv.appliedIndex,
-      errors: [],
-      dbSizeInUse: size,
+      errors,
+      dbSizeInUse: inUse,
       isLearner: me?.isLearner === true,
     };
   }
 
-  /** kvctl raises no alarms (no space quota, no corruption check): every answer is "none". */
-  async alarm(_req: unknown, ctx: V3CallContext): Promise<V3AlarmMember[]> {
+  /**
+   * etcd's Alarm: GET lists the raised alarms (every type for NONE); ACTIVATE and
+   * DEACTIVATE go through the log and answer the alarm they touched. Disarming NOSPACE
+   * lifts the cap at once; if the database is still over quota, the next write raises it
+   * again, as in etcd.
+   */
+  async alarm(req: V3AlarmRequest, ctx: V3CallContext): Promise<V3AlarmMember[]> {
     await this.#admin(ctx);
-    return [];
+    if (req.action === AlarmAction.GET) {
+      await this.#read();
+      return this.#kv.v3.alarms(req.alarm);
+    }
+    return (await this.#propose({ k: "alarm", r: { action: req.action, memberId: req.memberId, alarm: req.alarm } })) as V3AlarmMember[];
   }
 
-  /** Nothing to defragment: the state is in memory and snapshots are rewritten whole. */
+  /** etcd's Defragment: this member's database file rewritten without its free pages. */
   async defragment(ctx: V3CallContext): Promise<void> {
     await this.#admin(ctx);
+    await this.#kv.defragment();
   }
 
   async hash(ctx: V3CallContext): Promise<{ hash: number; revision: number }> {

@@ -6,6 +6,7 @@
 
 import type { StoredRecord, ValueSource } from "./key-index.ts";
 import type { LeaseId } from "./types.ts";
+import type { AlarmMember } from "./alarms.ts";
 
 /** A lease as the backend keeps it (its attached keys follow from the records). */
 export interface LeaseRecord {
@@ -28,6 +29,8 @@ export interface MvccBackend extends ValueSource {
   setCompactRevision(rev: number): void;
   putLease(l: LeaseRecord): void;
   removeLease(id: LeaseId): void;
+  putAlarm(a: AlarmMember): void;
+  removeAlarm(a: AlarmMember): void;
 }
 
 /** What a backend hands back at start: the state of its last commit. */
@@ -35,6 +38,7 @@ export interface MvccLoaded {
   /** In (main, sub) order; values not held (read through the backend). */
   records: Iterable<StoredRecord>;
   leases: Iterable<LeaseRecord>;
+  alarms: Iterable<AlarmMember>;
   /** The highest revision written; 1 for an empty store. */
   revision: number;
   /** -1 before the first compaction. */

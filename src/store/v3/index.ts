@@ -1,7 +1,10 @@
 // The v3 key space's public surface (the server, the gateway and tests import from here).
 
 export * from "./types.ts";
-export { V3KeySpace } from "./key-space.ts";
+export { AlarmAction, V3KeySpace } from "./key-space.ts";
+export type { AlarmActionValue } from "./key-space.ts";
+export { AlarmTable, AlarmType } from "./alarms.ts";
+export type { AlarmMember, AlarmTypeValue } from "./alarms.ts";
 export type { KeySpaceImage } from "./key-space.ts";
 export { MvccStore } from "./mvcc-store.ts";
 export type { HistoryQuery, LeaseHooks, WriteResult } from "./mvcc-store.ts";

@@ -10,6 +10,7 @@ import { keyBytes, keyId } from "./keys.ts";
 import { Lessor } from "./lessor.ts";
 import type { LessorImage } from "./lessor.ts";
 import type { MvccBackend, MvccLoaded } from "./backend.ts";
+import { AlarmTable, AlarmType, type AlarmMember, type AlarmTypeValue } from "./alarms.ts";
 import type { MvccImage } from "./image.ts";
 import { MvccStore } from "./mvcc-store.ts";
 import type { HistoryQuery, WriteResult } from "./mvcc-store.ts";
@@ -37,14 +38,25 @@ export interface KeySpaceImage {
   leases: LessorImage;
 }
 
+/** What an alarm request does (etcd's AlarmRequest_AlarmAction). */
+export const AlarmAction = { GET: 0, ACTIVATE: 1, DEACTIVATE: 2 } as const;
+export type AlarmActionValue = (typeof AlarmAction)[keyof typeof AlarmAction];
+
+/** etcd's costTxn: a txn grows the store when a put is among its top-level ops (either branch). */
+function txnPuts(req: TxnRequest): boolean {
+  return [...req.success, ...req.failure].some((op) => "put" in op);
+}
+
 export class V3KeySpace {
   #lessor: Lessor;
   #store: MvccStore;
+  #alarms: AlarmTable;
 
   /** An empty key space; with a backend, every change is written to it as it is applied. */
   constructor(opts: { backend?: MvccBackend } = {}) {
     this.#lessor = new Lessor(opts.backend === undefined ? {} : { sink: opts.backend });
     this.#store = new MvccStore({ leases: this.#lessor, ...(opts.backend === undefined ? {} : { backend: opts.backend }) });
+    this.#alarms = new AlarmTable(opts.backend === undefined ? {} : { sink: opts.backend });
   }
 
   /** The key space a backend last committed (records, leases, revision, compaction point). */
@@ -52,6 +64,7 @@ export class V3KeySpace {
     const ks = new V3KeySpace();
     ks.#lessor = Lessor.restore(loaded.leases, { sink: backend });
     ks.#store = MvccStore.restore(loaded, { leases: ks.#lessor, backend });
+    ks.#alarms = new AlarmTable({ sink: backend, alarms: loaded.alarms });
     ks.#attachLiveKeys();
     return ks;
   }
@@ -77,6 +90,7 @@ export class V3KeySpace {
   }
 
   put(req: PutRequest): WriteResult<PutResponse> {
+    this.#checkSpace();
     return this.#store.put(req);
   }
 
@@ -85,7 +99,36 @@ export class V3KeySpace {
   }
 
   txn(req: TxnRequest): WriteResult<TxnResponse> {
+    if (txnPuts(req)) this.#checkSpace();
     return this.#store.txn(req);
+  }
+
+  /**
+   * etcd's applierV3Capped: while a NOSPACE alarm is raised, puts, txns with puts and lease
+   * grants are refused; reads, deletes and compaction go on so space can be freed.
+   */
+  #checkSpace(): void {
+    if (this.#alarms.has(AlarmType.NOSPACE)) throw V3Errors.noSpace();
+  }
+
+  /** etcd's Alarm apply: GET lists (all for NONE), ACTIVATE raises, DEACTIVATE clears; answers the alarms touched. */
+  alarm(req: { action: AlarmActionValue; memberId: string; alarm: AlarmTypeValue }): AlarmMember[] {
+    switch (req.action) {
+      case AlarmAction.GET:
+        return this.#alarms.get(req.alarm);
+      case AlarmAction.ACTIVATE:
+        if (req.alarm === AlarmType.NONE) return [];
+        return [this.#alarms.activate(req.memberId, req.alarm)];
+      case AlarmAction.DEACTIVATE: {
+        const m = this.#alarms.deactivate(req.memberId, req.alarm);
+        return m === undefined ? [] : [m];
+      }
+    }
+  }
+
+  /** The raised alarms of one type (all for NONE). */
+  alarms(alarm: AlarmTypeValue = AlarmType.NONE): AlarmMember[] {
+    return this.#alarms.get(alarm);
   }
 
   validateTxn(req: TxnRequest, maxOps?: number): void {
@@ -102,6 +145,7 @@ export class V3KeySpace {
 
   /** Grants lease `id` (the proposer picks a non-zero id, like etcd's server does). */
   leaseGrant(req: { id: LeaseId; ttl: number }, now: number): LeaseGrantResponse {
+    this.#checkSpace();
     const l = this.#lessor.grant(req.id, req.ttl, now);
     return { revision: this.#store.revision, id: l.id, ttl: l.ttl };
   }
@@ -178,6 +222,7 @@ export class V3KeySpace {
     }
     const ks = new V3KeySpace();
     ks.#lessor = Lessor.fromImage(image.leases, backend);
+    if (backend !== undefined) ks.#alarms = new AlarmTable({ sink: backend });
     ks.#store = MvccStore.fromImage(image.mvcc, { leases: ks.#lessor, ...(backend === undefined ? {} : { backend }) });
     ks.#attachLiveKeys();
     return ks;
@@ -187,6 +232,7 @@ export class V3KeySpace {
   hash(): string {
     const h = createHash("sha256");
     h.update(`kvctl-v3/1 ${this.#store.hash()}\n`);
+    for (const a of this.#alarms.get(AlarmType.NONE)) h.update(`alarm ${a.alarm} ${a.memberId}\n`);
     for (const l of this.#lessor.leases()) h.update(`${l.id} ${l.ttl} ${l.expiry}\n`);
     return h.digest("hex");
   }
