@@ -71,6 +71,7 @@ describe("gRPC calls through the mux", () => {
         httpSeen.push(d.toString("latin1").split("\r\n")[0] ?? "");
         s.end("HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
       });
+      s.resume(); // the mux hands over a paused socket (as node:http resumes it)
     };
     tcp = createServer(muxConnections(toHttp, (s) => grpc.accept(s)));
     await new Promise<void>((r) => tcp.listen(0, "127.0.0.1", r));
