@@ -32,6 +32,8 @@ import { ReadIndexBatcher } from "./read-index.ts";
 import { openMember, decodeSnapshotImage, encodeConfState, openKeySpace, restoreV3Auth, v3DbPath, PEER_MEMBERS_PATH, type SnapshotImage } from "./bootstrap.ts";
 import { MvccDb } from "../backend/index.ts";
 import type { SnapshotAttachment } from "../transport/index.ts";
+import { writeBackupBody } from "./backup/writer.ts";
+import type { BackupHeader } from "./backup/format.ts";
 import { raftLogger, type Logger } from "./logger.ts";
 import type { ServerConfig } from "./config.ts";
 import { ServerStats } from "./stats.ts";
@@ -430,19 +432,58 @@ export class KvServer {
    * the file being replaced), as etcd blocks its backend; reads go on.
    */
   async defragment(): Promise<void> {
+    const t0 = performance.now();
+    const before = this.#v3db.sizes().size;
+    await this.#appliesPaused(() => this.#v3db.defragment());
+    this.#log.info("defragmented the v3 database", { before, after: this.#v3db.sizes().size, ms: Math.round(performance.now() - t0) });
+  }
+
+  /** Runs `fn` while committed entries wait to be applied (one such pause at a time). */
+  async #appliesPaused<T>(fn: () => Promise<T>): Promise<T> {
     while (this.#applyGate !== undefined) await this.#applyGate;
     let open!: () => void;
     this.#applyGate = new Promise<void>((resolve) => (open = resolve));
-    const t0 = performance.now();
-    const before = this.#v3db.sizes().size;
     try {
-      await this.#v3db.defragment();
+      return await fn();
     } finally {
       this.#applyGate = undefined;
       open();
       this.#kick();
     }
-    this.#log.info("defragmented the v3 database", { before, after: this.#v3db.sizes().size, ms: Math.round(performance.now() - t0) });
+  }
+
+  /**
+   * A backup of the whole replicated state at the applied index (kvctl v3 snapshot save),
+   * written to a file in the data dir: applies pause only until the database's last
+   * commit is on disk and a read transaction holds it; the file is written from that
+   * transaction while the member goes on. release() removes the file.
+   */
+  async makeBackup(): Promise<{ path: string; size: number; release(): void }> {
+    const { reader, parts } = await this.#appliesPaused(async () => {
+      await this.#v3db.flushed();
+      const reader = this.#v3db.reader();
+      const index = this.#appliedIndex;
+      const header: BackupHeader = {
+        format: "kvctl-snapshot/1",
+        index,
+        term: index === 0 ? 0 : this.#storage.term(index),
+        revision: this.v3.revision,
+        compactRevision: this.v3.compactMainRevision,
+        totalKeys: this.v3.keyCount,
+        time: Date.now(),
+      };
+      return { reader, parts: { header, image: JSON.stringify(this.#image()), records: reader.records(), leases: reader.leases(), alarms: reader.alarms() } };
+    });
+    const path = join(this.config.dataDir, "member", "snap", `backup-${randomBytes(6).toString("hex")}.tmp`);
+    try {
+      const size = await writeBackupBody(path, parts);
+      return { path, size, release: () => void rm(path, { force: true }) };
+    } catch (err) {
+      await rm(path, { force: true });
+      throw err;
+    } finally {
+      reader.done();
+    }
   }
 
   /**
@@ -451,11 +492,6 @@ export class KvServer {
    */
   quotaAvailable(cost: number): boolean {
     return cost === 0 || this.#v3db.size + cost < this.config.quotaBackendBytes;
-  }
-
-  /** The whole replicated state as a snapshot holds it (JSON), taken now. */
-  snapshotImage(): Buffer {
-    return Buffer.from(JSON.stringify(this.#image()));
   }
 
   /** The image of everything but the v3 key space (which is its database file). */

@@ -6,6 +6,7 @@
 // against the state they change. Requests arrive already checked as etcd's v3rpc checks
 // them (the gateway does that, see http/v3-backend.ts); they are not checked again here.
 import { randomBytes } from "node:crypto";
+import { createReadStream } from "node:fs";
 import { V3Error, V3Errors } from "../api/v3-errors.ts";
 import {
   checkDeleteRangeRequest as checkDeleteRangePerm,
@@ -42,7 +43,7 @@ import {
   type WatchSink,
 } from "../store/v3/index.ts";
 import type { KvServer } from "./kv-server.ts";
-import type { V3AlarmMember, V3AlarmRequest, V3Backend, V3CallContext, V3Header, V3Member, V3Status, V3WatchRegistration } from "./http/v3-backend.ts";
+import type { V3AlarmMember, V3AlarmRequest, V3Snapshot, V3Backend, V3CallContext, V3Header, V3Member, V3Status, V3WatchRegistration } from "./http/v3-backend.ts";
 import { ETCD_SERVER_VERSION } from "./version.ts";
 import { encodePermission, type V3Permission } from "../auth/index.ts";
 import type { Member } from "./membership.ts";
@@ -424,10 +425,16 @@ export class V3Service implements V3Backend {
     return { hash: parseInt(this.#kv.v3.hash().slice(0, 8), 16), revision: this.#kv.v3.revision };
   }
 
-  async snapshot(ctx: V3CallContext): Promise<Uint8Array> {
+  /** A backup of the whole replicated state at a linearizable point, served from a file in the data dir. */
+  async snapshot(ctx: V3CallContext): Promise<V3Snapshot> {
     await this.#admin(ctx);
     await this.#read();
-    return this.#kv.snapshotImage();
+    const backup = await this.#kv.makeBackup();
+    return {
+      size: backup.size,
+      chunks: () => createReadStream(backup.path, { highWaterMark: 1024 * 1024 }),
+      release: backup.release,
+    };
   }
 
   async moveLeader(targetId: string, ctx: V3CallContext): Promise<void> {

@@ -10,7 +10,7 @@ import { FakeV3Backend } from "../http/v3-fake-backend.test-helper.ts";
 import { MessageReader, decodeGrpcMessage, encodeGrpcMessage, frameMessage } from "./frames.ts";
 import { HTTP2_PREFACE, classify, muxConnections } from "./mux.ts";
 import { GrpcServer } from "./server.ts";
-import { createRpcTable, grpcRecvLimit, padSnapshot } from "./services.ts";
+import { createRpcTable, grpcRecvLimit } from "./services.ts";
 import {
   LeaseGrantRequestSchema,
   LeaseGrantResponseSchema,
@@ -50,12 +50,6 @@ test("cmux classification: the preface, a prefix of it, anything else", () => {
   assert.equal(classify(Buffer.from("PRI * HTTP/1.1")), "http");
 });
 
-test("a JSON snapshot is padded to 512 bytes with newlines; other images are not", () => {
-  const p = padSnapshot(Buffer.from('{"a":1}'));
-  assert.equal(p.length, 512);
-  assert.deepEqual(JSON.parse(Buffer.from(p).toString()), { a: 1 });
-  assert.equal(padSnapshot(Buffer.from("binary")).length, 6);
-});
 
 describe("gRPC calls through the mux", () => {
   const backend = new FakeV3Backend();

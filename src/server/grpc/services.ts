@@ -5,12 +5,11 @@
 // writes, then the backend (token, permission, propose/apply).
 import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import type { DescMethodBiDiStreaming, DescMethodServerStreaming, DescMethodUnary } from "@bufbuild/protobuf";
-import { createHash } from "node:crypto";
 import { GrpcCode, V3Error, V3Errors } from "../../api/v3-errors.ts";
 import { checkDeleteRangeRequest, checkPutRequest, checkRangeRequest, isReadOnlyTxn, validateTxn } from "../../store/v3/index.ts";
-import type { V3Backend, V3GatewayContext, V3Header } from "../http/v3-backend.ts";
+import type { V3Backend, V3GatewayContext, V3Header, V3Snapshot } from "../http/v3-backend.ts";
 import { GRPC_OVERHEAD_BYTES, RaftField, raftRequestSize } from "../http/v3-proto-size.ts";
-import { SNAPSHOT_CHUNK_BYTES } from "../http/v3-streams.ts";
+import { snapshotBlobs } from "../http/v3-streams.ts";
 import * as cv from "./convert.ts";
 import { Auth, Cluster, KV, Lease, Maintenance, Watch } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
 import { Health, HealthCheckResponse_ServingStatus } from "./gen/grpc/health/v1/health_pb.ts";
@@ -275,39 +274,24 @@ export function createRpcTable(gw: V3GatewayContext): RpcTable {
   return t;
 }
 
-/** etcd's database is whole pages: etcdctl refuses a snapshot not a multiple of 512 bytes. */
-export const SNAPSHOT_ALIGN_BYTES = 512;
-
-/**
- * A JSON image padded with newlines to a multiple of 512 bytes, so that `etcdctl snapshot
- * save` accepts it (JSON ignores trailing whitespace); any other image is left as it is.
- */
-export function padSnapshot(image: Uint8Array): Uint8Array {
-  const rest = image.length % SNAPSHOT_ALIGN_BYTES;
-  if (rest === 0 || image[0] !== 0x7b /* { */) return image;
-  const out = Buffer.alloc(image.length + SNAPSHOT_ALIGN_BYTES - rest, 0x0a);
-  out.set(image, 0);
-  return out;
-}
-
-/** etcd's snapshot stream: 32 KiB blobs with the bytes remaining, then the image's sha256. */
+/** etcd's snapshot stream: 32 KiB blobs with the bytes remaining, then the snapshot's sha256. */
 async function sendSnapshot(s: TypedStream<DescMessage, typeof Maintenance.method.snapshot.output>, b: V3Backend, ctx: GrpcCall["ctx"]): Promise<void> {
-  let image: Uint8Array;
+  let snap: V3Snapshot;
   try {
-    image = padSnapshot(await b.snapshot(ctx));
+    snap = await b.snapshot(ctx);
   } catch (err) {
     s.raw.finish(statusOf(err));
     return;
   }
-  const total = image.length;
-  const sha = createHash("sha256");
-  for (let sent = 0; sent < total; ) {
-    const blob = image.subarray(sent, Math.min(total, sent + SNAPSHOT_CHUNK_BYTES));
-    sent += blob.length;
-    sha.update(blob);
-    if (s.raw.closed) return;
-    if (!s.send({ remainingBytes: BigInt(total - sent), blob })) await s.raw.drained();
+  try {
+    for await (const { remaining, blob } of snapshotBlobs(snap)) {
+      if (s.raw.closed) return;
+      if (!s.send({ remainingBytes: BigInt(remaining), blob })) await s.raw.drained();
+    }
+    s.raw.finish();
+  } catch (err) {
+    s.raw.finish(statusOf(err));
+  } finally {
+    snap.release();
   }
-  s.send({ remainingBytes: 0n, blob: sha.digest() });
-  s.raw.finish();
 }

@@ -91,6 +91,25 @@ export interface V3AlarmMember {
   alarm: V3AlarmTypeValue;
 }
 
+/** A snapshot being served: its size, its bytes a chunk at a time, then release(). */
+export interface V3Snapshot {
+  size: number;
+  chunks(): AsyncIterable<Uint8Array>;
+  /** Called once the snapshot was sent or the stream ended. */
+  release(): void;
+}
+
+/** A snapshot held in memory (tests). */
+export function snapshotOfBytes(bytes: Uint8Array): V3Snapshot {
+  return {
+    size: bytes.length,
+    async *chunks() {
+      yield bytes;
+    },
+    release: () => undefined,
+  };
+}
+
 export interface V3Backend {
   /** Header of a response now; `revision` overrides the current store revision when non-zero. */
   header(revision?: number): V3Header;
@@ -138,8 +157,8 @@ export interface V3Backend {
   defragment(ctx: V3CallContext): Promise<void>;
   /** A hash of the key space (etcd's /v3/maintenance/hash answers a uint32) and its revision. */
   hash(ctx: V3CallContext): Promise<{ hash: number; revision: number }>;
-  /** The whole snapshot image; the gateway streams it in 32 KiB blobs and appends its sha256. */
-  snapshot(ctx: V3CallContext): Promise<Uint8Array>;
+  /** A backup of the whole state (server/backup/); the gateway streams it in 32 KiB blobs and appends its sha256. */
+  snapshot(ctx: V3CallContext): Promise<V3Snapshot>;
   moveLeader(targetId: string, ctx: V3CallContext): Promise<void>;
 
   // --- Auth ---

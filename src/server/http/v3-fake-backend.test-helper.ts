@@ -30,9 +30,11 @@ import type {
   V3Header,
   V3Member,
   V3Permission,
+  V3Snapshot,
   V3Status,
   V3WatchRegistration,
 } from "./v3-backend.ts";
+import { snapshotOfBytes } from "./v3-backend.ts";
 
 interface FakeWatcher {
   id: number;
@@ -299,9 +301,9 @@ export class FakeV3Backend implements V3Backend {
     return { hash: 3347376250, revision: this.revision };
   }
 
-  async snapshot(ctx: V3CallContext): Promise<Uint8Array> {
+  async snapshot(ctx: V3CallContext): Promise<V3Snapshot> {
     this.#enter("snapshot", ctx);
-    return this.snapshotImage;
+    return snapshotOfBytes(this.snapshotImage);
   }
 
   async moveLeader(_targetId: string, ctx: V3CallContext): Promise<void> {

@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createHash } from "node:crypto";
 import { GrpcCode } from "../../api/v3-errors.ts";
-import type { V3CallContext, V3GatewayContext } from "./v3-backend.ts";
+import type { V3CallContext, V3GatewayContext, V3Snapshot } from "./v3-backend.ts";
 import { decodeLeaseId } from "./v3-decode.ts";
 import { encodeKeepAlive, encodeSnapshotChunk, streamLine } from "./v3-encode.ts";
 import { grpcRecvLimit } from "./v3-handlers.ts";
@@ -118,36 +118,60 @@ export function serveKeepAlive(req: IncomingMessage, res: ServerResponse, gw: V3
 export const SNAPSHOT_CHUNK_BYTES = 32 * 1024;
 
 /**
- * POST /v3/maintenance/snapshot: the image in 32 KiB blobs with the bytes remaining, then
- * its sha256 as a last blob (etcdctl checks it), then the end. Writes wait for the socket.
+ * etcd's snapshot stream, for the gateway and gRPC alike: the snapshot in 32 KiB blobs
+ * with the bytes remaining after each, then its sha256 as a last blob (etcdctl checks it).
  */
+export async function* snapshotBlobs(snap: V3Snapshot): AsyncGenerator<{ remaining: number; blob: Uint8Array }> {
+  const sha = createHash("sha256");
+  let sent = 0;
+  let carry: Buffer = Buffer.alloc(0);
+  for await (const chunk of snap.chunks()) {
+    carry = carry.length === 0 ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) : Buffer.concat([carry, chunk]);
+    while (carry.length >= SNAPSHOT_CHUNK_BYTES) {
+      const blob = carry.subarray(0, SNAPSHOT_CHUNK_BYTES);
+      carry = carry.subarray(SNAPSHOT_CHUNK_BYTES);
+      sent += blob.length;
+      sha.update(blob);
+      yield { remaining: snap.size - sent, blob };
+    }
+  }
+  if (carry.length > 0) {
+    sent += carry.length;
+    sha.update(carry);
+    yield { remaining: snap.size - sent, blob: carry };
+  }
+  if (sent !== snap.size) throw new Error(`snapshot of ${snap.size} bytes ended after ${sent}`);
+  yield { remaining: 0, blob: sha.digest() };
+}
+
+/** POST /v3/maintenance/snapshot: snapshotBlobs as stream lines. Writes wait for the socket. */
 export async function serveSnapshot(res: ServerResponse, gw: V3GatewayContext, ctx: V3CallContext): Promise<void> {
   const writer = new V3StreamWriter(res);
   trackStream(res, gw);
-  let image: Uint8Array;
+  let snap: V3Snapshot;
   try {
-    image = await gw.backend.snapshot(ctx);
+    snap = await gw.backend.snapshot(ctx);
   } catch (err) {
     writer.fail(err);
     return;
   }
-  const total = image.length;
-  const sha = createHash("sha256");
-  for (let sent = 0; sent < total; ) {
-    const blob = image.subarray(sent, Math.min(total, sent + SNAPSHOT_CHUNK_BYTES));
-    sent += blob.length;
-    sha.update(blob);
-    if (!writer.line(streamLine(encodeSnapshotChunk(total - sent, blob)))) return;
-    if (res.writableNeedDrain) await new Promise<void>((resolve) => {
-      const done = (): void => {
-        res.off("drain", done);
-        res.off("close", done);
-        resolve();
-      };
-      res.on("drain", done);
-      res.on("close", done);
-    });
+  try {
+    for await (const { remaining, blob } of snapshotBlobs(snap)) {
+      if (!writer.line(streamLine(encodeSnapshotChunk(remaining, blob)))) return;
+      if (res.writableNeedDrain) await new Promise<void>((resolve) => {
+        const done = (): void => {
+          res.off("drain", done);
+          res.off("close", done);
+          resolve();
+        };
+        res.on("drain", done);
+        res.on("close", done);
+      });
+    }
+    writer.end();
+  } catch (err) {
+    writer.fail(err);
+  } finally {
+    snap.release();
   }
-  writer.line(streamLine(encodeSnapshotChunk(0, sha.digest())));
-  writer.end();
 }

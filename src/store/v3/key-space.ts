@@ -85,6 +85,16 @@ export class V3KeySpace {
     return this.#store.compactRevision;
   }
 
+  /** -1 before the first compaction (etcd's compactMainRev). */
+  get compactMainRevision(): number {
+    return this.#store.compactMainRevision;
+  }
+
+  /** Keys in the index (live, or deleted and not yet compacted away). */
+  get keyCount(): number {
+    return this.#store.keyCount;
+  }
+
   range(req: RangeRequest): RangeResponse {
     return this.#store.range(req);
   }

@@ -116,6 +116,16 @@ export class MvccStore {
     return this.#rev;
   }
 
+  /** Keys the index holds (live, or deleted with records kept until a compaction). */
+  get keyCount(): number {
+    return this.#tree.size;
+  }
+
+  /** etcd's compactMainRev: -1 until the first compaction. */
+  get compactMainRevision(): number {
+    return this.#compactRev;
+  }
+
   /** The last compaction's revision, 0 before any. */
   get compactRevision(): number {
     return Math.max(0, this.#compactRev);
