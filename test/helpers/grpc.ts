@@ -11,7 +11,7 @@ import { repoRoot } from "./server.ts";
 
 export interface GrpcTestServer {
   kind: "etcd" | "kvctl";
-  /** host:port, as etcdctl's --endpoints takes it */
+  /** host:port, as etcdctl's --endpoints takes it (a URL for https) */
   endpoint: string;
   url: string;
   stop(): Promise<void>;

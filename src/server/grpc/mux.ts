@@ -10,6 +10,17 @@ export const HTTP2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "la
 /** What a connection that sent nothing for this long is worth: nothing (node:http's headers timeout). */
 export const SNIFF_TIMEOUT_MS = 60_000;
 
+/**
+ * The ALPN answer of a client listener. gRPC clients (grpc-go, grpc-js) offer "h2" alone and
+ * get it; a client that also offers "http/1.1" (curl, browsers, got) gets HTTP/1.1, because
+ * the HTTP handlers speak HTTP/1.1 only (etcd serves them over h2 as well: not done here).
+ */
+export function chooseAlpn(offered: readonly string[]): string | undefined {
+  if (offered.includes("http/1.1")) return "http/1.1";
+  if (offered.includes("h2")) return "h2";
+  return undefined;
+}
+
 /** "grpc" once `head` is the whole preface, "http" at the first byte that differs, else undefined. */
 export function classify(head: Buffer): "grpc" | "http" | undefined {
   const n = Math.min(head.length, HTTP2_PREFACE.length);

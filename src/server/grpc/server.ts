@@ -174,6 +174,11 @@ export class GrpcServer {
       socket.destroy();
       return;
     }
+    // A server-side TLSSocket made by hand (tls/acceptor.ts) keeps `secureConnecting` true
+    // after its handshake (tls.Server clears it itself); node:http2 would then wait for a
+    // 'secureConnect' that never comes. The acceptor hands sockets over only once secure.
+    const tlsSocket = socket as Socket & { secureConnecting?: boolean };
+    if (tlsSocket.secureConnecting === true) tlsSocket.secureConnecting = false;
     this.#h2.emit("connection", socket);
   }
 

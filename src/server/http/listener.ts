@@ -12,7 +12,7 @@ import type { Logger } from "../logger.ts";
 import { createTlsAcceptor } from "../tls/acceptor.ts";
 import type { ListenerTls } from "../tls/server-tls.ts";
 import { FastLane, type FastHandler } from "./fast-lane.ts";
-import { muxConnections } from "../grpc/mux.ts";
+import { chooseAlpn, muxConnections } from "../grpc/mux.ts";
 
 export interface Listener {
   url: URL;
@@ -71,7 +71,7 @@ export async function listen(urls: readonly URL[], handler: Handler, log: Logger
     if (grpc !== undefined) accept = muxConnections(accept, grpc);
     if (url.protocol === "https:") {
       if (tls === undefined) throw new Error(`Cannot listen on ${url.href}: TLS key/cert are not presented`);
-      secure(server, tls, log, accept);
+      secure(server, tls, log, accept, grpc === undefined ? undefined : chooseAlpn);
     } else {
       if (tls !== undefined) log.warn(`scheme is HTTP while key and cert files are present; ignoring key and cert files`, { [`${traffic}-url`]: url.origin });
       server.on("connection", accept);
@@ -95,10 +95,10 @@ export async function listen(urls: readonly URL[], handler: Handler, log: Logger
  * Puts the TLS acceptor between the server's accepted sockets and `next` (the lane or
  * node:http). Sockets are accepted paused, so no byte is read before the handshake owns them.
  */
-function secure(server: Server, tls: ListenerTls, log: Logger, next: (socket: Socket) => void): void {
+function secure(server: Server, tls: ListenerTls, log: Logger, next: (socket: Socket) => void, alpn: ((offered: string[]) => string | undefined) | undefined): void {
   // net.Server reads this property for every accepted socket.
   (server as Server & { pauseOnConnect: boolean }).pauseOnConnect = true;
-  const acceptor = createTlsAcceptor({ ...tls, log }, next);
+  const acceptor = createTlsAcceptor({ ...tls, log, ...(alpn === undefined ? {} : { alpn }) }, next);
   server.on("connection", (raw: Socket) => acceptor.accept(raw));
   server.on("close", () => acceptor.close());
 }

@@ -26,6 +26,8 @@ export interface TlsAcceptorOptions {
   clientCertAuth: boolean;
   /** Checks after the chain is verified; a Refusal closes the connection. */
   check?: (socket: TLSSocket, remoteAddress: string) => Refusal | undefined | Promise<Refusal | undefined>;
+  /** Picks the ALPN protocol among the client's (a client listener serving gRPC); undefined refuses. */
+  alpn?: (offered: string[]) => string | undefined;
   /** A handshake not finished in time is dropped (default 30 s). */
   handshakeTimeoutMs?: number;
   log: Logger;
@@ -85,6 +87,7 @@ export function createTlsAcceptor(opts: TlsAcceptorOptions, onSecure: (socket: T
       requestCert: opts.clientCertAuth,
       // Judged below, so that a refusal carries the alert instead of a bare close.
       rejectUnauthorized: false,
+      ...(opts.alpn === undefined ? {} : { ALPNCallback: ({ protocols }: { protocols: string[] }) => opts.alpn?.(protocols) }),
     });
     if (gate !== undefined) {
       // A TLS socket over a JS stream has no address of its own: lend it the TCP socket's.
