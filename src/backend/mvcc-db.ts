@@ -254,24 +254,24 @@ export class MvccDb implements MvccBackend {
     };
   }
 
-  /**
-   * Writes records, leases, alarms and meta as a backup holds them, into a new database
-   * (snapshot restore); the consistent index is `index`.
-   */
-  async importState(s: { records: Iterable<[Buffer, Buffer]>; leases: Iterable<LeaseRecord>; alarms: Iterable<AlarmMember>; revision: number; compactRevision: number; index: number }): Promise<void> {
-    let n = 0;
-    for (const [k, v] of s.records) {
-      parseRevisionKey(k);
-      void this.#records.put(k, v);
-      // Let LMDB commit in batches instead of queueing the whole file.
-      if (++n % 10_000 === 0) await this.#records.committed;
-    }
+  /** A record as a backup holds it (snapshot restore into a new database). */
+  importRecord(key: Buffer, value: Buffer): void {
+    parseRevisionKey(key);
+    void this.#records.put(key, value);
+  }
+
+  /** Resolves once the writes queued so far are committed (an import goes in batches). */
+  async committedAll(): Promise<void> {
+    await this.#env.committed;
+  }
+
+  /** The rest of a backup, after its records: leases, alarms, and meta with consistent index `index`. */
+  importRest(s: { leases: Iterable<LeaseRecord>; alarms: Iterable<AlarmMember>; revision: number; compactRevision: number; index: number }): void {
     for (const l of s.leases) this.putLease(l);
     for (const a of s.alarms) this.putAlarm(a);
     this.#state = { consistentIndex: s.index, revision: s.revision, compactRevision: s.compactRevision };
     this.#dirty = true;
     this.commit(s.index);
-    await this.flushed();
   }
 
   /**
