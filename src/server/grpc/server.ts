@@ -123,7 +123,16 @@ export class RpcStream {
   }
 }
 
+/** Calls and bytes, for the Prometheus metrics (server/metrics/grpc-metrics.ts). */
+export interface GrpcObserver {
+  callStarted(path: string): void;
+  /** `code`: the grpc-status the call ended with (1, Canceled, when the client reset it). */
+  callHandled(path: string, code: number, ms: number): void;
+  traffic(received: number, sent: number): void;
+}
+
 export interface GrpcServerOptions {
+  observer?: GrpcObserver;
   /** Largest request message accepted (grpc-go's MaxRecvMsgSize). */
   maxRecvBytes: number;
   /** Whether a verified client certificate's CN names the user (--client-cert-auth). */
@@ -146,6 +155,8 @@ export class GrpcServer {
   readonly #opts: GrpcServerOptions;
   readonly #h2: http2.Http2Server;
   readonly #sessions = new Set<http2.ServerHttp2Session>();
+  /** Connections and the bytes already reported to the observer. */
+  readonly #traffic = new Map<Socket, { read: number; written: number }>();
   #closed = false;
 
   constructor(rpcs: ReadonlyMap<string, Rpc>, opts: GrpcServerOptions) {
@@ -179,7 +190,27 @@ export class GrpcServer {
     // 'secureConnect' that never comes. The acceptor hands sockets over only once secure.
     const tlsSocket = socket as Socket & { secureConnecting?: boolean };
     if (tlsSocket.secureConnecting === true) tlsSocket.secureConnecting = false;
+    if (this.#opts.observer !== undefined) {
+      this.#traffic.set(socket, { read: 0, written: 0 });
+      socket.once("close", () => {
+        this.reportTraffic();
+        this.#traffic.delete(socket);
+      });
+    }
     this.#h2.emit("connection", socket);
+  }
+
+  /** Tells the observer the bytes moved since the last report (called when metrics are read). */
+  reportTraffic(): void {
+    const o = this.#opts.observer;
+    if (o === undefined) return;
+    for (const [socket, seen] of this.#traffic) {
+      const read = socket.bytesRead;
+      const written = socket.bytesWritten;
+      o.traffic(read - seen.read, written - seen.written);
+      seen.read = read;
+      seen.written = written;
+    }
   }
 
   /** Ends every session now (streams get RST, unary calls in flight are dropped). */
@@ -214,6 +245,15 @@ export class GrpcServer {
       else message = `unknown service ${path.slice(1, slash)}`;
       stream.respond({ ...RESPONSE_HEADERS, ...trailersOf({ code: GrpcCode.Unimplemented, message }) }, { endStream: true });
       return;
+    }
+    const observer = this.#opts.observer;
+    if (observer !== undefined) {
+      const t0 = performance.now();
+      observer.callStarted(path);
+      stream.once("close", () => {
+        const status = stream.sentTrailers?.["grpc-status"] ?? stream.sentHeaders["grpc-status"];
+        observer.callHandled(path, status === undefined ? 1 : Number(status), performance.now() - t0);
+      });
     }
     const call: GrpcCall = { headers, ctx: this.#callerOf(stream, headers) };
     if (rpc.kind === "unary") this.#unary(rpc, stream, call);
