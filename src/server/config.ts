@@ -80,7 +80,7 @@ export interface ServerConfig {
   walDir: string;
   /** --max-wals: WAL files kept (0 = unlimited). Wiring: WAL purge in kv-server.ts. */
   maxWals: number;
-  /** --max-snapshots: snapshot files kept (0 = unlimited). Wiring: snapshot purge in kv-server.ts. */
+  /** --max-snapshots: snapshot files kept (0 = unlimited). */
   maxSnapshots: number;
   /**
    * --quota-backend-bytes as the effective byte count: 0 gives etcd's default 2 GiB
@@ -98,7 +98,7 @@ export interface ServerConfig {
   strictReconfigCheck: boolean;
   /** --initial-election-tick-advance: fast-forward election ticks on boot. Wiring: first-election / kv-server.ts. */
   initialElectionTickAdvance: boolean;
-  /** --experimental-watch-progress-notify-interval in milliseconds (0 = off). Wiring: v3 watch streams. */
+  /** --experimental-watch-progress-notify-interval in milliseconds (0 = off). */
   watchProgressNotifyIntervalMs: number;
   /** --force-new-cluster: restart as a one-member cluster keeping the data. Wiring: bootstrap.ts. */
   forceNewCluster: boolean;
@@ -181,9 +181,9 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "initial-election-tick-advance", type: "boolean", default: true, describe: "Whether to fast-forward initial election ticks on boot for faster election", notice: notYet("kvctl always fast-forwards its first election (first-election.ts)") },
   { name: "listen-peer-urls", type: "string", default: "http://127.0.0.1:2380", describe: "Comma-separated URLs to listen on for peer traffic" },
   { name: "listen-client-urls", type: "string", default: "http://127.0.0.1:2379", describe: "Comma-separated URLs to listen on for client traffic" },
-  { name: "max-snapshots", type: "number", default: 5, describe: "Maximum number of snapshot files to retain (0 is unlimited)", notice: notYet("kvctl keeps its own count of snapshot files for now") },
+  { name: "max-snapshots", type: "number", default: 5, describe: "Maximum number of snapshot files to retain (0 is unlimited)" },
   { name: "max-wals", type: "number", default: 5, describe: "Maximum number of WAL files to retain (0 is unlimited)", notice: notYet("kvctl keeps the WAL segments a snapshot still needs, whatever their number, for now") },
-  { name: "quota-backend-bytes", type: "number", default: 0, describe: "Raise alarms when the v3 backend size exceeds the given quota (0: 2 GiB; negative: no quota)", notice: notYet("the v3 space quota is not enforced yet") },
+  { name: "quota-backend-bytes", type: "number", default: 0, describe: "Raise alarms when the v3 backend size exceeds the given quota (0: 2 GiB; negative: no quota)" },
   { name: "backend-batch-interval", type: "duration", default: "0s", describe: "Maximum time before committing the backend transaction (Go duration; 0: backend default)", notice: "kvctl commits the v3 key space with each applied batch; --backend-batch-interval is not used" },
   { name: "backend-batch-limit", type: "number", default: 0, describe: "Maximum operations before committing the backend transaction (0: backend default)", notice: "kvctl commits the v3 key space with each applied batch; --backend-batch-limit is not used" },
   { name: "max-txn-ops", type: "number", default: 128, describe: "Maximum number of operations permitted in a transaction" },
@@ -206,7 +206,7 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "discovery-srv-name", type: "string", default: "", describe: "Service name suffix to query when using DNS discovery" },
   { name: "strict-reconfig-check", type: "boolean", default: true, describe: "Reject reconfiguration requests that would cause quorum loss", notice: notYet("kvctl checks member changes as it always has") },
   { name: "pre-vote", type: "boolean", default: false, describe: "Enable to run an additional Raft election phase", notice: notYet("kvctl's Raft runs its pre-vote phase either way") },
-  { name: "auto-compaction-retention", type: "string", default: "0", describe: "Auto compaction retention for the v3 key space: a Go duration (1h, 30m), or hours (periodic) / revisions (revision); 0 disables", notice: notYet("the v3 key space is not compacted automatically yet") },
+  { name: "auto-compaction-retention", type: "string", default: "0", describe: "Auto compaction retention for the v3 key space: a Go duration (1h, 30m), or hours (periodic) / revisions (revision); 0 disables" },
   { name: "auto-compaction-mode", type: "string", default: "periodic", describe: "Interpret --auto-compaction-retention as 'periodic' (time) or 'revision' (a revision count)" },
   { name: "enable-v2", type: "boolean", default: true, describe: "Accept etcd v2 client requests (kvctl's default is true; false answers /v2/... 404 as etcd does)" },
 

@@ -40,11 +40,10 @@ import { ServerStats } from "./stats.ts";
 import { writeSnapshotData } from "./snapshot-data.ts";
 import { DiskWaitPolicy } from "./disk-wait.ts";
 import { firstElectionStep } from "./first-election.ts";
+import { createCompactor } from "./compactor.ts";
 
 /** How often the leader stamps its clock into the log while TTL keys exist (etcd: 500 ms). */
 const SYNC_INTERVAL_MS = 500;
-/** etcd's default watch progress notify interval (--experimental-watch-progress-notify-interval). */
-const WATCH_PROGRESS_NOTIFY_MS = 10 * 60 * 1000;
 /** Entries kept in memory after a snapshot so slow followers catch up without one (etcd: 5000). */
 const SNAPSHOT_CATCHUP_ENTRIES = 5000;
 
@@ -157,6 +156,7 @@ export class KvServer {
   #tickTimer: NodeJS.Timeout | undefined;
   #syncTimer: NodeJS.Timeout | undefined;
   #progressTimer: NodeJS.Timeout | undefined;
+  #compactTimer: NodeJS.Timeout | undefined;
   /** Proposals waiting for a leader to be known. */
   #leaderWaiters: Array<() => void> = [];
 
@@ -301,8 +301,36 @@ export class KvServer {
     }, this.config.heartbeatInterval);
     this.#syncTimer = setInterval(() => this.#maybeSync(), SYNC_INTERVAL_MS);
     // v3 watchers created with progress_notify hear the current revision now and then.
-    this.#progressTimer = setInterval(() => this.watchHub.progress(this.v3.revision), WATCH_PROGRESS_NOTIFY_MS);
+    if (this.config.watchProgressNotifyIntervalMs > 0) {
+      this.#progressTimer = setInterval(() => this.watchHub.progress(this.v3.revision), this.config.watchProgressNotifyIntervalMs);
+    }
+    this.#startCompactor();
     if (ids.length > 1) void this.#firstElection();
+  }
+
+  /**
+   * --auto-compaction-mode/--auto-compaction-retention (compactor.ts): the leader proposes
+   * the compactions, as etcd's compactor runs only while its member leads.
+   */
+  #startCompactor(): void {
+    const c = createCompactor(this.config.autoCompaction, Date.now());
+    if (c === undefined) return;
+    this.#compactTimer = setInterval(() => {
+      if (!this.isLeader) return;
+      const revision = c.step(Date.now(), this.v3.revision);
+      if (revision === undefined) return;
+      const op = { k: "compact" as const, r: { revision, physical: false } };
+      void this.propose({ t: "v3", time: Date.now(), op }).then(
+        (res) => {
+          // etcd counts "already compacted" as done too.
+          const ok = res.ok || res.error.message.includes("compacted");
+          c.done(Date.now(), ok);
+          if (res.ok) this.#log.info("auto-compacted the v3 key space", { revision, mode: this.config.autoCompaction.mode });
+        },
+        () => c.done(Date.now(), false),
+      );
+    }, c.stepMs);
+    this.#compactTimer.unref();
   }
 
   /**
@@ -869,7 +897,7 @@ export class KvServer {
     const compactTo = s.index - SNAPSHOT_CATCHUP_ENTRIES;
     if (compactTo > this.#storage.firstIndex()) this.#storage.compact(compactTo);
     await this.#wal.releaseTo(s.index);
-    await this.#snapshotter.purge(5);
+    if (this.config.maxSnapshots > 0) await this.#snapshotter.purge(this.config.maxSnapshots);
     this.#log.info("saved snapshot", { index: s.index, term: s.term, bytes: s.data.length, ms: Math.round(performance.now() - s.startedAt) });
   }
 
@@ -921,6 +949,7 @@ export class KvServer {
     clearInterval(this.#tickTimer);
     clearInterval(this.#syncTimer);
     clearInterval(this.#progressTimer);
+    clearInterval(this.#compactTimer);
     const stopped = new ServerUnavailableError("etcdserver: server stopped");
     this.#waits.failAll(stopped);
     this.#confWaits.failAll(stopped);
