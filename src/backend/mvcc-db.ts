@@ -181,19 +181,21 @@ export class MvccDb implements MvccBackend {
   /**
    * Ends the batch of writes made since the last call, as the effects of the entries up to
    * `appliedIndex`: the consistent index is written with them, in the same transaction.
-   * Nothing is written when nothing changed.
+   * Nothing is written when nothing changed (undefined); otherwise resolves once on disk.
    */
-  commit(appliedIndex: number): void {
-    if (!this.#dirty) return;
+  commit(appliedIndex: number): Promise<void> | undefined {
+    if (!this.#dirty) return undefined;
     this.#dirty = false;
     this.#state.consistentIndex = appliedIndex;
     const done = this.#meta.put(META_KEY, { ...this.#state });
     const batch = this.#pending;
     this.#pending = [];
-    this.#lastCommit = done.then(() => {
+    const committed = done.then(() => {
       for (const r of batch) r.release(this);
       this.#size = fileSize(this.path);
     });
+    this.#lastCommit = committed;
+    return committed;
   }
 
   /** Resolves once every commit so far is on disk (etcd's ForceCommit before a snapshot). */

@@ -17,7 +17,7 @@ import { createHash } from "node:crypto";
 import { randomBytes } from "node:crypto";
 import { rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { RawNode, ProposalDroppedError, EntryType, MessageType, ConfChangeType, decodeConfChange, type ConfChange, type ConfState, type Entry, type Message, type MemoryStorage, type Ready, type Snapshot } from "../raft/index.ts";
+import { RawNode, ProposalDroppedError, EntryType, MessageType, ConfChangeType, decodeConfChange, type ConfChange, type ConfState, type Entry, type Message, type MemoryStorage, type Ready, type Snapshot, type Status } from "../raft/index.ts";
 import { PeerTransport, type PeerTlsClient, type SendOptions } from "../transport/index.ts";
 import type { Wal, Snapshotter } from "../wal/index.ts";
 import type { V2Store, V2Event } from "../store/v2/store.ts";
@@ -37,6 +37,7 @@ import type { BackupHeader } from "./backup/format.ts";
 import { raftLogger, type Logger } from "./logger.ts";
 import type { ServerConfig } from "./config.ts";
 import { ServerStats } from "./stats.ts";
+import { ServerMetrics } from "./metrics/server-metrics.ts";
 import { writeSnapshotData } from "./snapshot-data.ts";
 import { DiskWaitPolicy } from "./disk-wait.ts";
 import { firstElectionStep } from "./first-election.ts";
@@ -98,6 +99,8 @@ export interface KvServerOptions {
 export class KvServer {
   readonly config: ServerConfig;
   readonly stats = new ServerStats();
+  /** Prometheus counters fed from the run loop (metrics/). */
+  readonly metrics = new ServerMetrics();
   #log: Logger;
   #onRemoved: () => void;
   readonly #peerTls: PeerTlsClient | undefined;
@@ -454,6 +457,11 @@ export class KvServer {
     return this.#v3db.sizes();
   }
 
+  /** Raft's view of this member (etcd's raft.status in /debug/vars). */
+  raftStatus(): Status {
+    return this.#node.status();
+  }
+
   /**
    * etcd's Defragment: the database is rewritten without its free pages, and the file
    * shrinks to what is in use. Entries are not applied meanwhile (their writes would go to
@@ -594,6 +602,7 @@ export class KvServer {
   async #proposeAndWait(registry: WaitRegistry<ApplyResult>, id: number, proposeFn: () => void): Promise<ApplyResult> {
     if (this.#stopped) throw new ServerUnavailableError("etcdserver: server stopped");
     this.#proposals++;
+    this.metrics.proposalStarted();
     const result = registry.register(id);
     const deadline = Date.now() + this.requestTimeoutMs;
     for (;;) {
@@ -614,10 +623,14 @@ export class KvServer {
     }
     this.#kick();
     const timer = setTimeout(() => registry.fail(id, new ServerUnavailableError("etcdserver: request timed out")), this.requestTimeoutMs);
+    let failed = true;
     try {
-      return await result;
+      const r = await result;
+      failed = false;
+      return r;
     } finally {
       clearTimeout(timer);
+      this.metrics.proposalEnded(failed);
     }
   }
 
@@ -738,6 +751,7 @@ export class KvServer {
         onLoop = this.#diskWait.stillQuiet(this.#clientRequests);
       }
       const syncMs = await this.#wal.save(rd.hardState ?? null, rd.entries, { onLoop });
+      this.metrics.walSynced(syncMs);
       if (onLoop) this.#diskWait.took(performance.now(), syncMs);
     }
     if (rd.hardState) this.#storage.setHardState(rd.hardState);
@@ -747,7 +761,9 @@ export class KvServer {
     if (this.#applyGate !== undefined && rd.committedEntries.length > 0) await this.#applyGate;
     rd.committedEntries.forEach((e, i) => this.#applyEntry(e, commands[i]));
     // The v3 writes of these entries commit together with the index they reach.
-    this.#v3db.commit(this.#appliedIndex);
+    const commitStart = performance.now();
+    // No rejection handler here: a failed commit stays an unhandled rejection (fatal), as before.
+    void this.#v3db.commit(this.#appliedIndex)?.then(() => this.metrics.backendCommitted(performance.now() - commitStart));
     this.#reads.release();
     this.#node.advance(rd);
     if (this.#snapshotJob === undefined && this.#appliedIndex - this.#snapshotIndex >= this.config.snapshotCount) this.#startSnapshot();
@@ -776,12 +792,14 @@ export class KvServer {
   /** Applies a committed entry; `cmd` is its command, decoded (see commandOf). */
   #applyEntry(e: Entry, cmd: Command | undefined): void {
     if (e.index <= this.#appliedIndex) return;
+    const started = performance.now();
     if (e.type === EntryType.ConfChange) this.#applyConfChange(decodeConfChange(e.data));
     else if (cmd !== undefined) {
       const sm = { store: this.store, membership: this.membership, auth: this.auth, v3: this.v3, v3auth: this.v3auth };
       const result = applyCommand(sm, cmd, e.index, { v3: e.index > this.#v3Floor });
       if (result.ok && result.changes !== undefined) for (const c of result.changes) this.watchHub.notify(c);
       if (cmd.m === this.#memberId) this.#waits.trigger(cmd.id, result);
+      this.metrics.applied(cmd, result, performance.now() - started);
     }
     this.#appliedIndex = e.index;
   }

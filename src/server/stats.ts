@@ -61,6 +61,7 @@ export class ServerStats {
   #startTime = 0;
   #leader = 0;
   #leaderStart = 0;
+  #leaderChanges = 0;
 
   start(name: string, id: number): void {
     this.#name = name;
@@ -68,7 +69,13 @@ export class ServerStats {
     this.#startTime = Date.now();
   }
 
+  /** Leaders seen (etcd_server_leader_changes_seen_total): every change to a known leader. */
+  get leaderChanges(): number {
+    return this.#leaderChanges;
+  }
+
   leaderChanged(lead: number): void {
+    if (lead !== 0 && lead !== this.#leader) this.#leaderChanges++;
     this.#leader = lead;
     this.#leaderStart = Date.now();
   }

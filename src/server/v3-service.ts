@@ -139,6 +139,7 @@ export class V3Service implements V3Backend {
     const info = await this.authInfo(ctx);
     checkRangePerm(this.#kv.v3auth, info, req);
     if (!req.serializable) await this.#read();
+    this.#kv.metrics.ranged();
     return this.#kv.v3.range(req);
   }
 
@@ -176,7 +177,9 @@ export class V3Service implements V3Backend {
     if (isReadOnlyTxn(req)) {
       // etcd serves a txn without writes as a read: no log entry, no revision.
       await this.#read();
-      return this.#kv.v3.txn(req).response;
+      const res = this.#kv.v3.txn(req).response;
+      this.#kv.metrics.readOnlyTxn(req, res);
+      return res;
     }
     return (await this.#propose({ k: "txn", r: req })) as TxnResponse;
   }

@@ -51,6 +51,8 @@ export interface PeerContext {
   /** The peer answered 410: this member was removed from the cluster. */
   onRemoved(): void;
   onSnapshotStatus(id: number, failed: boolean): void;
+  onRoundTrip(id: number, ms: number): void;
+  onHeartbeatDropped(id: number): void;
   /** Delivered messages with their frame sizes (self stats). */
   onDelivered(msgs: readonly Message[], sizes: readonly number[]): void;
   /** The database file to send after a MsgSnap, if any. */
@@ -191,7 +193,8 @@ export class Peer {
     if (m.type === MessageType.MsgHeartbeat && this.#heartbeatSentAt === undefined) this.#heartbeatSentAt = this.#ctx.now();
     this.#queue.push(q);
     if (this.#queue.length > this.#ctx.limits.maxQueuedMessages) {
-      this.#queue.shift();
+      const old = this.#queue.shift();
+      if (old?.m.type === MessageType.MsgHeartbeat) this.#ctx.onHeartbeatDropped(this.id);
       this.#dropped++;
       if (!this.#dropWarned) {
         this.#dropWarned = true;
@@ -209,7 +212,9 @@ export class Peer {
   /** The peer answered a heartbeat: the round trip is the link latency leader stats show. */
   onHeartbeatResponse(): void {
     if (this.#heartbeatSentAt === undefined) return;
-    this.#latency.record(this.#ctx.now() - this.#heartbeatSentAt);
+    const ms = this.#ctx.now() - this.#heartbeatSentAt;
+    this.#latency.record(ms);
+    this.#ctx.onRoundTrip(this.id, ms);
     this.#heartbeatSentAt = undefined;
   }
 

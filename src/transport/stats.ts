@@ -36,6 +36,16 @@ export interface SelfTransportStats {
   recvBandwidthRate: number;
 }
 
+/** Per-peer traffic for the Prometheus metrics (etcd's rafthttp metrics); ids are member ids. */
+export interface TransportObserver {
+  sent(to: number, bytes: number): void;
+  received(from: number, bytes: number): void;
+  /** A heartbeat's round trip (sent to its response), in milliseconds. */
+  roundTrip(to: number, ms: number): void;
+  /** A heartbeat dropped before it was sent (the peer's queue was full). */
+  heartbeatDropped(to: number): void;
+}
+
 /** Running latency statistics (mean and standard deviation from sums, as etcd). */
 export class LatencyTracker {
   #n = 0;

@@ -16,7 +16,7 @@ import { MessageType, type Message } from "../raft/index.ts";
 import { createHandler, type Delivery } from "./handler.ts";
 import { createAgent, peerGet, type PeerTlsClient } from "./http-client.ts";
 import { Peer, type PeerContext } from "./peer.ts";
-import { RateWindow, type PeerStats, type SelfTransportStats } from "./stats.ts";
+import { RateWindow, type PeerStats, type SelfTransportStats, type TransportObserver } from "./stats.ts";
 import { PeerHeader, defaultLimits, idHex, type SendOptions, type SnapshotAttachment, type TransportLimits, type TransportLogger } from "./types.ts";
 
 export interface PeerTransportOptions {
@@ -61,6 +61,8 @@ export class PeerTransport {
   #stopped = false;
   #stopping: Promise<void> | undefined;
   #self = { messagesSent: 0, bytesSent: 0, messagesReceived: 0, bytesReceived: 0, appSent: 0, appReceived: 0, unknownDropped: 0 };
+  /** Set by the server for its metrics; undefined: nothing reported. */
+  observer: TransportObserver | undefined;
   #sendRate = new RateWindow();
   #recvRate = new RateWindow();
   /** Peers holding messages queued by a deferred send(), and the turn that writes them. */
@@ -92,6 +94,8 @@ export class PeerTransport {
       onRemoved: () => this.#opts.onRemoved?.(),
       onSnapshotStatus: (id, failed) => this.#opts.onSnapshotStatus?.(id, failed),
       onDelivered: (msgs, sizes) => this.#onDelivered(msgs, sizes),
+      onRoundTrip: (id, ms) => this.observer?.roundTrip(id, ms),
+      onHeartbeatDropped: (id) => this.observer?.heartbeatDropped(id),
       ...(opts.snapshotAttachment === undefined ? {} : { snapshotAttachment: opts.snapshotAttachment }),
     };
   }
@@ -243,6 +247,7 @@ export class PeerTransport {
       const size = sizes[i] ?? 0;
       this.#self.messagesSent++;
       this.#self.bytesSent += size;
+      this.observer?.sent(m.to, size);
       if (m.type === MessageType.MsgApp) {
         this.#self.appSent++;
         this.#sendRate.add(now, size);
@@ -261,6 +266,11 @@ export class PeerTransport {
         this.#recvRate.add(now, size);
       }
     });
+    if (this.observer !== undefined) {
+      let total = 0;
+      for (const s of d.sizes) total += s;
+      this.observer.received(d.from, total);
+    }
     this.#learnRemote(d.from, d.fromUrls);
     const peer = this.#peers.get(d.from);
     if (peer !== undefined && d.messages.some((m) => m.type === MessageType.MsgHeartbeatResp)) peer.onHeartbeatResponse();

@@ -1,0 +1,81 @@
+// go-grpc-prometheus's server metrics as etcd 3.4 registers them: every method of every
+// served service starts at 0 for every code (InitializeMetrics), so rates exist before
+// the first call; `extensive` adds the handling-time histogram (--metrics extensive).
+import type { DescService } from "@bufbuild/protobuf";
+import { Auth, Cluster, KV, Lease, Maintenance, Watch } from "../grpc/gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
+import { Health } from "../grpc/gen/grpc/health/v1/health_pb.ts";
+import type { GrpcObserver } from "../grpc/server.ts";
+import { Counter, Histogram, type Family } from "./registry.ts";
+
+/** Status code names as grpc-go's codes.Code.String() writes them. */
+const CODE_NAMES = [
+  "OK", "Canceled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound", "AlreadyExists", "PermissionDenied",
+  "ResourceExhausted", "FailedPrecondition", "Aborted", "OutOfRange", "Unimplemented", "Internal", "Unavailable",
+  "DataLoss", "Unauthenticated",
+] as const;
+
+export function codeName(code: number): string {
+  return CODE_NAMES[code] ?? `Code(${code})`;
+}
+
+const KIND_TYPE = { unary: "unary", server_streaming: "server_stream", client_streaming: "client_stream", bidi_streaming: "bidi_stream" } as const;
+
+type MethodLabels = Readonly<Record<"grpc_method" | "grpc_service" | "grpc_type", string>>;
+
+export class GrpcMetrics implements GrpcObserver {
+  readonly started = new Counter("grpc_server_started_total", "Total number of RPCs started on the server.", ["grpc_method", "grpc_service", "grpc_type"]);
+  readonly handled = new Counter("grpc_server_handled_total", "Total number of RPCs completed on the server, regardless of success or failure.", [
+    "grpc_code",
+    "grpc_method",
+    "grpc_service",
+    "grpc_type",
+  ]);
+  readonly handling: Histogram | undefined;
+  readonly sentBytes: Counter;
+  readonly receivedBytes: Counter;
+  readonly #methods = new Map<string, MethodLabels>();
+
+  constructor(opts: { extensive: boolean; sentBytes: Counter; receivedBytes: Counter }) {
+    this.sentBytes = opts.sentBytes;
+    this.receivedBytes = opts.receivedBytes;
+    // go-grpc-prometheus's DefBuckets.
+    this.handling = opts.extensive
+      ? new Histogram(
+          "grpc_server_handling_seconds",
+          "Histogram of response latency (seconds) of gRPC that had been application-level handled by the server.",
+          [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+          ["grpc_method", "grpc_service", "grpc_type"],
+        )
+      : undefined;
+    const services: DescService[] = [KV, Watch, Lease, Cluster, Maintenance, Auth, Health];
+    for (const s of services) {
+      for (const m of s.methods) {
+        const labels = { grpc_method: m.name, grpc_service: s.typeName, grpc_type: KIND_TYPE[m.methodKind] };
+        this.#methods.set(`/${s.typeName}/${m.name}`, labels);
+        this.started.touch(labels);
+        for (const code of CODE_NAMES) this.handled.touch({ ...labels, grpc_code: code });
+      }
+    }
+  }
+
+  callStarted(path: string): void {
+    const labels = this.#methods.get(path);
+    if (labels !== undefined) this.started.inc(labels);
+  }
+
+  callHandled(path: string, code: number, ms: number): void {
+    const labels = this.#methods.get(path);
+    if (labels === undefined) return;
+    this.handled.inc({ ...labels, grpc_code: codeName(code) });
+    this.handling?.observe(ms / 1000, labels);
+  }
+
+  traffic(received: number, sent: number): void {
+    if (received > 0) this.receivedBytes.inc({}, received);
+    if (sent > 0) this.sentBytes.inc({}, sent);
+  }
+
+  families(): Family[] {
+    return this.handling === undefined ? [this.started, this.handled] : [this.started, this.handled, this.handling];
+  }
+}

@@ -1,0 +1,145 @@
+// One member's metrics registry: the event counters the server and its gRPC layer keep
+// (server-metrics.ts, grpc-metrics.ts), the levels read from the server at each scrape,
+// and the process collector. /metrics on the client and metrics URLs writes `expose()`.
+import type { KvServer } from "../kv-server.ts";
+import { ETCD_CLUSTER_VERSION, ETCD_SERVER_VERSION } from "../version.ts";
+import type { TransportObserver } from "../../transport/index.ts";
+import { GrpcMetrics } from "./grpc-metrics.ts";
+import { registerProcessMetrics } from "./process.ts";
+import { GaugeFunc, Registry, counterFunc } from "./registry.ts";
+
+/** The part of a GrpcServer read at scrape time (it reports open connections' bytes). */
+export interface GrpcTraffic {
+  reportTraffic(): void;
+}
+
+/** Counting every live key walks the key index: a scrape reuses a count this recent. */
+const KEY_COUNT_TTL_MS = 1000;
+
+const hex = (id: number): string => id.toString(16);
+
+export class MemberMetrics {
+  readonly registry = new Registry();
+  readonly grpc: GrpcMetrics;
+  readonly #kv: KvServer;
+  #grpcServer: GrpcTraffic | undefined;
+  #keys = { at: -Infinity, count: 0 };
+
+  constructor(kv: KvServer, opts: { level: "basic" | "extensive" }) {
+    this.#kv = kv;
+    const m = kv.metrics;
+    this.grpc = new GrpcMetrics({ extensive: opts.level === "extensive", sentBytes: m.grpcSentBytes, receivedBytes: m.grpcReceivedBytes });
+    const r = this.registry;
+    for (const f of [...m.families(), ...this.grpc.families()]) r.register(f);
+    const g = (name: string, help: string, read: () => number): void => void r.register(new GaugeFunc(name, help, read));
+    const label = (name: string, help: string, key: string, value: () => string): void =>
+      void r.register(new GaugeFunc(name, help, () => [{ labels: { [key]: value() }, value: 1 }]));
+
+    g("etcd_server_has_leader", "Whether or not a leader exists. 1 is existence, 0 is not.", () => (kv.leaderId !== 0 ? 1 : 0));
+    g("etcd_server_is_leader", "Whether or not this member is a leader. 1 if is, 0 otherwise.", () => (kv.isLeader ? 1 : 0));
+    g("etcd_server_is_learner", "Whether or not this member is a learner. 1 if is, 0 otherwise.", () =>
+      kv.membership.get(kv.memberId)?.isLearner === true ? 1 : 0,
+    );
+    r.register(counterFunc("etcd_server_leader_changes_seen_total", "The number of leader changes seen.", () => kv.stats.leaderChanges));
+    // etcd exports these two as gauges of the raft indexes (etcdserver/metrics.go).
+    g("etcd_server_proposals_committed_total", "The total number of consensus proposals committed.", () => kv.commitIndex);
+    g("etcd_server_proposals_applied_total", "The total number of consensus proposals applied.", () => kv.appliedIndex);
+    g("etcd_server_quota_backend_bytes", "Current backend storage quota size in bytes.", () => kv.config.quotaBackendBytes);
+    label("etcd_server_id", "Server or member ID in hexadecimal format. 1 for 'server_id' label with current ID.", "server_id", () => hex(kv.memberId));
+    label("etcd_server_version", "Which version is running. 1 for 'server_version' label with current version.", "server_version", () => ETCD_SERVER_VERSION);
+    label(
+      "etcd_cluster_version",
+      "Which version is running. 1 for 'cluster_version' label with current cluster version",
+      "cluster_version",
+      () => ETCD_CLUSTER_VERSION.split(".").slice(0, 2).join("."),
+    );
+
+    g("etcd_mvcc_db_total_size_in_bytes", "Total size of the underlying database physically allocated in bytes.", () => kv.v3DbSizes().size);
+    g("etcd_debugging_mvcc_db_total_size_in_bytes", "Total size of the underlying database physically allocated in bytes.", () => kv.v3DbSizes().size);
+    g("etcd_mvcc_db_total_size_in_use_in_bytes", "Total size of the underlying database logically in use in bytes.", () => kv.v3DbSizes().inUse);
+    g("etcd_debugging_mvcc_keys_total", "Total number of keys.", () => this.#keyCount());
+    g("etcd_debugging_mvcc_current_revision", "The current revision of store.", () => kv.v3.revision);
+    g("etcd_debugging_mvcc_compact_revision", "The revision of the last compaction in store.", () => kv.v3.compactRevision);
+    g("etcd_debugging_mvcc_watcher_total", "Total number of watchers.", () => kv.watchHub.size);
+    // etcd counts the same operations twice, under the debugging names too.
+    for (const [c, name] of [
+      [m.mvccPut, "etcd_debugging_mvcc_put_total"],
+      [m.mvccRange, "etcd_debugging_mvcc_range_total"],
+      [m.mvccDelete, "etcd_debugging_mvcc_delete_total"],
+      [m.mvccTxn, "etcd_debugging_mvcc_txn_total"],
+    ] as const) {
+      r.register(counterFunc(name, c.help, () => c.value()));
+    }
+
+    // The v2 store's own counters (/v2/stats/store), under etcd's store metric names.
+    const store = (): ReturnType<KvServer["store"]["statsJSON"]> => kv.store.statsJSON();
+    r.register(
+      counterFunc("etcd_debugging_store_writes_total", "Total number of writes (e.g. set/compareAndDelete) seen by this member.", () => {
+        const s = store();
+        return [
+          { labels: { action: "compareAndDelete" }, value: s.compareAndDeleteSuccess },
+          { labels: { action: "compareAndSwap" }, value: s.compareAndSwapSuccess },
+          { labels: { action: "create" }, value: s.createSuccess },
+          { labels: { action: "delete" }, value: s.deleteSuccess },
+          { labels: { action: "set" }, value: s.setsSuccess },
+          { labels: { action: "update" }, value: s.updateSuccess },
+        ].filter((x) => x.value > 0);
+      }),
+    );
+    r.register(
+      counterFunc("etcd_debugging_store_reads_total", "Total number of reads action by (get/getRecursive), local to this member.", () => {
+        const s = store();
+        return s.getsSuccess > 0 ? [{ labels: { action: "get" }, value: s.getsSuccess }] : [];
+      }),
+    );
+    r.register(counterFunc("etcd_debugging_store_expires_total", "Total number of expired keys.", () => store().expireCount));
+    g("etcd_debugging_store_watchers", "Count of currently active watchers.", () => store().watchers);
+
+    registerProcessMetrics(r);
+  }
+
+  /** The gRPC server whose open connections' bytes are counted at each scrape. */
+  attachGrpc(server: GrpcTraffic): void {
+    this.#grpcServer = server;
+  }
+
+  /** The transport's reports, keyed by member id in hex as etcd labels them. */
+  transportObserver(): TransportObserver {
+    const m = this.#kv.metrics;
+    return {
+      sent: (to, bytes) => m.peerSent(hex(to), bytes),
+      received: (from, bytes) => m.peerReceived(hex(from), bytes),
+      roundTrip: (to, ms) => m.peerRoundTripMs(hex(to), ms),
+      heartbeatDropped: () => m.heartbeatSendFailed(),
+    };
+  }
+
+  expose(): string {
+    this.#grpcServer?.reportTraffic();
+    return this.registry.expose();
+  }
+
+  #keyCount(): number {
+    const now = performance.now();
+    if (now - this.#keys.at > KEY_COUNT_TTL_MS) {
+      const all = Buffer.from([0]);
+      const res = this.#kv.v3.range({
+        key: all,
+        rangeEnd: all,
+        limit: 0,
+        revision: 0,
+        sortOrder: 0,
+        sortTarget: 0,
+        serializable: true,
+        keysOnly: true,
+        countOnly: true,
+        minModRevision: 0,
+        maxModRevision: 0,
+        minCreateRevision: 0,
+        maxCreateRevision: 0,
+      });
+      this.#keys = { at: now, count: res.count };
+    }
+    return this.#keys.count;
+  }
+}

@@ -1,0 +1,186 @@
+// etcd 3.4's metric families for one member, with etcd's names, labels, units, HELP text
+// and buckets (compared with a real etcd's /metrics: test/integration/fixtures/). Two kinds:
+// - events counted where they happen: the KvServer calls the hooks below from its real
+//   code paths (propose, WAL save, backend commit, apply), the transport reports peer
+//   bytes and heartbeat round trips, the gRPC server its calls;
+// - levels read from the server when scraped (leader, indexes, revisions, sizes), so they
+//   cannot drift from what the server reports elsewhere.
+import type { Command } from "../request.ts";
+import type { ApplyResult } from "../apply.ts";
+import type { RequestOp, TxnRequest, TxnResponse } from "../../store/v3/index.ts";
+import { Counter, Gauge, Histogram, exponentialBuckets } from "./registry.ts";
+
+/** etcd's warnApplyDuration: an apply slower than this counts as slow. */
+export const SLOW_APPLY_MS = 100;
+
+/** A txn's reads, puts and deletes in the branch it took, nested txns included. */
+function countTxn(req: TxnRequest, res: TxnResponse | undefined): { ranges: number; puts: number; deletes: number } {
+  const out = { ranges: 0, puts: 0, deletes: 0 };
+  const ops: readonly RequestOp[] = res === undefined ? [] : res.succeeded ? req.success : req.failure;
+  ops.forEach((op, i) => {
+    if ("range" in op) out.ranges++;
+    else if ("put" in op) out.puts++;
+    else if ("deleteRange" in op) out.deletes++;
+    else {
+      const inner = res?.responses[i];
+      const sub = countTxn(op.txn, inner !== undefined && "txn" in inner ? inner.txn : undefined);
+      out.ranges += sub.ranges;
+      out.puts += sub.puts;
+      out.deletes += sub.deletes;
+    }
+  });
+  return out;
+}
+
+export class ServerMetrics {
+  readonly proposalsPending = new Gauge("etcd_server_proposals_pending", "The current number of pending proposals to commit.");
+  readonly proposalsFailed = new Counter("etcd_server_proposals_failed_total", "The total number of failed proposals seen.");
+  readonly slowApply = new Counter("etcd_server_slow_apply_total", "The total number of slow apply requests (likely overloaded from slow disk).");
+  readonly heartbeatSendFailures = new Counter(
+    "etcd_server_heartbeat_send_failures_total",
+    "The total number of leader heartbeat send failures (likely overloaded from slow disk).",
+  );
+  readonly healthSuccess = new Counter("etcd_server_health_success", "The total number of successful health checks");
+  readonly healthFailures = new Counter("etcd_server_health_failures", "The total number of failed health checks");
+  readonly readIndexesFailed = new Counter("etcd_server_read_indexes_failed_total", "The total number of failed read indexes seen.");
+
+  // etcd: wal/metrics.go and mvcc/backend/metrics.go (ExponentialBuckets(0.001, 2, 14)).
+  readonly walFsync = new Histogram("etcd_disk_wal_fsync_duration_seconds", "The latency distributions of fsync called by WAL.", exponentialBuckets(0.001, 2, 14));
+  readonly backendCommit = new Histogram(
+    "etcd_disk_backend_commit_duration_seconds",
+    "The latency distributions of commit called by backend.",
+    exponentialBuckets(0.001, 2, 14),
+  );
+
+  readonly mvccPut = new Counter("etcd_mvcc_put_total", "Total number of puts seen by this member.");
+  readonly mvccRange = new Counter("etcd_mvcc_range_total", "Total number of ranges seen by this member.");
+  readonly mvccDelete = new Counter("etcd_mvcc_delete_total", "Total number of deletes seen by this member.");
+  readonly mvccTxn = new Counter("etcd_mvcc_txn_total", "Total number of txns seen by this member.");
+  readonly leaseGranted = new Counter("etcd_debugging_lease_granted_total", "The total number of granted leases.");
+  readonly leaseRevoked = new Counter("etcd_debugging_lease_revoked_total", "The total number of revoked leases.");
+  readonly leaseRenewed = new Counter("etcd_debugging_lease_renewed_total", "The number of renewed leases seen by the leader.");
+
+  // etcd: rafthttp/metrics.go; the round trip buckets are ExponentialBuckets(0.0001, 2, 16).
+  readonly peerSentBytes = new Counter("etcd_network_peer_sent_bytes_total", "The total number of bytes sent to peers.", ["To"]);
+  readonly peerReceivedBytes = new Counter("etcd_network_peer_received_bytes_total", "The total number of bytes received from peers.", ["From"]);
+  readonly peerRoundTrip = new Histogram(
+    "etcd_network_peer_round_trip_time_seconds",
+    "Round-Trip-Time histogram between peers",
+    exponentialBuckets(0.0001, 2, 16),
+    ["To"],
+  );
+  readonly grpcSentBytes = new Counter("etcd_network_client_grpc_sent_bytes_total", "The total number of bytes sent to grpc clients.");
+  readonly grpcReceivedBytes = new Counter("etcd_network_client_grpc_received_bytes_total", "The total number of bytes received from grpc clients.");
+
+  /** A proposal entered propose(); pair with proposalEnded. */
+  proposalStarted(): void {
+    this.proposalsPending.inc();
+  }
+
+  /** `failed`: it never got a result (timed out, dropped, server stopped) — not a refused request. */
+  proposalEnded(failed: boolean): void {
+    this.proposalsPending.dec();
+    if (failed) this.proposalsFailed.inc();
+  }
+
+  walSynced(ms: number): void {
+    this.walFsync.observe(ms / 1000);
+  }
+
+  backendCommitted(ms: number): void {
+    this.backendCommit.observe(ms / 1000);
+  }
+
+  /** A v3 range served outside the log (a plain read; txn reads are counted at apply). */
+  ranged(): void {
+    this.mvccRange.inc();
+  }
+
+  /** A txn without writes, served as a read (no log entry): its ranges. */
+  readOnlyTxn(req: TxnRequest, res: TxnResponse): void {
+    const n = countTxn(req, res);
+    this.mvccRange.inc({}, n.ranges);
+    if (n.ranges > 1) this.mvccTxn.inc();
+  }
+
+  /**
+   * One committed entry applied in `ms`. The mvcc counters follow etcd's metricsTxnWrite:
+   * each put, delete and range of a write counts once; a txn counts when it ran more than
+   * one operation.
+   */
+  applied(cmd: Command | undefined, result: ApplyResult | undefined, ms: number): void {
+    if (ms > SLOW_APPLY_MS) this.slowApply.inc();
+    if (cmd?.t !== "v3" || result?.ok !== true) return;
+    const op = cmd.op;
+    switch (op.k) {
+      case "put":
+        this.mvccPut.inc();
+        break;
+      case "deleteRange":
+        this.mvccDelete.inc();
+        break;
+      case "txn": {
+        const n = countTxn(op.r, result.v3 as TxnResponse | undefined);
+        this.mvccRange.inc({}, n.ranges);
+        this.mvccPut.inc({}, n.puts);
+        this.mvccDelete.inc({}, n.deletes);
+        if (n.ranges + n.puts + n.deletes > 1) this.mvccTxn.inc();
+        break;
+      }
+      case "leaseGrant":
+        this.leaseGranted.inc();
+        break;
+      case "leaseRevoke":
+        this.leaseRevoked.inc();
+        break;
+      case "leaseRenew":
+        this.leaseRenewed.inc();
+        break;
+      default:
+        break;
+    }
+  }
+
+  peerSent(to: string, bytes: number): void {
+    this.peerSentBytes.inc({ To: to }, bytes);
+  }
+
+  peerReceived(from: string, bytes: number): void {
+    this.peerReceivedBytes.inc({ From: from }, bytes);
+  }
+
+  peerRoundTripMs(to: string, ms: number): void {
+    this.peerRoundTrip.observe(ms / 1000, { To: to });
+  }
+
+  heartbeatSendFailed(): void {
+    this.heartbeatSendFailures.inc();
+  }
+
+  /** Every event-counted family, for the registry. */
+  families(): Array<Counter | Gauge | Histogram> {
+    return [
+      this.proposalsPending,
+      this.proposalsFailed,
+      this.slowApply,
+      this.heartbeatSendFailures,
+      this.healthSuccess,
+      this.healthFailures,
+      this.readIndexesFailed,
+      this.walFsync,
+      this.backendCommit,
+      this.mvccPut,
+      this.mvccRange,
+      this.mvccDelete,
+      this.mvccTxn,
+      this.leaseGranted,
+      this.leaseRevoked,
+      this.leaseRenewed,
+      this.peerSentBytes,
+      this.peerReceivedBytes,
+      this.peerRoundTrip,
+      this.grpcSentBytes,
+      this.grpcReceivedBytes,
+    ];
+  }
+}
