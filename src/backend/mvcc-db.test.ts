@@ -1,0 +1,161 @@
+// The v3 backend: record layout, the consistent index written with the effects, values
+// leaving memory once committed, and the state a restart rebuilds from the file.
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+import { V3KeySpace, type PutRequest } from "../store/v3/index.ts";
+import { StoredRecord } from "../store/v3/key-index.ts";
+import { MvccDb } from "./mvcc-db.ts";
+import { decodeRecordMeta, encodeRecord, parseRevisionKey, recordValue, revisionKey } from "./record-codec.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "kvctl-mvcc-db-"));
+after(() => rmSync(dir, { recursive: true, force: true }));
+let n = 0;
+const fresh = (): string => join(dir, `db${n++}`, "db");
+
+const put = (key: string, value: string, lease = 0n): PutRequest => ({ key: Buffer.from(key), value: Buffer.from(value), lease, prevKv: false, ignoreValue: false, ignoreLease: false });
+const all = { rangeEnd: Buffer.from([0]), limit: 0, revision: 0, sortOrder: 0, sortTarget: 0, serializable: true, keysOnly: false, countOnly: false, minModRevision: 0, maxModRevision: 0, minCreateRevision: 0, maxCreateRevision: 0 } as const;
+const rangeAll = (ks: V3KeySpace, revision = 0): string[] =>
+  ks.range({ ...all, key: Buffer.from([0]), revision }).kvs.map((kv) => `${kv.key.toString()}=${kv.value.toString()}@${kv.modRevision}/v${kv.version}`);
+
+test("revision keys sort as revisions and round-trip", () => {
+  const revs = [
+    [1, 0],
+    [1, 1],
+    [2, 0],
+    [255, 3],
+    [256, 0],
+    [2 ** 40, 7],
+    [2 ** 47 - 1, 2 ** 20],
+  ] as const;
+  const keys = revs.map(([m, s]) => revisionKey(m, s));
+  const sorted = [...keys].sort(Buffer.compare);
+  assert.deepEqual(sorted, keys);
+  for (const [i, [m, s]] of revs.entries()) assert.deepEqual(parseRevisionKey(keys[i]!), { main: m, sub: s });
+  assert.throws(() => parseRevisionKey(Buffer.alloc(8)), /16|8 bytes/);
+});
+
+test("a record round-trips without its value, which is read through the source", () => {
+  const lease = 2n ** 62n + 12345n; // past 2^53: never a JS number
+  const rec = new StoredRecord("k\u00ff\u0000", 9, 2, 7, 3, Buffer.from("value bytes"), lease, false);
+  const enc = encodeRecord(rec);
+  const source = { readValue: () => Buffer.from(recordValue(enc)) };
+  const back = decodeRecordMeta(9, 2, enc, source);
+  assert.equal(back.id, rec.id);
+  assert.deepEqual(back.key, Buffer.from([0x6b, 0xff, 0x00]));
+  assert.deepEqual([back.main, back.sub, back.createRevision, back.version, back.lease, back.tombstone], [9, 2, 7, 3, lease, false]);
+  assert.equal(back.holdsValue, false);
+  assert.equal(back.value.toString(), "value bytes");
+  const tomb = decodeRecordMeta(10, 0, encodeRecord(new StoredRecord("k", 10, 0, 0, 0, Buffer.alloc(0), 0n, true)), source);
+  assert.equal(tomb.tombstone, true);
+  assert.equal(tomb.value.length, 0);
+});
+
+test("commit writes the consistent index with the batch; nothing is written when nothing changed", async () => {
+  const path = fresh();
+  const db = MvccDb.open({ path });
+  const ks = new V3KeySpace({ backend: db });
+  assert.equal(db.consistentIndex, 0);
+  db.commit(3); // nothing changed yet
+  await db.flushed();
+  assert.equal(db.consistentIndex, 0);
+  ks.put(put("a", "1"));
+  db.commit(4);
+  await db.flushed();
+  assert.equal(db.consistentIndex, 4);
+  await db.close();
+  const again = MvccDb.open({ path });
+  assert.equal(again.consistentIndex, 4);
+  assert.deepEqual(rangeAll(V3KeySpace.restore(again.load(), again)), ["a=1@2/v1"]);
+  await again.close();
+});
+
+test("values leave memory once their batch is committed and are read back from the file", async () => {
+  const db = MvccDb.open({ path: fresh() });
+  const ks = new V3KeySpace({ backend: db });
+  ks.put(put("k", "first"));
+  const held = ks.range({ ...all, key: Buffer.from("k"), rangeEnd: Buffer.alloc(0) });
+  assert.equal(held.kvs[0]!.value.toString(), "first");
+  db.commit(1);
+  await db.flushed();
+  ks.put(put("k", "second"));
+  // Before its commit the new value is served from memory (LMDB does not show it yet)...
+  assert.deepEqual(rangeAll(ks), ["k=second@3/v2"]);
+  db.commit(2);
+  await db.flushed();
+  // ...and after it from the file, as is the old revision's.
+  assert.deepEqual(rangeAll(ks), ["k=second@3/v2"]);
+  assert.deepEqual(rangeAll(ks, 2), ["k=first@2/v1"]);
+  await db.close();
+});
+
+test("a restart rebuilds the same key space: generations, tombstones, compaction, leases and alarms", async () => {
+  const path = fresh();
+  const db = MvccDb.open({ path });
+  const ks = new V3KeySpace({ backend: db });
+  ks.leaseGrant({ id: 2n ** 60n, ttl: 30 }, 1_000);
+  for (let i = 0; i < 50; i++) ks.put(put(`key${i % 7}`, `v${i}`, i % 5 === 0 ? 2n ** 60n : 0n));
+  ks.deleteRange({ key: Buffer.from("key3"), rangeEnd: Buffer.alloc(0), prevKv: false });
+  ks.put(put("key3", "reborn"));
+  ks.put(put("leased", "l", 2n ** 60n));
+  ks.compact(30);
+  ks.txn({ compare: [], success: [{ put: put("t1", "x") }, { deleteRange: { key: Buffer.from("key1"), rangeEnd: Buffer.alloc(0), prevKv: false } }], failure: [] });
+  ks.alarm({ action: 1, memberId: "18446744073709551615", alarm: 1 });
+  db.commit(99);
+  await db.flushed();
+  const want = { hash: ks.hash(), range: rangeAll(ks), at40: rangeAll(ks, 40), rev: ks.revision, leases: ks.leases(), alarms: ks.alarms() };
+  await db.close();
+
+  const reopened = MvccDb.open({ path });
+  const back = V3KeySpace.restore(reopened.load(), reopened);
+  assert.equal(reopened.consistentIndex, 99);
+  assert.deepEqual({ hash: back.hash(), range: rangeAll(back), at40: rangeAll(back, 40), rev: back.revision, leases: back.leases(), alarms: back.alarms() }, want);
+  assert.throws(() => back.range({ ...all, key: Buffer.from([0]), revision: 29 }), /compacted/);
+  // The lease's keys were re-attached: revoking it deletes them.
+  back.leaseRevoke(2n ** 60n);
+  assert.ok(!rangeAll(back).some((kv) => kv.startsWith("leased=")), "the leased key went with its lease");
+  // NOSPACE survived: puts are refused until it is disarmed.
+  assert.throws(() => back.put(put("z", "1")), /database space exceeded/);
+  back.alarm({ action: 2, memberId: "18446744073709551615", alarm: 1 });
+  back.put(put("z", "1"));
+  await reopened.close();
+});
+
+test("compaction removes the records no revision can read any more, and defragment shrinks the file", async () => {
+  const db = MvccDb.open({ path: fresh() });
+  const ks = new V3KeySpace({ backend: db });
+  const big = "x".repeat(2000);
+  for (let i = 0; i < 2000; i++) ks.put(put(`k${i % 10}`, big));
+  db.commit(1);
+  await db.flushed();
+  const before = db.sizes();
+  ks.compact(ks.revision);
+  db.commit(2);
+  await db.flushed();
+  const compacted = db.sizes();
+  assert.ok(compacted.inUse < before.inUse / 10, `in use ${before.inUse} -> ${compacted.inUse}`);
+  await db.defragment();
+  const after = db.sizes();
+  assert.ok(after.size < before.size / 10, `file ${before.size} -> ${after.size}`);
+  assert.equal(rangeAll(ks).length, 10);
+  assert.equal(ks.range({ ...all, key: Buffer.from("k3"), rangeEnd: Buffer.alloc(0) }).kvs[0]!.value.toString(), big);
+  await db.close();
+});
+
+test("a reader sees the last commit, not later writes", async () => {
+  const db = MvccDb.open({ path: fresh() });
+  const ks = new V3KeySpace({ backend: db });
+  ks.put(put("a", "1"));
+  db.commit(5);
+  await db.flushed();
+  const r = db.reader();
+  ks.put(put("b", "2"));
+  db.commit(6);
+  await db.flushed();
+  assert.equal([...r.records()].length, 1);
+  assert.equal(r.meta.consistentIndex, 5);
+  r.done();
+  await db.close();
+});
