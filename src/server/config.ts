@@ -64,9 +64,9 @@ export interface ServerConfig {
   logger: "zap" | "capnslog";
   /** --log-outputs: "stderr", "stdout" or file paths (appended to); "default" is stderr. */
   logOutputs: string[];
-  /** --metrics: detail of exported metrics. kvctl exports none yet (/metrics answers 404). */
+  /** --metrics: "extensive" adds the gRPC handling-time histograms to /metrics. */
   metrics: "basic" | "extensive";
-  /** --listen-metrics-urls: extra URLs answering /health (and /metrics, when kvctl has it). Wiring: index.ts. */
+  /** --listen-metrics-urls: extra URLs answering /metrics and /health only. Wiring: index.ts. */
   listenMetricsUrls: URL[];
   /** --cors as etcd normalises it (scheme://host:port); ["*"] (the default) allows every origin. */
   cors: string[];
@@ -235,8 +235,8 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "auth-token-ttl", type: "number", default: 300, describe: "Time (in seconds) of the auth-token-ttl", notice: notYet("simple tokens keep kvctl's lifetime for now") },
 
   { section: "Profiling and Monitoring", name: "enable-pprof", type: "boolean", default: false, describe: "Enable runtime profiling via HTTP (not in kvctl: use node --cpu-prof or --inspect)", notice: "kvctl serves no /debug/pprof; profile it with node --cpu-prof or --inspect" },
-  { name: "metrics", type: "string", default: "basic", describe: "Level of detail for exported metrics: 'basic' or 'extensive'", notice: "kvctl exports no Prometheus metrics yet; /v2/stats and /health are its monitoring endpoints" },
-  { name: "listen-metrics-urls", type: "string", default: "", describe: "Comma-separated URLs to listen on for the metrics and health endpoints", notice: notYet("no extra listener is opened; /health answers on the client URLs") },
+  { name: "metrics", type: "string", default: "basic", describe: "Level of detail for exported metrics: 'basic' or 'extensive' (adds gRPC handling-time histograms)" },
+  { name: "listen-metrics-urls", type: "string", default: "", describe: "Comma-separated URLs to listen on for the metrics and health endpoints" },
 
   { section: "Logging", name: "logger", type: "string", default: "zap", describe: "'zap' for JSON lines (kvctl's default) or 'capnslog' for etcd 3.4's text lines" },
   { name: "log-outputs", type: "string", default: "default", describe: "Comma-separated log targets: 'default' (stderr), 'stderr', 'stdout' or file paths" },

@@ -10,6 +10,8 @@ import { GrpcServer } from "./grpc/server.ts";
 import { createRpcTable, grpcRecvLimit } from "./grpc/services.ts";
 import { clientListenerTls, preparePeerTls } from "./tls/server-tls.ts";
 import { withSrvDomainCheck } from "./discovery-srv.ts";
+import { MemberMetrics } from "./metrics/member-metrics.ts";
+import { createMetricsRouter } from "./metrics/http.ts";
 import type { ServerConfig } from "./config.ts";
 import type { Logger } from "./logger.ts";
 
@@ -28,6 +30,9 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   // A member removed from the cluster stops, as etcd's does.
   const kv = new KvServer({ config, logger: log, onRemoved: () => void stop().then(() => process.exit(0)), ...(peerTls === undefined ? {} : { peerTls }) });
   await kv.start();
+  // Prometheus metrics (issue 21): counters the server feeds, the peers' traffic, gRPC calls.
+  const metrics = new MemberMetrics(kv, { level: config.metrics });
+  kv.transport.observer = metrics.transportObserver();
   const watches = new Set<ServerResponse>();
   const opened: Listener[] = [];
   let peerListeners: Listener[];
@@ -38,12 +43,19 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     opened.push(...peerListeners);
     // v3 streams (watch, keepalive) join the v2 watches: shutdown ends them all.
     const v3Gateway = { backend: new V3Service(kv), maxRequestBytes: config.maxRequestBytes, maxTxnOps: config.maxTxnOps, streams: watches };
-    const routes = { server: kv, clusterId: kv.clusterId.toString(16), watches, v3Gateway };
+    const routes = { server: kv, clusterId: kv.clusterId.toString(16), watches, v3Gateway, metrics };
     // The same backend serves etcd's gRPC API on the client port (grpc/: cmux, HTTP/2).
-    grpc = new GrpcServer(createRpcTable(v3Gateway), { maxRecvBytes: grpcRecvLimit(v3Gateway), clientCertAuth: clientTls?.clientCertAuth ?? false });
+    grpc = new GrpcServer(createRpcTable(v3Gateway), { maxRecvBytes: grpcRecvLimit(v3Gateway), clientCertAuth: clientTls?.clientCertAuth ?? false, observer: metrics.grpc });
+    metrics.attachGrpc(grpc);
     const toGrpc = grpc;
     // Plain key reads skip node:http (fast-lane.ts); everything else goes through the router.
     listeners = await listen(config.listenClientUrls, createRouter(routes), log, { tls: clientTls, fast: keysFastGet(routes), grpc: (socket) => toGrpc.accept(socket) });
+    // --listen-metrics-urls: /metrics and /health only, as etcd's metrics mux.
+    if (config.listenMetricsUrls.length > 0) {
+      const metricsListeners = await listen(config.listenMetricsUrls, createMetricsRouter(kv, metrics), log, { tls: clientTls });
+      opened.push(...metricsListeners);
+      listeners.push(...metricsListeners);
+    }
   } catch (err) {
     // A port in use (or any listener failure) after the member started: stop it cleanly
     // (WAL closed, timers cleared) so the process can exit with the error.

@@ -128,9 +128,13 @@ test("every flag of etcd 3.4's --help is accepted by kvctl serve, and the member
   // etcd's help prints a Go expression or nothing for these defaults.
   const values: Record<string, string> = { "max-concurrent-streams": "4294967295", "backend-batch-interval": "0s", "wal-dir": "" };
   const args = [...flags].filter(([n]) => !own.has(n)).map(([n, v]) => `--${n}=${values[n] ?? v}`);
-  const kv = await startKvctl("every-flag", (p) => [...p.flags, ...args, "--listen-metrics-urls", `http://127.0.0.1:${p.url.split(":")[2]}`]);
+  const metricsUrl = `http://127.0.0.1:${await freePort()}`;
+  const kv = await startKvctl("every-flag", (p) => [...p.flags, ...args, "--listen-metrics-urls", metricsUrl]);
   try {
     assert.doesNotMatch(kv.log(), /not defined/);
+    // The metrics listener answers /metrics and /health (issue 21).
+    assert.equal((await fetch(`${metricsUrl}/health`)).status, 200);
+    assert.match(await (await fetch(`${metricsUrl}/metrics`)).text(), /^etcd_server_has_leader 1$/m);
     // etcd's defaults include --enable-v2=false: the member answers as etcd 3.4 does.
     assert.equal((await fetch(`${kv.url}/v2/keys`)).status, 404);
     assert.equal((await fetch(`${kv.url}/version`)).status, 200);

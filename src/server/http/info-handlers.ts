@@ -25,11 +25,39 @@ export function handleVersion(req: IncomingMessage, res: ServerResponse): void {
   writeJson(res, 200, {}, JSON.stringify({ etcdserver: ETCD_SERVER_VERSION, etcdcluster: ETCD_CLUSTER_VERSION, kvctl: KVCTL_VERSION }));
 }
 
-export function handleHealth(req: IncomingMessage, res: ServerResponse, ctx: InfoContext): void {
+/** etcd 3.4's health read (a QGET through the log) waits this long. */
+const HEALTH_READ_TIMEOUT_MS = 1000;
+
+/**
+ * etcd 3.4's checkHealth: unhealthy with an active alarm, without a leader, or when a
+ * linearizable read does not complete within a second; each answer counts in
+ * etcd_server_health_success / etcd_server_health_failures.
+ */
+export async function checkHealth(server: KvServer): Promise<boolean> {
+  let healthy = server.v3.alarms().length === 0 && server.leaderId !== 0;
+  if (healthy) {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error("health read timed out")), HEALTH_READ_TIMEOUT_MS);
+    });
+    try {
+      await Promise.race([server.linearizableRead(), timeout]);
+    } catch {
+      healthy = false;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+  (healthy ? server.metrics.healthSuccess : server.metrics.healthFailures).inc();
+  return healthy;
+}
+
+export async function handleHealth(req: IncomingMessage, res: ServerResponse, ctx: InfoContext): Promise<void> {
   onlyGet(req);
-  const healthy = ctx.server.leaderId !== 0;
-  res.writeHead(healthy ? 200 : 503, { "Content-Type": "text/plain; charset=utf-8" });
-  res.end(JSON.stringify({ health: healthy ? "true" : "false" }));
+  const healthy = await checkHealth(ctx.server);
+  const body = JSON.stringify({ health: healthy ? "true" : "false" });
+  res.writeHead(healthy ? 200 : 503, { ...corsHeaders, "Content-Type": "text/plain; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
+  res.end(body);
 }
 
 export function handleStats(req: IncomingMessage, res: ServerResponse, which: "store" | "self" | "leader", ctx: InfoContext): void {

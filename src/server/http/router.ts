@@ -15,6 +15,8 @@ import { refuseUnlistedHost } from "./host-whitelist.ts";
 import { refuseGatewayCommonName } from "./gateway-cn.ts";
 import { handleHealth, handleMachines, handleMembers, handleStats, handleVersion } from "./info-handlers.ts";
 import { allowsAnyOrigin, restrictCors } from "./cors.ts";
+import type { MemberMetrics } from "../metrics/member-metrics.ts";
+import { handleDebugVars, handleMetrics } from "../metrics/http.ts";
 
 /** etcd (cmux) resets requests whose request line exceeds this; kvctl answers 414 instead. */
 export const MAX_REQUEST_LINE = 4096;
@@ -40,6 +42,8 @@ export interface RouterContext {
   watches: Set<ServerResponse>;
   /** The v3 JSON gateway (issue 5): its backend, limits and open streams. */
   v3Gateway: V3GatewayContext;
+  /** /metrics (issue 21); absent: 404, as before. */
+  metrics?: MemberMetrics;
 }
 
 function redirect(req: IncomingMessage, res: ServerResponse, location: string): void {
@@ -120,6 +124,11 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterConte
       return handleVersion(req, res);
     case "/health":
       return handleHealth(req, res, ctx);
+    case "/metrics":
+      if (ctx.metrics === undefined) break;
+      return handleMetrics(req, res, ctx.metrics);
+    case "/debug/vars":
+      return handleDebugVars(req, res, ctx.server);
     case "/v2/stats/store":
       return handleStats(req, res, "store", ctx);
     case "/v2/stats/self":

@@ -2,7 +2,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { getHeapStatistics } from "node:v8";
 import type { KvServer } from "../kv-server.ts";
-import { corsHeaders } from "../http/respond.ts";
+import { corsHeaders, writeError } from "../http/respond.ts";
+import { handleHealth } from "../http/info-handlers.ts";
 import type { MemberMetrics } from "./member-metrics.ts";
 import { maxFds } from "./process.ts";
 import { CONTENT_TYPE } from "./registry.ts";
@@ -68,4 +69,22 @@ export function handleDebugVars(req: IncomingMessage, res: ServerResponse, kv: K
   const body = debugVarsBody(kv);
   res.writeHead(200, { ...corsHeaders, "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
   res.end(body);
+}
+
+/** The --listen-metrics-urls handler: etcd's metrics mux serves /metrics and /health only. */
+export function createMetricsRouter(kv: KvServer, metrics: MemberMetrics): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    const path = (req.url ?? "/").split("?")[0];
+    const fail = (err: unknown): void => writeError(req, res, err, { clusterId: kv.clusterId.toString(16) });
+    try {
+      if (path === "/metrics") return handleMetrics(req, res, metrics);
+      if (path === "/health") return void handleHealth(req, res, { server: kv, clusterId: kv.clusterId.toString(16) }).catch(fail);
+      req.resume();
+      const body = "404 page not found\n";
+      res.writeHead(404, { "Content-Type": "text/plain; charset=utf-8", "X-Content-Type-Options": "nosniff", "Content-Length": Buffer.byteLength(body) });
+      res.end(body);
+    } catch (err) {
+      fail(err);
+    }
+  };
 }
