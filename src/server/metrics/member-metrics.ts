@@ -13,8 +13,6 @@ export interface GrpcTraffic {
   reportTraffic(): void;
 }
 
-/** Counting every live key walks the key index: a scrape reuses a count this recent. */
-const KEY_COUNT_TTL_MS = 1000;
 
 const hex = (id: number): string => id.toString(16);
 
@@ -23,7 +21,8 @@ export class MemberMetrics {
   readonly grpc: GrpcMetrics;
   readonly #kv: KvServer;
   #grpcServer: GrpcTraffic | undefined;
-  #keys = { at: -Infinity, count: 0 };
+  /** Counting the live keys walks the key index: a scrape reuses the count of the same revision. */
+  #keys = { revision: -1, count: 0 };
 
   constructor(kv: KvServer, opts: { level: "basic" | "extensive" }) {
     this.#kv = kv;
@@ -120,8 +119,8 @@ export class MemberMetrics {
   }
 
   #keyCount(): number {
-    const now = performance.now();
-    if (now - this.#keys.at > KEY_COUNT_TTL_MS) {
+    const revision = this.#kv.v3.revision;
+    if (revision !== this.#keys.revision) {
       const all = Buffer.from([0]);
       const res = this.#kv.v3.range({
         key: all,
@@ -138,7 +137,7 @@ export class MemberMetrics {
         minCreateRevision: 0,
         maxCreateRevision: 0,
       });
-      this.#keys = { at: now, count: res.count };
+      this.#keys = { revision, count: res.count };
     }
     return this.#keys.count;
   }
