@@ -50,6 +50,10 @@ test("no source file imports across a forbidden edge", () => {
       if (to === from) continue;
       const isServeCommand = relative(src, file) === "cli/commands/serve.ts" && to === "server";
       if (isServeCommand) continue;
+      // `kvctl v3 snapshot status|restore` read a backup file and write a new member's data
+      // dir offline, as serve opens one: the backup format and restore live with the server.
+      const isSnapshotCommand = relative(src, file) === "cli/commands/v3/snapshot.ts" && to === "server";
+      if (isSnapshotCommand) continue;
       if (!(allowed[from] ?? []).includes(to)) violations.push(`${relative(root, file)} -> ${spec} (${from} -> ${to})`);
     }
   }

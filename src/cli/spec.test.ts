@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { commands, globalFlags, type FlagSpec } from "./spec.ts";
+import { commands, globalFlags, v3Commands, type FlagSpec } from "./spec.ts";
 import { serveFlags as serveFlagTable } from "../server/config.ts";
 
 const read = (rel: string): string => readFileSync(new URL(`../../${rel}`, import.meta.url), "utf8");
@@ -50,3 +50,18 @@ for (const [shell, text] of Object.entries(completions)) {
     for (const s of serveFlags) assert.ok(text.includes(s), `${shell}: serve --${s}`);
   });
 }
+
+// The loops above reach `v3 <command>`; these reach the flags of `v3 <group> <command>`
+// (snapshot restore's), which the docs must list too.
+test("the man page and completions list the flags of v3 group subcommands", () => {
+  for (const c of v3Commands) {
+    for (const sub of c.subcommands ?? []) {
+      for (const f of sub.flags) {
+        for (const n of names(f)) {
+          assert.ok(man.includes(dashed(n)), `man: v3 ${c.name} ${sub.name} ${dashed(n)}`);
+          for (const [shell, text] of Object.entries(completions)) assert.ok(text.includes(n), `${shell}: v3 ${c.name} ${sub.name} ${dashed(n)}`);
+        }
+      }
+    }
+  }
+});

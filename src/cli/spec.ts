@@ -231,13 +231,32 @@ export const v3Commands: readonly V3CommandSpec[] = [
     { name: "enable", args: "", description: "Enables authentication", flags: [] },
     { name: "disable", args: "", description: "Disables authentication", flags: [] },
   ] },
+  { name: "alarm", args: "<subcommand>", description: "Alarm related commands", flags: [], subcommands: [
+    { name: "disarm", args: "", description: "Disarms all alarms", flags: [] },
+    { name: "list", args: "", description: "Lists all alarms", flags: [] },
+  ] },
+  { name: "defrag", args: "", description: "Defragments the storage of the etcd members with given endpoints", flags: [
+    { name: "cluster", type: "bool", description: "use all endpoints from the cluster member list" },
+  ] },
+  { name: "snapshot", args: "<subcommand>", description: "Manages etcd node snapshots", flags: [], subcommands: [
+    { name: "save", args: "<filename>", description: "Stores an etcd node backend snapshot to a given file", flags: [] },
+    { name: "restore", args: "<filename> [options]", description: "Restores an etcd member snapshot to an etcd directory (a kvctl data dir, offline)", flags: [
+      { name: "name", type: "string", default: "default", description: "Human-readable name for this member" },
+      { name: "data-dir", type: "string", default: "", description: "Path to the data directory (default: <name>.kvctl, as kvctl serve; etcdctl's is <name>.etcd)" },
+      { name: "initial-cluster", type: "string", default: "", description: "Initial cluster configuration for restore bootstrap (default: <name>=<initial-advertise-peer-urls>)" },
+      { name: "initial-cluster-token", type: "string", default: "etcd-cluster", description: "Initial cluster token for the etcd cluster during restore bootstrap" },
+      { name: "initial-advertise-peer-urls", type: "string", default: "http://localhost:2380", description: "List of this member's peer URLs to advertise to the rest of the cluster" },
+      { name: "skip-hash-check", type: "bool", description: "Ignore snapshot integrity hash value (required if copied from data directory)" },
+    ] },
+    { name: "status", args: "<filename>", description: "Gets backend snapshot status of a given file", flags: [] },
+  ] },
 ];
 
 /** `kvctl v3 …`: its flags are the v3 persistent flags, its subcommands etcdctl v3's commands. */
 export const v3Command: V3CommandSpec = {
   name: "v3",
   args: "<command>",
-  description: "etcdctl v3 commands through the v3 JSON gateway (put, get, del, txn, watch, lease, user, role, auth …)",
+  description: "etcdctl v3 commands through the v3 JSON gateway (put, get, del, txn, watch, lease, user, role, auth, alarm, defrag, snapshot …)",
   flags: v3Flags,
   subcommands: v3Commands,
 };
