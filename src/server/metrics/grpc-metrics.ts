@@ -34,6 +34,7 @@ export class GrpcMetrics implements GrpcObserver {
   readonly sentBytes: Counter;
   readonly receivedBytes: Counter;
   readonly #methods = new Map<string, MethodLabels>();
+  #initialized = false;
 
   constructor(opts: { extensive: boolean; sentBytes: Counter; receivedBytes: Counter }) {
     this.sentBytes = opts.sentBytes;
@@ -52,9 +53,20 @@ export class GrpcMetrics implements GrpcObserver {
       for (const m of s.methods) {
         const labels = { grpc_method: m.name, grpc_service: s.typeName, grpc_type: KIND_TYPE[m.methodKind] };
         this.#methods.set(`/${s.typeName}/${m.name}`, labels);
-        this.started.touch(labels);
-        for (const code of CODE_NAMES) this.handled.touch({ ...labels, grpc_code: code });
       }
+    }
+  }
+
+  /**
+   * Creates every method's series at 0 (~700 of them): done at the first scrape rather than
+   * at start, where it cost a member 4-6 ms (the rest of the metrics set-up: ~2 ms).
+   */
+  initializeSeries(): void {
+    if (this.#initialized) return;
+    this.#initialized = true;
+    for (const labels of this.#methods.values()) {
+      this.started.touch(labels);
+      for (const code of CODE_NAMES) this.handled.touch({ ...labels, grpc_code: code });
     }
   }
 

@@ -115,6 +115,7 @@ export class MemberMetrics {
 
   expose(): string {
     this.#grpcServer?.reportTraffic();
+    this.grpc.initializeSeries();
     return this.registry.expose();
   }
 
