@@ -14,6 +14,15 @@ export function frameMessage(payload: Uint8Array): Buffer {
   return out;
 }
 
+/** Writes the 5-byte prefix into the first bytes of `buf`, which an encoder left free. */
+export function prefixInPlace(buf: Buffer): Buffer {
+  buf[0] = 0;
+  buf.writeUInt32BE(buf.length - PREFIX_BYTES, 1);
+  return buf;
+}
+
+export const MESSAGE_PREFIX_BYTES = PREFIX_BYTES;
+
 /** grpc-go's refusal of a message over the receive limit (status 8). */
 export function messageTooLarge(size: number, limit: number): V3Error {
   return new V3Error(GrpcCode.ResourceExhausted, `grpc: received message larger than max (${size} vs. ${limit})`);

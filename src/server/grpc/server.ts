@@ -28,6 +28,8 @@ export interface GrpcCall {
 export interface UnaryRpc {
   kind: "unary";
   run(request: Uint8Array, call: GrpcCall): Promise<Uint8Array>;
+  /** `run` answers a message with its 5-byte prefix already in place (fast-codec.ts). */
+  framed?: boolean;
 }
 
 export interface StreamRpc {
@@ -137,6 +139,12 @@ export interface GrpcServerOptions {
   maxRecvBytes: number;
   /** Whether a verified client certificate's CN names the user (--client-cert-auth). */
   clientCertAuth: boolean;
+  /**
+   * Told of every call and every message of a streaming call: the member decides where
+   * its WAL saves wait from whether clients keep arriving (disk-wait.ts). Without it, a
+   * gRPC-only load looked idle, saves blocked the loop, and writes lost group commit.
+   */
+  onRequest?: () => void;
 }
 
 /** etcd's --max-concurrent-streams default: math.MaxUint32. */
@@ -246,6 +254,7 @@ export class GrpcServer {
       stream.respond({ ...RESPONSE_HEADERS, ...trailersOf({ code: GrpcCode.Unimplemented, message }) }, { endStream: true });
       return;
     }
+    this.#opts.onRequest?.();
     const observer = this.#opts.observer;
     if (observer !== undefined) {
       const t0 = performance.now();
@@ -304,7 +313,7 @@ export class GrpcServer {
           if (stream.destroyed || stream.closed) return;
           stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
           stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
-          stream.end(frameMessage(bytes));
+          stream.end(rpc.framed === true ? bytes : frameMessage(bytes));
         },
         (err: unknown) => fail(statusOf(err)),
       );
@@ -332,6 +341,7 @@ export class GrpcServer {
       }
       for (const m of messages) {
         if (s.closed) return;
+        this.#opts.onRequest?.();
         s.onMessage(m);
       }
     });

@@ -1,0 +1,52 @@
+// fast-codec.ts writes the bytes @bufbuild/protobuf's toBinary writes for the same message.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { create, toBinary } from "@bufbuild/protobuf";
+import type { KeyValue } from "../../store/v3/index.ts";
+import * as cv from "./convert.ts";
+import { encodePutResponse, encodeRangeResponse, headerFields } from "./fast-codec.ts";
+import { PutResponseSchema, RangeResponseSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
+
+const kv = (key: string, value: string, n: number, lease: bigint): KeyValue => ({
+  key: Buffer.from(key),
+  value: Buffer.from(value),
+  createRevision: n,
+  modRevision: n * 1000,
+  version: n % 3,
+  lease,
+});
+const headers = [
+  { clusterId: "0", memberId: "0", revision: 0, raftTerm: 0 },
+  { clusterId: "1158684527140923278", memberId: "11735172391864680521", revision: 20001, raftTerm: 2 },
+  { clusterId: "18446744073709551615", memberId: "9007199254740993", revision: 2 ** 40, raftTerm: 127 },
+];
+const kvsCases: KeyValue[][] = [
+  [],
+  [kv("a", "", 1, 0n)],
+  [kv("", "", 0, 0n)],
+  [kv("key", "x".repeat(300), 128, 7587869263591227147n), kv("k2", "v", 2 ** 53 - 1, -1n), kv("k3", "y".repeat(20000), 16384, 1n)],
+];
+
+test("RangeResponse: the same bytes as toBinary", () => {
+  for (const h of headers) {
+    for (const kvs of kvsCases) {
+      for (const [more, count] of [[false, 0], [true, kvs.length + 5], [false, 300]] as const) {
+        const r = { revision: h.revision, kvs, more, count };
+        const want = toBinary(RangeResponseSchema, create(RangeResponseSchema, cv.rangeResponse(cv.header(h), r)));
+        assert.deepEqual(new Uint8Array(encodeRangeResponse(headerFields(h), r)), want);
+        const framed = encodeRangeResponse(headerFields(h), r, 5);
+        assert.deepEqual(new Uint8Array(framed.subarray(5)), want);
+      }
+    }
+  }
+});
+
+test("PutResponse: the same bytes as toBinary, with and without prev_kv", () => {
+  for (const h of headers) {
+    for (const prevKv of [undefined, ...kvsCases.flat()]) {
+      const r = prevKv === undefined ? { revision: h.revision } : { revision: h.revision, prevKv };
+      const want = toBinary(PutResponseSchema, create(PutResponseSchema, cv.putResponse(cv.header(h), r)));
+      assert.deepEqual(new Uint8Array(encodePutResponse(headerFields(h), r)), want);
+    }
+  }
+});
