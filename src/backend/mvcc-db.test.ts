@@ -8,7 +8,7 @@ import { after, test } from "node:test";
 import { V3KeySpace, type PutRequest } from "../store/v3/index.ts";
 import { StoredRecord } from "../store/v3/key-index.ts";
 import { MvccDb } from "./mvcc-db.ts";
-import { decodeRecordMeta, encodeRecord, parseRevisionKey, recordValue, revisionKey } from "./record-codec.ts";
+import { decodeRecordHead, encodeRecord, parseRevisionKey, recordFromHead, recordValue, revisionKey } from "./record-codec.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "kvctl-mvcc-db-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -42,13 +42,14 @@ test("a record round-trips without its value, which is read through the source",
   const rec = new StoredRecord("k\u00ff\u0000", 9, 2, 7, 3, Buffer.from("value bytes"), lease, false);
   const enc = encodeRecord(rec);
   const source = { readValue: () => Buffer.from(recordValue(enc)) };
-  const back = decodeRecordMeta(9, 2, enc, source);
+  const back = recordFromHead(9, 2, decodeRecordHead(enc, enc.length), source);
   assert.equal(back.id, rec.id);
   assert.deepEqual(back.key, Buffer.from([0x6b, 0xff, 0x00]));
   assert.deepEqual([back.main, back.sub, back.createRevision, back.version, back.lease, back.tombstone], [9, 2, 7, 3, lease, false]);
   assert.equal(back.holdsValue, false);
   assert.equal(back.value.toString(), "value bytes");
-  const tomb = decodeRecordMeta(10, 0, encodeRecord(new StoredRecord("k", 10, 0, 0, 0, Buffer.alloc(0), 0n, true)), source);
+  const tombBytes = encodeRecord(new StoredRecord("k", 10, 0, 0, 0, Buffer.alloc(0), 0n, true));
+  const tomb = recordFromHead(10, 0, decodeRecordHead(tombBytes, tombBytes.length), source);
   assert.equal(tomb.tombstone, true);
   assert.equal(tomb.value.length, 0);
 });

@@ -21,7 +21,7 @@ import type { LeaseRecord, MvccBackend, MvccLoaded } from "../store/v3/backend.t
 import type { StoredRecord } from "../store/v3/key-index.ts";
 import type { LeaseId } from "../store/v3/types.ts";
 import type { AlarmMember } from "../store/v3/alarms.ts";
-import { decodeRecordMeta, encodeRecord, parseRevisionKey, recordValue, revisionKey } from "./record-codec.ts";
+import { encodeRecord, parseRevisionKey, recordFromHead, recordValue, revisionKey, decodeRecordHead, type RecordHead } from "./record-codec.ts";
 
 // lmdb ships CommonJS too: require() skips Node's ESM export scan of it (start-up).
 const require = createRequire(import.meta.url);
@@ -34,6 +34,8 @@ interface Meta {
 }
 
 const META_KEY = "meta";
+/** MDB_APPEND: lmdb's put takes PutOptions there, though its typings list only a version number. */
+const APPEND = { append: true } as unknown as number;
 
 export interface MvccDbOptions {
   /** The file (etcd: <data-dir>/member/snap/db); its lock file sits beside it. */
@@ -68,6 +70,8 @@ export class MvccDb implements MvccBackend {
   readonly path: string;
   #env!: RootDatabase<Buffer, Buffer>;
   #records!: Database<Buffer, Buffer>;
+  /** The same table read through a decoder of record heads only (a restart reads no values). */
+  #heads!: Database<RecordHead, Buffer>;
   #leases!: Database<{ ttl: number; expiry: number }, Buffer>;
   #meta!: Database<Meta, string>;
   #alarms!: Database<AlarmMember, string>;
@@ -94,6 +98,8 @@ export class MvccDb implements MvccBackend {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
     this.#env = lmdb.open<Buffer, Buffer>({ path, noSubdir: true, maxDbs: 8, compression: false, encoding: "binary", keyEncoding: "binary", cache: false });
     this.#records = this.#env.openDB<Buffer, Buffer>({ name: "key", encoding: "binary", keyEncoding: "binary", cache: false });
+    // lmdb hands a custom decoder its shared read buffer instead of a copy of each value.
+    this.#heads = this.#env.openDB<RecordHead, Buffer>({ name: "key", keyEncoding: "binary", cache: false, encoder: { encode: (v: Buffer) => v, decode: decodeRecordHead } } as never);
     this.#leases = this.#env.openDB<{ ttl: number; expiry: number }, Buffer>({ name: "lease", encoding: "msgpack", keyEncoding: "binary", cache: false });
     this.#alarms = this.#env.openDB<AlarmMember, string>({ name: "alarm", encoding: "msgpack", keyEncoding: "ordered-binary", cache: false });
     this.#meta = this.#env.openDB<Meta, string>({ name: "meta", encoding: "msgpack", keyEncoding: "ordered-binary", cache: false });
@@ -109,7 +115,7 @@ export class MvccDb implements MvccBackend {
 
   /** The state of the last commit: rebuild the key index from it. */
   load(): MvccLoaded {
-    const records = this.#records;
+    const heads = this.#heads;
     const leases = this.#leases;
     const alarms = [...this.#alarms.getRange({})].map(({ value }) => value);
     const source = this;
@@ -118,9 +124,9 @@ export class MvccDb implements MvccBackend {
       compactRevision: this.#state.compactRevision,
       records: {
         *[Symbol.iterator]() {
-          for (const { key, value } of records.getRange({})) {
+          for (const { key, value } of heads.getRange({})) {
             const { main, sub } = parseRevisionKey(key);
-            yield decodeRecordMeta(main, sub, value, source);
+            yield recordFromHead(main, sub, value, source);
           }
         },
       },
@@ -136,7 +142,9 @@ export class MvccDb implements MvccBackend {
   }
 
   putRecord(rec: StoredRecord): void {
-    void this.#records.put(revisionKey(rec.main, rec.sub), encodeRecord(rec));
+    // Revisions only grow: LMDB's append mode fills pages instead of splitting them in half
+    // (etcd's UnsafeSeqPut fills bbolt pages to 90 % for the same reason).
+    void this.#records.put(revisionKey(rec.main, rec.sub), encodeRecord(rec), APPEND);
     if (rec.main > this.#state.revision) this.#state.revision = rec.main;
     if (!rec.tombstone) this.#pending.push(rec);
     this.#dirty = true;
@@ -259,7 +267,7 @@ export class MvccDb implements MvccBackend {
   /** A record as a backup holds it (snapshot restore into a new database). */
   importRecord(key: Buffer, value: Buffer): void {
     parseRevisionKey(key);
-    void this.#records.put(key, value);
+    void this.#records.put(key, value, APPEND);
   }
 
   /** Resolves once the writes queued so far are committed (an import goes in batches). */

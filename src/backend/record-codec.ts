@@ -39,18 +39,36 @@ export function encodeRecord(rec: StoredRecord): Buffer {
   return out;
 }
 
-/** The record at (main, sub) without its value: `source` reads that when asked. */
-export function decodeRecordMeta(main: number, sub: number, b: Uint8Array, source: ValueSource): StoredRecord {
-  const buf = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
-  if (buf.length < HEADER) throw new Error(`v3 backend: record ${main}.${sub} is ${buf.length} bytes`);
-  const tombstone = (buf.readUInt8(0) & 1) === 1;
+/** What a restart needs of a record: everything but its value. */
+export interface RecordHead {
+  id: string;
+  createRevision: number;
+  version: number;
+  lease: bigint;
+  tombstone: boolean;
+}
+
+/**
+ * The head of an encoded record, read in place: `b` may be LMDB's shared read buffer,
+ * valid only during this call, so nothing of it is kept (the key becomes a string).
+ */
+export function decodeRecordHead(b: Uint8Array, size: number): RecordHead {
+  const buf = Buffer.from(b.buffer, b.byteOffset, size);
+  if (size < HEADER) throw new Error(`v3 backend: a record of ${size} bytes`);
   const keyLen = buf.readUInt32BE(1);
-  if (HEADER + keyLen > buf.length) throw new Error(`v3 backend: record ${main}.${sub} has a key past its end`);
-  const id = buf.toString("latin1", HEADER, HEADER + keyLen);
-  const createRevision = buf.readDoubleBE(5);
-  const version = buf.readDoubleBE(13);
-  const lease = buf.readBigInt64BE(21);
-  return new StoredRecord(id, main, sub, createRevision, version, tombstone ? EMPTY : undefined, lease, tombstone, source);
+  if (HEADER + keyLen > size) throw new Error("v3 backend: a record's key runs past its end");
+  return {
+    id: buf.toString("latin1", HEADER, HEADER + keyLen),
+    createRevision: buf.readDoubleBE(5),
+    version: buf.readDoubleBE(13),
+    lease: buf.readBigInt64BE(21),
+    tombstone: (buf.readUInt8(0) & 1) === 1,
+  };
+}
+
+/** The record at (main, sub) from its head; `source` reads the value when asked. */
+export function recordFromHead(main: number, sub: number, h: RecordHead, source: ValueSource): StoredRecord {
+  return new StoredRecord(h.id, main, sub, h.createRevision, h.version, h.tombstone ? EMPTY : undefined, h.lease, h.tombstone, source);
 }
 
 /** The value bytes of an encoded record (a view into `b`). */
