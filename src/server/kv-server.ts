@@ -23,8 +23,9 @@ import type { Wal, Snapshotter } from "../wal/index.ts";
 import type { V2Store, V2Event } from "../store/v2/store.ts";
 import { V2AuthState, V3AuthState } from "../auth/index.ts";
 import { V3KeySpace, WatchHub, type WatchHistory } from "../store/v3/index.ts";
+import { V3Errors } from "../api/v3-errors.ts";
 import { applyCommand, type ApplyResult } from "./apply.ts";
-import { decodeCommand, encodeCommand, type Command, type CommandBody } from "./request.ts";
+import { decodeCommand, encodeCommand, peekKeySpaceCommand, type Command, type CommandBody, type KeySpaceCommandHead } from "./request.ts";
 import { Membership, memberIdFor, type Member } from "./membership.ts";
 import { WaitRegistry, requestIdGenerator } from "./wait.ts";
 import { HttpMessageError, ServerUnavailableError } from "./http/respond.ts";
@@ -68,7 +69,7 @@ function promisesNothing(m: Message): boolean {
  * applied, while the member whose client waits for the commit had not heard of it yet
  * (traced: 180 us of a one-connection PUT sent to a follower).
  */
-function waitingFirst(msgs: Message[], commands: ReadonlyArray<Command | undefined>): Message[] {
+function waitingFirst(msgs: Message[], commands: ReadonlyArray<{ m: number } | undefined>): Message[] {
   const waiting = new Set<number>();
   for (const c of commands) if (c !== undefined) waiting.add(c.m);
   const first = msgs.filter((m) => waiting.has(m.to));
@@ -725,7 +726,7 @@ export class KvServer {
     //   entries were applied and its own clients answered (deferred): the leader waits on
     //   nothing in it, and nextTick would write it before the answers.
     const willSave = rd.entries.length > 0 || rd.mustSync;
-    const commands = rd.committedEntries.map(commandOf);
+    const commands = rd.committedEntries.map((e) => this.#commandOf(e));
     // Nothing to save: messages nobody waits on leave after this Ready's clients are answered.
     const afterAnswers: SendOptions = { deferred: rd.committedEntries.length > 0 };
     let later = rd.messages;
@@ -790,11 +791,28 @@ export class KvServer {
   }
 
   /** Applies a committed entry; `cmd` is its command, decoded (see commandOf). */
-  #applyEntry(e: Entry, cmd: Command | undefined): void {
+  /**
+   * The command of a committed entry; for a v3 key-space command whose effects the database
+   * already holds (at or below its consistent index), only its proposer and id.
+   */
+  #commandOf(e: Entry): Command | KeySpaceCommandHead | undefined {
+    if (e.index <= this.#v3Floor && e.type === EntryType.Normal) {
+      const head = peekKeySpaceCommand(e.data);
+      if (head !== undefined) return head;
+    }
+    return commandOf(e);
+  }
+
+  #applyEntry(e: Entry, cmd: Command | KeySpaceCommandHead | undefined): void {
     if (e.index <= this.#appliedIndex) return;
     const started = performance.now();
     if (e.type === EntryType.ConfChange) this.#applyConfChange(decodeConfChange(e.data));
-    else if (cmd !== undefined) {
+    else if (cmd?.t === "v3-head") {
+      // Applied already, in the database that came with a snapshot: the outcome is not known
+      // here, so a client of this member waiting for it hears what a timeout says (etcd
+      // leaves it waiting until its request times out).
+      if (cmd.m === this.#memberId) this.#waits.trigger(cmd.id, { ok: false, error: V3Errors.timeout() });
+    } else if (cmd !== undefined) {
       const sm = { store: this.store, membership: this.membership, auth: this.auth, v3: this.v3, v3auth: this.v3auth };
       const result = applyCommand(sm, cmd, e.index, { v3: e.index > this.#v3Floor });
       if (result.ok && result.changes !== undefined) for (const c of result.changes) this.watchHub.notify(c);

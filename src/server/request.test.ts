@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { decodeCommand, encodeCommand, type Command } from "./request.ts";
+import { decodeCommand, encodeCommand, peekKeySpaceCommand, type Command } from "./request.ts";
 
 const cases: Command[] = [
   { t: "v2", m: 7, id: 1, time: 1.5, r: { method: "PUT", path: "/a", val: "", dir: false, prevValue: "", prevIndex: 0, recursive: false, sorted: false } },
@@ -22,4 +22,15 @@ test("encodeCommand leaves default v2 fields out of the entry", () => {
 
 test("decodeCommand refuses bytes that are not a kvctl command", () => {
   assert.throws(() => decodeCommand(Buffer.from("[1,2]")), /Cannot decode log entry/);
+});
+
+test("peekKeySpaceCommand reads the proposer and id of v3 key-space commands only", () => {
+  const put = encodeCommand({ t: "v3", m: 123456789, id: 42, time: 1, op: { k: "put", r: { key: Buffer.from('"op":{"k":"auth"'), value: Buffer.alloc(3), lease: 0n, prevKv: false, ignoreValue: false, ignoreLease: false } } });
+  assert.deepEqual(peekKeySpaceCommand(put), { t: "v3-head", m: 123456789, id: 42 });
+  const grant = encodeCommand({ t: "v3", m: 7, id: 8, time: 1, op: { k: "leaseGrant", id: 2n ** 62n, ttl: 5 } });
+  assert.deepEqual(peekKeySpaceCommand(grant), { t: "v3-head", m: 7, id: 8 });
+  const auth = encodeCommand({ t: "v3", m: 7, id: 9, time: 1, op: { k: "auth", op: { kind: "authEnable" }, info: null } });
+  assert.equal(peekKeySpaceCommand(auth), undefined, "v3 auth lives in the snapshot image: always applied");
+  assert.equal(peekKeySpaceCommand(encodeCommand({ t: "sync", m: 7, id: 10, time: 1 })), undefined);
+  assert.equal(peekKeySpaceCommand(Buffer.from("{}")), undefined);
 });

@@ -73,6 +73,32 @@ function encodeText(c: Command): Buffer {
   return Buffer.from(JSON.stringify({ ...c, r }));
 }
 
+/** A v3 key-space command known only by its proposer and id (see peekKeySpaceCommand). */
+export interface KeySpaceCommandHead {
+  t: "v3-head";
+  m: number;
+  id: number;
+}
+
+const V3_PREFIX = Buffer.from('{"t":"v3","m":');
+/** Only v3 auth ops carry this; bytes travel as base64 and cannot contain a quote. */
+const AUTH_OP = Buffer.from('"op":{"k":"auth"');
+const HEAD_RE = /^\{"t":"v3","m":(\d+),"id":(\d+),/;
+
+/**
+ * The proposer and id of a v3 command that changes only the key space (not v3 auth),
+ * read from the entry's first bytes without decoding the rest; undefined for any other
+ * entry. A replay skips such entries below the database's consistent index, and decoding
+ * their values was most of a restart's time.
+ */
+export function peekKeySpaceCommand(data: Uint8Array): KeySpaceCommandHead | undefined {
+  const buf = Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  if (buf.length < V3_PREFIX.length || buf.compare(V3_PREFIX, 0, V3_PREFIX.length, 0, V3_PREFIX.length) !== 0) return undefined;
+  if (buf.indexOf(AUTH_OP) >= 0) return undefined;
+  const m = HEAD_RE.exec(buf.toString("latin1", 0, Math.min(buf.length, 64)));
+  return m === null ? undefined : { t: "v3-head", m: Number(m[1]), id: Number(m[2]) };
+}
+
 export function decodeCommand(data: Uint8Array): Command {
   const buf = Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
   const text = buf.toString("utf8");
