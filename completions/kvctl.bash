@@ -11,7 +11,7 @@ _kvctl() {
         words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD
     fi
 
-    local commands="cluster-health mk mkdir rm rmdir get ls set setdir update updatedir watch exec-watch member user role auth endpoint stats version completion serve v3 help"
+    local commands="cluster-health mk mkdir rm rmdir get ls set setdir update updatedir watch exec-watch member user role auth endpoint migrate stats version completion serve v3 help"
     local globals="--debug --no-sync --output -o --peers -C --endpoint --endpoints --cert --cert-file --key --key-file --cacert --ca-file --insecure-skip-tls-verify --insecure-transport --username -u --password --timeout --total-timeout --no-color --help -h --version -v"
 
     case "$prev" in
@@ -56,6 +56,7 @@ _kvctl() {
         endpoint)
             [[ -z $sub ]] && { COMPREPLY=($(compgen -W "status" -- "$cur")); return; }
             flags="--cluster" ;;
+        migrate) flags="--from --prefix --follow --from-cert --from-key --from-cacert --from-insecure-skip-tls-verify --from-user" ;;
         stats) [[ -z $sub ]] && { COMPREPLY=($(compgen -W "store self leader" -- "$cur")); return; } ;;
         completion) [[ -z $sub ]] && { COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")); return; } ;;
         serve) flags="--name --data-dir --listen-client-urls --advertise-client-urls --listen-peer-urls --initial-advertise-peer-urls --initial-cluster --initial-cluster-state --initial-cluster-token --snapshot-count --heartbeat-interval --election-timeout --max-request-bytes --max-txn-ops --log-level --cert-file --key-file --client-cert-auth --trusted-ca-file --ca-file --auto-tls --peer-cert-file --peer-key-file --peer-client-cert-auth --peer-trusted-ca-file --peer-ca-file --peer-auto-tls --peer-cert-allowed-cn --peer-crl-file --cipher-suites --host-whitelist --discovery-srv --discovery-srv-name --proxy --proxy-failure-wait --proxy-refresh-interval --proxy-dial-timeout --proxy-write-timeout --proxy-read-timeout --wal-dir --initial-election-tick-advance --max-snapshots --max-wals --quota-backend-bytes --backend-batch-interval --backend-batch-limit --max-concurrent-streams --grpc-keepalive-min-time --grpc-keepalive-interval --grpc-keepalive-timeout --discovery --discovery-fallback --discovery-proxy --strict-reconfig-check --pre-vote --auto-compaction-retention --auto-compaction-mode --enable-v2 --client-crl-file --client-cert-allowed-hostname --peer-cert-allowed-hostname --cors --auth-token --bcrypt-cost --auth-token-ttl --enable-pprof --metrics --listen-metrics-urls --logger --log-outputs --log-output --experimental-initial-corrupt-check --experimental-corrupt-check-time --experimental-enable-v2v3 --experimental-backend-bbolt-freelist-type --experimental-enable-lease-checkpoint --experimental-enable-lease-checkpoint-persist --experimental-compaction-batch-limit --experimental-peer-skip-client-san-verification --experimental-watch-progress-notify-interval --experimental-warning-apply-duration --force-new-cluster --unsafe-no-fsync --enable-grpc-gateway --debug --log-package-levels --config-file --version --help" ;;

@@ -32,6 +32,7 @@ const loaders: Readonly<Record<string, () => Promise<CommandModule>>> = {
   role: () => import("./commands/role.ts"),
   auth: () => import("./commands/auth.ts"),
   endpoint: () => import("./commands/endpoint.ts"),
+  migrate: () => import("./commands/migrate.ts"),
 };
 
 /** Runs kvctl with argv (no node/script), returns the exit code. */
