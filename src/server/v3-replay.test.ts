@@ -13,7 +13,7 @@ import { V2Store } from "../store/v2/store.ts";
 import { V3KeySpace } from "../store/v3/index.ts";
 import { applyCommand, type StateMachine } from "./apply.ts";
 import { Membership } from "./membership.ts";
-import { decodeCommand, encodeCommand, type Command } from "./request.ts";
+import { decodeCommand, encodeCommand, type Command, type CommandBody } from "./request.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "kvctl-replay-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -23,7 +23,7 @@ const kv = (key: string, value: string, lease = 0n) => ({ key: Buffer.from(key),
 
 /** The history: v3 writes, a lease that expires through a SYNC, a compaction, an alarm, v2 writes. */
 function history(): Command[] {
-  const c: Array<Omit<Command, "m" | "id">> = [
+  const c: CommandBody[] = [
     { t: "v3", time: T0, op: { k: "put", r: kv("a", "1") } },
     { t: "v2", time: T0, r: { method: "PUT", path: "/v2/x", val: "1", dir: false, prevValue: "", prevIndex: 0, recursive: false, sorted: false } },
     { t: "v3", time: T0, op: { k: "leaseGrant", id: 77n, ttl: 5 } },
