@@ -86,9 +86,7 @@ export function formatV3Summary(s: V3CopySummary): string {
 function failure(err: unknown, where: string): CliExit {
   if (err instanceof CliExit) return err;
   if (err instanceof HistoryLostError) return new CliExit(ExitCode.ServerError, `Error:  ${err.message}\n`);
-  if (isConnectionError(err) || err instanceof ClusterError) {
-    return new CliExit(ExitCode.BadConnection, `Error:  cannot reach ${where}: ${errorText(err)}\n`);
-  }
+  if (isConnectionError(err) || err instanceof ClusterError) return new CliExit(ExitCode.BadConnection, `Error:  ${where}: ${errorText(err)}\n`);
   return new CliExit(ExitCode.ServerError, `Error:  ${where}: ${errorText(err)}\n`);
 }
 
@@ -127,13 +125,12 @@ export async function run(inv: Invocation, io: Io): Promise<number> {
   const p = await progress(io);
   const interrupted = new AbortController();
   try {
-    // Both sides answer before anything is written.
-    await src.v3.call("/v3/maintenance/status", {}).catch((err: unknown) => {
-      throw failure(err, srcName);
-    });
-    await dst.v3.call("/v3/maintenance/status", {}).catch((err: unknown) => {
-      throw failure(err, dstName);
-    });
+    // Both sides answer (TLS included; /version needs no credentials) before anything is written.
+    for (const [s, name] of [[src, srcName], [dst, dstName]] as const) {
+      await s.cluster.do({ method: "GET", path: (base) => `${base}/version` }).catch((err: unknown) => {
+        throw failure(err, `cannot reach ${name}`);
+      });
+    }
     const leases = new LeaseMap(src.v3, dst.v3);
     const v2 = await copyV2(src, dst, { prefix, progress: (t) => p.update(t) }).catch((err: unknown) => {
       throw failure(err, "copying the v2 key space");
