@@ -13,33 +13,25 @@
 //   unstable log and go out together in the next Ready (group commit).
 // - Apply is deterministic (apply.ts); everything that varies (time, ids) is in the entry.
 // - A single member runs exactly this path: it is a cluster of one, with no shortcut.
-import { createHash } from "node:crypto";
-import { randomBytes } from "node:crypto";
-import { rename, rm, stat } from "node:fs/promises";
-import { join } from "node:path";
 import { RawNode, ProposalDroppedError, EntryType, MessageType, ConfChangeType, decodeConfChange, type ConfChange, type ConfState, type Entry, type Message, type MemoryStorage, type Ready, type Snapshot, type Status } from "../raft/index.ts";
 import { PeerTransport, type PeerTlsClient, type SendOptions } from "../transport/index.ts";
 import type { Wal, Snapshotter } from "../wal/index.ts";
 import type { V2Store, V2Event } from "../store/v2/store.ts";
-import { V2AuthState, V3AuthState } from "../auth/index.ts";
-import { V3KeySpace, WatchHub, type WatchHistory } from "../store/v3/index.ts";
+import type { V2AuthState, V3AuthState } from "../auth/index.ts";
+import { WatchHub, type V3KeySpace, type WatchHistory } from "../store/v3/index.ts";
 import { V3Errors } from "../api/v3-errors.ts";
 import { applyCommand, type ApplyResult } from "./apply.ts";
 import { decodeCommand, encodeCommand, peekKeySpaceCommand, type Command, type CommandBody, type KeySpaceCommandHead } from "./request.ts";
-import { Membership, memberIdFor, type Member } from "./membership.ts";
+import { memberIdFor, type Membership, type Member } from "./membership.ts";
 import { WaitRegistry, requestIdGenerator } from "./wait.ts";
 import { HttpMessageError, ServerUnavailableError } from "./http/respond.ts";
 import { ReadIndexBatcher } from "./read-index.ts";
-import { openMember, decodeSnapshotImage, encodeConfState, openKeySpace, restoreV3Auth, v3DbPath, PEER_MEMBERS_PATH, type SnapshotImage } from "./bootstrap.ts";
-import { MvccDb } from "../backend/index.ts";
-import type { SnapshotAttachment } from "../transport/index.ts";
-import { writeBackupBody } from "./backup/writer.ts";
-import type { BackupHeader } from "./backup/format.ts";
+import { openMember, encodeConfState, PEER_MEMBERS_PATH } from "./bootstrap.ts";
+import { StateStorage } from "./state-storage.ts";
 import { raftLogger, type Logger } from "./logger.ts";
 import type { ServerConfig } from "./config.ts";
 import { ServerStats } from "./stats.ts";
 import { ServerMetrics } from "./metrics/server-metrics.ts";
-import { writeSnapshotData } from "./snapshot-data.ts";
 import { DiskWaitPolicy } from "./disk-wait.ts";
 import { firstElectionStep } from "./first-election.ts";
 import { createCompactor } from "./compactor.ts";
@@ -110,28 +102,11 @@ export class KvServer {
   #wal!: Wal;
   #snapshotter!: Snapshotter;
   #transport!: PeerTransport;
-  store!: V2Store;
-  /** v2 access control state (restored in place when a snapshot is installed). */
-  auth!: V2AuthState;
-  /** The v3 key space (replaced when a snapshot is installed: read it through this field). */
-  v3!: V3KeySpace;
-  /** The v3 key space's database (replaced when a snapshot is installed). */
-  #v3db!: MvccDb;
-  /**
-   * Entries up to this index have their v3 effects in the database already (its consistent
-   * index when it was opened): replaying them applies only the rest of the state machine.
-   */
-  #v3Floor = 0;
-  /** While set, committed entries wait before they are applied (a defragmentation rewrites the database). */
-  #applyGate: Promise<void> | undefined;
-  /** A database file received with a snapshot from the leader, waiting for Raft to install it. */
-  #receivedDb: { index: number; path: string } | undefined;
-  /** v3 users, roles and tokens (replaced when a snapshot is installed). */
-  v3auth!: V3AuthState;
+  /** The state machine's parts, their snapshots, backups and maintenance (state-storage.ts). */
+  #state!: StateStorage;
   /** v3 watchers on this member, fed by apply (survives snapshot installs). */
   readonly watchHub: WatchHub;
   readonly #v3History: WatchHistory;
-  membership!: Membership;
   #memberId = 0;
   #waits = new WaitRegistry<ApplyResult>();
   #confWaits = new WaitRegistry<ApplyResult>();
@@ -186,6 +161,25 @@ export class KvServer {
   get memberId(): number {
     return this.#memberId;
   }
+  /** The v2 store (kept across snapshot installs). */
+  get store(): V2Store {
+    return this.#state.store;
+  }
+  /** v2 access control (kept across snapshot installs). */
+  get auth(): V2AuthState {
+    return this.#state.auth;
+  }
+  /** The v3 key space: replaced when a snapshot is installed, so read it here each time. */
+  get v3(): V3KeySpace {
+    return this.#state.v3;
+  }
+  /** v3 users, roles and tokens (replaced when a snapshot is installed). */
+  get v3auth(): V3AuthState {
+    return this.#state.v3auth;
+  }
+  get membership(): Membership {
+    return this.#state.membership;
+  }
   get clusterId(): number {
     return this.membership.clusterId;
   }
@@ -219,13 +213,7 @@ export class KvServer {
     this.#wal = m.wal;
     this.#snapshotter = m.snapshotter;
     this.#storage = m.storage;
-    this.store = m.store;
-    this.auth = m.auth;
-    this.v3 = m.v3;
-    this.#v3db = m.v3db;
-    this.#v3Floor = m.v3db.consistentIndex;
-    this.v3auth = m.v3auth;
-    this.membership = m.membership;
+    this.#state = new StateStorage(m, { dataDir: this.config.dataDir, quotaBackendBytes: this.config.quotaBackendBytes, logger: this.#log });
     this.#memberId = m.memberId;
     this.#appliedIndex = m.appliedIndex;
     this.#snapshotIndex = m.appliedIndex;
@@ -264,16 +252,11 @@ export class KvServer {
       localUrls: this.config.initialAdvertisePeerUrls,
       onMessages: (msgs) => this.#receive(msgs),
       onSnapshot: (msg, dbPath) => {
-        const index = msg.snapshot?.metadata.index ?? 0;
-        if (dbPath !== undefined) {
-          const old = this.#receivedDb;
-          if (old !== undefined && old.path !== dbPath) void rm(old.path, { force: true });
-          this.#receivedDb = { index, path: dbPath };
-        }
+        if (dbPath !== undefined) this.#state.receivedDb(msg.snapshot?.metadata.index ?? 0, dbPath);
         this.#receive([msg]);
       },
-      snapshotAttachment: () => this.#snapshotDbCopy(),
-      snapshotDbPath: () => join(this.config.dataDir, "member", "snap", `recv-${randomBytes(6).toString("hex")}.db`),
+      snapshotAttachment: () => this.#state.snapshotDbCopy(),
+      snapshotDbPath: () => this.#state.receivePath(),
       onUnreachable: (id) => {
         this.#node.reportUnreachable(id);
         this.#kick();
@@ -426,10 +409,7 @@ export class KvServer {
    * was taken at: members that applied the same log prefix must report the same hash.
    */
   stateHash(): { appliedIndex: number; storeIndex: number; hash: string } {
-    const h = createHash("sha256");
-    h.update(this.store.save()).update(JSON.stringify(this.auth.save())).update(JSON.stringify(this.membership.toJSON()));
-    h.update(this.v3.hash()).update(JSON.stringify(this.v3auth.toImage()));
-    return { appliedIndex: this.#appliedIndex, storeIndex: this.store.index, hash: h.digest("hex") };
+    return { appliedIndex: this.#appliedIndex, storeIndex: this.store.index, hash: this.#state.hash() };
   }
 
   /** Adds a member with these peer URLs (etcd's member add; a learner does not vote); resolves with it. */
@@ -455,7 +435,7 @@ export class KvServer {
 
   /** The v3 database file's size and the part of it in use (etcd's dbSize, dbSizeInUse). */
   v3DbSizes(): { size: number; inUse: number } {
-    return this.#v3db.sizes();
+    return this.#state.v3DbSizes();
   }
 
   /** Raft's view of this member (etcd's raft.status in /debug/vars). */
@@ -463,121 +443,23 @@ export class KvServer {
     return this.#node.status();
   }
 
-  /**
-   * etcd's Defragment: the database is rewritten without its free pages, and the file
-   * shrinks to what is in use. Entries are not applied meanwhile (their writes would go to
-   * the file being replaced), as etcd blocks its backend; reads go on.
-   */
+  /** etcd's Defragment of this member's v3 database (applies wait meanwhile). */
   async defragment(): Promise<void> {
-    const t0 = performance.now();
-    const before = this.#v3db.sizes().size;
-    await this.#appliesPaused(() => this.#v3db.defragment());
-    this.#log.info("defragmented the v3 database", { before, after: this.#v3db.sizes().size, ms: Math.round(performance.now() - t0) });
+    await this.#state.defragment(() => this.#kick());
   }
 
-  /** Runs `fn` while committed entries wait to be applied (one such pause at a time). */
-  async #appliesPaused<T>(fn: () => Promise<T>): Promise<T> {
-    while (this.#applyGate !== undefined) await this.#applyGate;
-    let open!: () => void;
-    this.#applyGate = new Promise<void>((resolve) => (open = resolve));
-    try {
-      return await fn();
-    } finally {
-      this.#applyGate = undefined;
-      open();
-      this.#kick();
-    }
-  }
-
-  /**
-   * A backup of the whole replicated state at the applied index (kvctl v3 snapshot save),
-   * written to a file in the data dir: applies pause only until the database's last
-   * commit is on disk and a read transaction holds it; the file is written from that
-   * transaction while the member goes on. release() removes the file.
-   */
-  async makeBackup(): Promise<{ path: string; size: number; release(): void }> {
-    const { reader, parts } = await this.#appliesPaused(async () => {
-      await this.#v3db.flushed();
-      const reader = this.#v3db.reader();
+  /** A backup of the whole replicated state at the applied index (kvctl v3 snapshot save); release() removes its file. */
+  makeBackup(): Promise<{ path: string; size: number; release(): void }> {
+    const at = (): { index: number; term: number } => {
       const index = this.#appliedIndex;
-      const header: BackupHeader = {
-        format: "kvctl-snapshot/1",
-        index,
-        term: index === 0 ? 0 : this.#storage.term(index),
-        revision: this.v3.revision,
-        compactRevision: this.v3.compactMainRevision,
-        totalKeys: this.v3.keyCount,
-        time: Date.now(),
-      };
-      return { reader, parts: { header, image: JSON.stringify(this.#image()), records: reader.records(), leases: reader.leases(), alarms: reader.alarms() } };
-    });
-    const path = join(this.config.dataDir, "member", "snap", `backup-${randomBytes(6).toString("hex")}.tmp`);
-    try {
-      const size = await writeBackupBody(path, parts);
-      return { path, size, release: () => void rm(path, { force: true }) };
-    } catch (err) {
-      await rm(path, { force: true });
-      throw err;
-    } finally {
-      reader.done();
-    }
+      return { index, term: index === 0 ? 0 : this.#storage.term(index) };
+    };
+    return this.#state.backup(at, () => this.#kick());
   }
 
-  /**
-   * etcd's backend quota: would a write of `cost` bytes keep the database under
-   * --quota-backend-bytes? Read on every v3 write, so it uses the size as of the last commit.
-   */
+  /** etcd's backend quota: would a v3 write of `cost` bytes keep the database under --quota-backend-bytes? */
   quotaAvailable(cost: number): boolean {
-    return cost === 0 || this.#v3db.size + cost < this.config.quotaBackendBytes;
-  }
-
-  /** The image of everything but the v3 key space (which is its database file). */
-  #image(): SnapshotImage {
-    return { store: this.store.save(), ...this.#imageRest() };
-  }
-
-  /**
-   * A consistent copy of the v3 database for a follower's snapshot (etcd streams its bbolt
-   * file): made from one read transaction after the writes so far were committed, so its
-   * consistent index is at least the snapshot's (the snapshot was made of applied state).
-   */
-  async #snapshotDbCopy(): Promise<SnapshotAttachment> {
-    const path = join(this.config.dataDir, "member", "snap", `send-${randomBytes(6).toString("hex")}.db`);
-    await this.#v3db.copyTo(path, { compact: false });
-    const { size } = await stat(path);
-    return { path, size, release: () => void rm(path, { force: true }) };
-  }
-
-  /**
-   * Swaps in the database that came with the leader's snapshot at `index` (or, from a
-   * leader that sent none, the key space inside an older image).
-   */
-  async #installDb(index: number, image: SnapshotImage): Promise<void> {
-    const received = this.#receivedDb;
-    this.#receivedDb = undefined;
-    const path = v3DbPath(this.config.dataDir);
-    await this.#v3db.close();
-    if (received !== undefined && received.index === index) {
-      await rename(received.path, path);
-    } else {
-      if (received !== undefined) await rm(received.path, { force: true });
-      if (image.v3 === undefined) throw new Error(`snapshot ${index} from the leader came without its v3 database`);
-      await rm(path, { force: true });
-    }
-    this.#v3db = MvccDb.open({ path });
-    this.v3 = openKeySpace(this.#v3db, image, index);
-    this.#v3Floor = this.#v3db.consistentIndex;
-    this.#log.info("installed the v3 database from the leader", { index, consistentIndex: this.#v3Floor, revision: this.v3.revision });
-  }
-
-  /**
-   * The small parts of an image, detached from the live state (a background snapshot
-   * encodes them later): the membership and v2 auth images share objects with it, the v3
-   * auth image is built fresh.
-   */
-  #imageRest(): Omit<SnapshotImage, "store" | "v3"> {
-    const { membership, auth } = structuredClone({ membership: this.membership.toJSON(), auth: this.auth.save() });
-    return { membership, auth, v3auth: this.v3auth.toImage() };
+    return this.#state.quotaAvailable(cost);
   }
 
   async removeMember(id: number): Promise<void> {
@@ -759,12 +641,13 @@ export class KvServer {
     if (rd.entries.length > 0) this.#storage.append(rd.entries);
     if (later.length > 0) this.#transport.send(later, willSave ? { immediate: true } : afterAnswers);
     for (const rs of rd.readStates) this.#reads.onReadState(rs.index, rs.requestCtx);
-    if (this.#applyGate !== undefined && rd.committedEntries.length > 0) await this.#applyGate;
+    const gate = this.#state.applyGate;
+    if (gate !== undefined && rd.committedEntries.length > 0) await gate;
     rd.committedEntries.forEach((e, i) => this.#applyEntry(e, commands[i]));
     // The v3 writes of these entries commit together with the index they reach.
     const commitStart = performance.now();
     // No rejection handler here: a failed commit stays an unhandled rejection (fatal), as before.
-    void this.#v3db.commit(this.#appliedIndex)?.then(() => this.metrics.backendCommitted(performance.now() - commitStart));
+    void this.#state.applied(this.#appliedIndex)?.then(() => this.metrics.backendCommitted(performance.now() - commitStart));
     this.#reads.release();
     this.#node.advance(rd);
     if (this.#snapshotJob === undefined && this.#appliedIndex - this.#snapshotIndex >= this.config.snapshotCount) this.#startSnapshot();
@@ -796,7 +679,7 @@ export class KvServer {
    * already holds (at or below its consistent index), only its proposer and id.
    */
   #commandOf(e: Entry): Command | KeySpaceCommandHead | undefined {
-    if (e.index <= this.#v3Floor && e.type === EntryType.Normal) {
+    if (e.index <= this.#state.v3Floor && e.type === EntryType.Normal) {
       const head = peekKeySpaceCommand(e.data);
       if (head !== undefined) return head;
     }
@@ -813,8 +696,7 @@ export class KvServer {
       // leaves it waiting until its request times out).
       if (cmd.m === this.#memberId) this.#waits.trigger(cmd.id, { ok: false, error: V3Errors.timeout() });
     } else if (cmd !== undefined) {
-      const sm = { store: this.store, membership: this.membership, auth: this.auth, v3: this.v3, v3auth: this.v3auth };
-      const result = applyCommand(sm, cmd, e.index, { v3: e.index > this.#v3Floor });
+      const result = applyCommand(this.#state, cmd, e.index, { v3: e.index > this.#state.v3Floor });
       if (result.ok && result.changes !== undefined) for (const c of result.changes) this.watchHub.notify(c);
       if (cmd.m === this.#memberId) this.#waits.trigger(cmd.id, result);
       this.metrics.applied(cmd, result, performance.now() - started);
@@ -869,15 +751,9 @@ export class KvServer {
     await this.#snapshotter.save({ ...ref, data: snap.data, meta: encodeConfState(snap.metadata.confState) });
     await this.#wal.saveSnapshotRef(ref);
     this.#storage.applySnapshot(snap);
-    const image = decodeSnapshotImage(snap.data);
-    // In place: open watches stay registered across a snapshot install.
-    this.store.recovery(image.store);
-    this.auth.recovery(image.auth ?? new V2AuthState().save());
-    await this.#installDb(ref.index, image);
-    this.v3auth = restoreV3Auth(image);
+    await this.#state.install(ref.index, snap.data);
     // Watchers catch up from the new key space (or end, if what they need was compacted).
     this.watchHub.restore(this.#v3History);
-    this.membership = Membership.fromJSON(image.membership);
     for (const m of this.membership.list()) if (m.id !== this.#memberId) this.#transport.updatePeer(m.id, m.peerUrls);
     this.#confState = snap.metadata.confState;
     this.#appliedIndex = ref.index;
@@ -887,10 +763,10 @@ export class KvServer {
 
   /**
    * Takes a snapshot of the state at the applied index without stopping the member: the
-   * v2 store and the v3 key space are copied on write and written a slice at a time, the
-   * other parts (small) are taken now, and the file is written while Raft goes on. A
-   * snapshot of 300k keys took up to 1.5 s in one piece, long enough for followers to
-   * start an election.
+   * v2 store is copied on write and written a slice at a time, the other parts (small) are
+   * taken now, the v3 key space is its database (flushed first), and the file is written
+   * while Raft goes on. A snapshot of 300k v2 keys took up to 1.5 s in one piece, long
+   * enough for followers to start an election.
    */
   #startSnapshot(): void {
     const index = this.#appliedIndex;
@@ -899,17 +775,12 @@ export class KvServer {
     const startedAt = performance.now();
     const term = this.#storage.term(index);
     const confState = { voters: [...this.#confState.voters], learners: [...this.#confState.learners] };
-    const store = this.store.beginImage();
-    const rest = this.#imageRest();
     const end = (): void => {
       if (this.#snapshotJob === job) this.#snapshotJob = undefined;
     };
-    // The v3 key space is its database: once the writes applied so far are on disk (etcd's
-    // ForceCommit), the WAL entries before the snapshot are no longer needed for it.
-    const v3Flushed = this.#v3db.flushed();
-    void writeSnapshotData({ store, rest, cancelled: () => job.cancelled || this.store.abandoned(store) })
+    void this.#state
+      .snapshotData(() => job.cancelled)
       .then(async (data) => {
-        await v3Flushed;
         if (data === undefined || job.cancelled) return end();
         await this.#snapshotter.save({ index, term, data, meta: encodeConfState(confState) });
         if (job.cancelled) return end();
@@ -994,7 +865,6 @@ export class KvServer {
     while (this.#draining) await new Promise((r) => setTimeout(r, 5));
     await this.#transport.stop();
     await this.#wal.close();
-    await this.#v3db.close();
-    if (this.#receivedDb !== undefined) await rm(this.#receivedDb.path, { force: true });
+    await this.#state.close();
   }
 }
