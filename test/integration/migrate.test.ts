@@ -232,10 +232,26 @@ test("migrate --follow applies etcd's later writes and deletes (v2 and v3) until
   const ttl = await v3<{ TTL: string }>(kv.url, "/v3/lease/timetolive", { ID: lease.ID });
   assert.ok(Number(ttl.TTL) > 280, `new lease granted with its remaining TTL (${ttl.TTL})`);
 
+  // A lease kept alive on etcd stays alive on kvctl past its TTL; once etcd lets it expire, so does kvctl.
+  const short = await v3<{ ID: string }>(etcd.url, "/v3/lease/grant", { TTL: "3" });
+  await v3(etcd.url, "/v3/kv/put", { key: b64("/app/v3/kept"), value: b64("k"), lease: short.ID });
+  const keeper = spawn("/usr/bin/etcdctl", ["--endpoints", etcd.url, "lease", "keep-alive", BigInt(short.ID).toString(16)], {
+    env: { PATH: process.env["PATH"] ?? "", ETCDCTL_API: "3" },
+    stdio: "ignore",
+  });
+  procs.add(keeper);
+  const kept = async (): Promise<boolean> => (await allV3(kv.url)).some((x) => Buffer.from(x.key, "base64").toString() === "/app/v3/kept");
+  await until(kept, 5000, "the leased key arrives");
+  await new Promise((r) => setTimeout(r, 6000));
+  assert.ok(await kept(), "kept alive on kvctl while etcd's lease is kept alive (6 s > TTL 3 s)");
+  keeper.kill("SIGTERM");
+  procs.delete(keeper);
+  await until(async () => !(await kept()), 15_000, "gone from kvctl once etcd's lease expired");
+
   f.child.kill("SIGINT");
   const exit = await f.exited;
   assert.equal(exit.code, 0, f.stderr());
-  assert.match(f.stdout(), /^followed: 6 v2 events \(to index \d+\), 3 v3 events \(to revision \d+\)$/m);
+  assert.match(f.stdout(), /^followed: 6 v2 events \(to index \d+\), [45] v3 events \(to revision \d+\)$/m);
 });
 
 test("migrate: an unreachable source is exit 2 with a clear error", { skip: noEtcd }, async () => {
