@@ -42,7 +42,6 @@ export class ServerMetrics {
   );
   readonly healthSuccess = new Counter("etcd_server_health_success", "The total number of successful health checks");
   readonly healthFailures = new Counter("etcd_server_health_failures", "The total number of failed health checks");
-  readonly readIndexesFailed = new Counter("etcd_server_read_indexes_failed_total", "The total number of failed read indexes seen.");
 
   // etcd: wal/metrics.go and mvcc/backend/metrics.go (ExponentialBuckets(0.001, 2, 14)).
   readonly walFsync = new Histogram("etcd_disk_wal_fsync_duration_seconds", "The latency distributions of fsync called by WAL.", exponentialBuckets(0.001, 2, 14));
@@ -166,7 +165,6 @@ export class ServerMetrics {
       this.heartbeatSendFailures,
       this.healthSuccess,
       this.healthFailures,
-      this.readIndexesFailed,
       this.walFsync,
       this.backendCommit,
       this.mvccPut,

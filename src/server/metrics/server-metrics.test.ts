@@ -1,0 +1,59 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import type { Command } from "../request.ts";
+import type { ApplyResult } from "../apply.ts";
+import { SLOW_APPLY_MS, ServerMetrics } from "./server-metrics.ts";
+
+const v3 = (op: unknown): Command => ({ t: "v3", m: 1, id: 1, time: 0, op }) as Command;
+const ok = (v3Result?: unknown): ApplyResult => ({ ok: true, v3: v3Result });
+
+test("mvcc counters as etcd's metricsTxnWrite: puts, deletes, a txn's ops in the branch it took", () => {
+  const m = new ServerMetrics();
+  m.applied(v3({ k: "put", r: {} }), ok(), 1);
+  m.applied(v3({ k: "deleteRange", r: {} }), ok(), 1);
+  const txn = { compare: [], success: [{ put: {} }, { range: {} }, { put: {} }], failure: [{ deleteRange: {} }] };
+  m.applied(v3({ k: "txn", r: txn }), ok({ succeeded: true, responses: [] }), 1);
+  m.applied(v3({ k: "txn", r: txn }), ok({ succeeded: false, responses: [] }), 1);
+  // A refused write (e.g. an alarm) changed nothing.
+  m.applied(v3({ k: "put", r: {} }), { ok: false, error: new Error("x") } as ApplyResult, 1);
+  assert.equal(m.mvccPut.value(), 3);
+  assert.equal(m.mvccRange.value(), 1);
+  assert.equal(m.mvccDelete.value(), 2);
+  assert.equal(m.mvccTxn.value(), 1, "the one-op txn does not count as a txn");
+});
+
+test("nested txns count their inner branch; read-only txns count their ranges", () => {
+  const m = new ServerMetrics();
+  const inner = { compare: [], success: [{ put: {} }, { put: {} }], failure: [] };
+  const outer = { compare: [], success: [{ txn: inner }], failure: [] };
+  m.applied(v3({ k: "txn", r: outer }), ok({ succeeded: true, responses: [{ txn: { succeeded: true, responses: [] } }] }), 1);
+  assert.equal(m.mvccPut.value(), 2);
+  m.readOnlyTxn({ compare: [], success: [{ range: {} }, { range: {} }], failure: [] } as never, { revision: 1, succeeded: true, responses: [] });
+  assert.equal(m.mvccRange.value(), 2);
+  assert.equal(m.mvccTxn.value(), 2);
+});
+
+test("slow applies, leases, proposals, disk latencies in seconds", () => {
+  const m = new ServerMetrics();
+  m.applied(v3({ k: "leaseGrant", id: 1n, ttl: 5 }), ok(), SLOW_APPLY_MS + 1);
+  m.applied(v3({ k: "leaseRevoke", id: 1n }), ok(), 1);
+  m.applied({ t: "sync", m: 1, id: 1, time: 0 }, ok(), 2);
+  assert.equal(m.slowApply.value(), 1);
+  assert.equal(m.leaseGranted.value(), 1);
+  assert.equal(m.leaseRevoked.value(), 1);
+  m.proposalStarted();
+  m.proposalStarted();
+  assert.equal(m.proposalsPending.value(), 2);
+  m.proposalEnded(false);
+  m.proposalEnded(true);
+  assert.equal(m.proposalsPending.value(), 0);
+  assert.equal(m.proposalsFailed.value(), 1);
+  m.walSynced(3);
+  assert.equal(m.walFsync.count(), 1);
+  assert.ok(m.walFsync.samples().some((s) => s.suffix === "_sum" && Math.abs(s.value - 0.003) < 1e-12));
+  m.peerSent("a1", 10);
+  m.peerSent("a1", 5);
+  m.peerRoundTripMs("a1", 0.25);
+  assert.equal(m.peerSentBytes.value({ To: "a1" }), 15);
+  assert.equal(m.peerRoundTrip.count({ To: "a1" }), 1);
+});
