@@ -102,9 +102,9 @@ export interface ServerConfig {
   watchProgressNotifyIntervalMs: number;
   /** --force-new-cluster: restart as a one-member cluster keeping the data. Wiring: bootstrap.ts. */
   forceNewCluster: boolean;
-  /** --max-concurrent-streams (HTTP/2 streams per client connection). Wiring: src/server/grpc/. */
+  /** --max-concurrent-streams (HTTP/2 streams per client connection; grpc/server.ts). */
   maxConcurrentStreams: number;
-  /** --grpc-keepalive-min-time, -interval, -timeout in milliseconds (0 = off for the last two). Wiring: src/server/grpc/. */
+  /** --grpc-keepalive-min-time, -interval, -timeout in milliseconds (0 = off for the last two; grpc/server.ts). */
   grpcKeepAlive: { minTimeMs: number; intervalMs: number; timeoutMs: number };
   /** --backend-batch-interval (ms, 0 = backend default) and --backend-batch-limit. Wiring: the v3 backend. */
   backendBatch: { intervalMs: number; limit: number };
@@ -188,10 +188,10 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "backend-batch-limit", type: "number", default: 0, describe: "Maximum operations before committing the backend transaction (0: backend default)", notice: "kvctl commits the v3 key space with each applied batch; --backend-batch-limit is not used" },
   { name: "max-txn-ops", type: "number", default: 128, describe: "Maximum number of operations permitted in a transaction" },
   { name: "max-request-bytes", type: "number", default: 1572864, describe: "Maximum client request size in bytes the server will accept" },
-  { name: "max-concurrent-streams", type: "number", default: 4294967295, describe: "Maximum concurrent streams that each client can open at a time (gRPC)", notice: notYet("the gRPC server does not limit streams per connection yet") },
-  { name: "grpc-keepalive-min-time", type: "duration", default: "5s", describe: "Minimum duration a client should wait before pinging the server (gRPC)", notice: notYet("the gRPC server does not apply keepalive settings yet") },
-  { name: "grpc-keepalive-interval", type: "duration", default: "2h", describe: "Frequency of server-to-client pings to check a connection is alive (0 to disable)", notice: notYet("the gRPC server does not apply keepalive settings yet") },
-  { name: "grpc-keepalive-timeout", type: "duration", default: "20s", describe: "Additional wait before closing a non-responsive connection (0 to disable)", notice: notYet("the gRPC server does not apply keepalive settings yet") },
+  { name: "max-concurrent-streams", type: "number", default: 4294967295, describe: "Maximum concurrent streams that each client can open at a time (gRPC)" },
+  { name: "grpc-keepalive-min-time", type: "duration", default: "5s", describe: "Minimum duration a client should wait before pinging the server (gRPC)" },
+  { name: "grpc-keepalive-interval", type: "duration", default: "2h", describe: "Frequency of server-to-client pings to check a connection is alive (0 to disable)" },
+  { name: "grpc-keepalive-timeout", type: "duration", default: "20s", describe: "Additional wait before closing a non-responsive connection (0 to disable)" },
 
   { section: "Clustering", name: "initial-advertise-peer-urls", type: "string", default: "http://127.0.0.1:2380", describe: "Comma-separated peer URLs of this member to advertise to the rest of the cluster" },
   { name: "initial-cluster", type: "string", default: "${name}=${initial-advertise-peer-urls}", describe: "Initial cluster configuration for bootstrapping: name=peerURL,..." },

@@ -45,7 +45,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     const v3Gateway = { backend: new V3Service(kv), maxRequestBytes: config.maxRequestBytes, maxTxnOps: config.maxTxnOps, streams: watches };
     const routes = { server: kv, clusterId: kv.clusterId.toString(16), watches, v3Gateway, metrics };
     // The same backend serves etcd's gRPC API on the client port (grpc/: cmux, HTTP/2).
-    grpc = new GrpcServer(createRpcTable(v3Gateway), { maxRecvBytes: grpcRecvLimit(v3Gateway), clientCertAuth: clientTls?.clientCertAuth ?? false, observer: metrics.grpc, onRequest: () => kv.noteClientRequest() });
+    grpc = new GrpcServer(createRpcTable(v3Gateway), { maxRecvBytes: grpcRecvLimit(v3Gateway), clientCertAuth: clientTls?.clientCertAuth ?? false, observer: metrics.grpc, onRequest: () => kv.noteClientRequest(), maxConcurrentStreams: config.maxConcurrentStreams, keepAlive: config.grpcKeepAlive });
     metrics.attachGrpc(grpc);
     const toGrpc = grpc;
     // Plain key reads skip node:http (fast-lane.ts); everything else goes through the router.

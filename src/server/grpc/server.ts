@@ -145,16 +145,34 @@ export interface GrpcServerOptions {
    * gRPC-only load looked idle, saves blocked the loop, and writes lost group commit.
    */
   onRequest?: () => void;
+  /** --max-concurrent-streams: HTTP/2 streams a client may have open on one connection. */
+  maxConcurrentStreams?: number;
+  /** --grpc-keepalive-*: grpc-go's server parameters and enforcement policy (0 = off). */
+  keepAlive?: GrpcKeepAlive;
 }
+
+export interface GrpcKeepAlive {
+  /** A client pinging more often than this is told ENHANCE_YOUR_CALM (after 2 strikes). */
+  minTimeMs: number;
+  /** The server pings a connection this often (0: never). */
+  intervalMs: number;
+  /** ...and closes it when the ping's answer has not come within this (0: never). */
+  timeoutMs: number;
+}
+
+/** grpc-go: a ping with no call open is fine once per 2 hours; more than 2 strikes = GOAWAY. */
+const NO_STREAM_PING_MS = 2 * 60 * 60 * 1000;
+const MAX_PING_STRIKES = 2;
+/** HTTP/2 error code ENHANCE_YOUR_CALM (RFC 9113 §7). */
+const ENHANCE_YOUR_CALM = 0xb;
 
 /** etcd's --max-concurrent-streams default: math.MaxUint32. */
 export const DEFAULT_MAX_CONCURRENT_STREAMS = 2 ** 32 - 1;
 
 /** Node's HTTP/2 defaults are small for streaming a snapshot or thousands of watch events. */
-const H2_OPTIONS: http2.ServerOptions = {
-  maxSessionMemory: 64,
-  settings: { maxConcurrentStreams: DEFAULT_MAX_CONCURRENT_STREAMS, initialWindowSize: 1 << 20 },
-};
+function h2Options(maxConcurrentStreams: number): http2.ServerOptions {
+  return { maxSessionMemory: 64, settings: { maxConcurrentStreams, initialWindowSize: 1 << 20 } };
+}
 const SESSION_WINDOW_BYTES = 16 << 20;
 
 export class GrpcServer {
@@ -171,14 +189,18 @@ export class GrpcServer {
     this.#rpcs = rpcs;
     this.#services = new Set([...rpcs.keys()].map((p) => p.slice(1, p.lastIndexOf("/"))));
     this.#opts = opts;
-    this.#h2 = http2.createServer(H2_OPTIONS);
+    this.#h2 = http2.createServer(h2Options(opts.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS));
     this.#h2.on("session", (session) => {
       if (this.#closed) {
         session.destroy();
         return;
       }
       this.#sessions.add(session);
-      session.on("close", () => this.#sessions.delete(session));
+      const stopKeepAlive = opts.keepAlive === undefined ? undefined : keepAlive(session, opts.keepAlive);
+      session.on("close", () => {
+        this.#sessions.delete(session);
+        stopKeepAlive?.();
+      });
       session.on("error", () => session.destroy());
       session.on("connect", () => {
         if (!session.destroyed) session.setLocalWindowSize(SESSION_WINDOW_BYTES);
@@ -235,6 +257,12 @@ export class GrpcServer {
 
   #onStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
     stream.on("error", () => stream.destroy());
+    const session = stream.session;
+    if (session !== undefined && this.#opts.keepAlive !== undefined) {
+      openStreams.set(session, (openStreams.get(session) ?? 0) + 1);
+      resetPingStrikes(session);
+      stream.once("close", () => openStreams.set(session, (openStreams.get(session) ?? 1) - 1));
+    }
     const ct = headers["content-type"] ?? "";
     if (headers[":method"] !== "POST" || !ct.startsWith("application/grpc")) {
       // grpc-go answers a non-gRPC request on its port with 415.
@@ -350,6 +378,76 @@ export class GrpcServer {
     });
   }
 }
+
+/** Per-session state of the keepalive enforcement; `answered` resets the strikes (grpc-go). */
+const pingPolicy = new WeakMap<http2.Http2Session, { lastPingAt: number; strikes: number; reset: boolean }>();
+
+/** Noted when the server sends a call's headers: grpc-go resets ping strikes on every write. */
+function resetPingStrikes(session: http2.Http2Session | undefined): void {
+  const p = session === undefined ? undefined : pingPolicy.get(session);
+  if (p !== undefined) p.reset = true;
+}
+
+/**
+ * grpc-go's keepalive on one connection: the enforcement policy for the client's pings
+ * (GOAWAY ENHANCE_YOUR_CALM "too_many_pings" after more than 2 pings sooner than
+ * minTime, or sooner than 2 hours with no call open, as etcd's PermitWithoutStream is
+ * false), and the server's own pings every interval, closing the connection when one goes
+ * unanswered for timeout. Returns the function that stops the timers.
+ */
+function keepAlive(session: http2.ServerHttp2Session, ka: GrpcKeepAlive): () => void {
+  const p = { lastPingAt: Number.NEGATIVE_INFINITY, strikes: 0, reset: false };
+  pingPolicy.set(session, p);
+  session.on("ping", () => {
+    const now = performance.now();
+    const last = p.lastPingAt;
+    p.lastPingAt = now;
+    if (p.reset) {
+      p.reset = false;
+      p.strikes = 0;
+      return;
+    }
+    const minMs = activeStreams(session) === 0 ? NO_STREAM_PING_MS : ka.minTimeMs;
+    if (now - last < minMs) p.strikes++;
+    if (p.strikes > MAX_PING_STRIKES && !session.closed && !session.destroyed) {
+      session.goaway(ENHANCE_YOUR_CALM, 0, Buffer.from("too_many_pings"));
+      // grpc-go closes the connection once the GOAWAY is written.
+      setTimeout(() => session.destroy(), 50).unref();
+    }
+  });
+  let interval: NodeJS.Timeout | undefined;
+  let deadline: NodeJS.Timeout | undefined;
+  if (ka.intervalMs > 0) {
+    interval = setInterval(() => {
+      if (session.closed || session.destroyed || deadline !== undefined) return;
+      if (ka.timeoutMs > 0) {
+        deadline = setTimeout(() => session.destroy(), ka.timeoutMs);
+        deadline.unref();
+      }
+      const sent = session.ping((err) => {
+        clearTimeout(deadline);
+        deadline = undefined;
+        if (err !== null) session.destroy();
+      });
+      if (!sent) {
+        clearTimeout(deadline);
+        deadline = undefined;
+      }
+    }, ka.intervalMs);
+    interval.unref();
+  }
+  return () => {
+    clearInterval(interval);
+    clearTimeout(deadline);
+  };
+}
+
+function activeStreams(session: http2.ServerHttp2Session): number {
+  return openStreams.get(session) ?? 0;
+}
+
+/** Calls open per session (node:http2 does not expose the count). */
+const openStreams = new WeakMap<http2.Http2Session, number>();
 
 function headerValue(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;

@@ -1,0 +1,183 @@
+// The gRPC server's connection settings (--max-concurrent-streams, --grpc-keepalive-*)
+// and a watch client that stops reading, on GrpcServer instances over the fake backend.
+import assert from "node:assert/strict";
+import http2 from "node:http2";
+import { connect, createServer, type AddressInfo, type Server } from "node:net";
+import { after, describe, test } from "node:test";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { FakeV3Backend } from "../http/v3-fake-backend.test-helper.ts";
+import { MessageReader, decodeGrpcMessage, frameMessage } from "./frames.ts";
+import { PutRequestSchema, RangeRequestSchema, WatchRequestSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
+import { GrpcServer, type GrpcServerOptions } from "./server.ts";
+import { createRpcTable, grpcRecvLimit } from "./services.ts";
+
+interface Running {
+  url: string;
+  port: number;
+  backend: FakeV3Backend;
+  stop(): void;
+}
+
+const running: Running[] = [];
+after(() => {
+  for (const r of running) r.stop();
+});
+
+async function start(opts: Partial<GrpcServerOptions> = {}, streamBufferBytes?: number): Promise<Running> {
+  const backend = new FakeV3Backend();
+  const gw = { backend, maxRequestBytes: 1.5 * 1024 * 1024, maxTxnOps: 128, ...(streamBufferBytes === undefined ? {} : { streamBufferBytes }) };
+  const grpc = new GrpcServer(createRpcTable(gw), { maxRecvBytes: grpcRecvLimit(gw), clientCertAuth: false, ...opts });
+  const tcp: Server = createServer((s) => grpc.accept(s));
+  await new Promise<void>((r) => tcp.listen(0, "127.0.0.1", r));
+  const port = (tcp.address() as AddressInfo).port;
+  const r = {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    backend,
+    stop: () => {
+      grpc.close();
+      tcp.close();
+    },
+  };
+  running.push(r);
+  return r;
+}
+
+function rangeCall(client: http2.ClientHttp2Session): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = client.request({ ":method": "POST", ":path": "/etcdserverpb.KV/Range", "content-type": "application/grpc", te: "trailers" });
+    let status = "";
+    req.on("response", (h) => (status = String(h["grpc-status"] ?? status)));
+    req.on("trailers", (t) => (status = String(t["grpc-status"])));
+    req.on("data", () => undefined);
+    req.on("end", () => resolve(status));
+    req.on("error", reject);
+    req.end(frameMessage(toBinary(RangeRequestSchema, create(RangeRequestSchema, { key: Buffer.from("k") }))));
+  });
+}
+
+describe("--max-concurrent-streams", () => {
+  test("announced in SETTINGS; a stream beyond it is refused", async () => {
+    const s = await start({ maxConcurrentStreams: 2 });
+    const client = http2.connect(s.url);
+    await new Promise<void>((r) => client.once("remoteSettings", () => r()));
+    assert.equal(client.remoteSettings.maxConcurrentStreams, 2);
+    // Two watch streams stay open; a third call waits for one of them to end.
+    const open = [0, 1].map(() => {
+      const w = client.request({ ":method": "POST", ":path": "/etcdserverpb.Watch/Watch", "content-type": "application/grpc", te: "trailers" });
+      w.on("data", () => undefined);
+      w.on("error", () => undefined);
+      return w;
+    });
+    const third = rangeCall(client);
+    const early = await Promise.race([third, new Promise((r) => setTimeout(() => r("waiting"), 200))]);
+    assert.equal(early, "waiting");
+    open[0]!.close();
+    assert.equal(await third, "0");
+    client.destroy();
+  });
+});
+
+describe("--grpc-keepalive-*", () => {
+  test("a client pinging more often than the minimum time gets GOAWAY ENHANCE_YOUR_CALM too_many_pings", async () => {
+    const s = await start({ keepAlive: { minTimeMs: 5_000, intervalMs: 0, timeoutMs: 0 } });
+    const client = http2.connect(s.url);
+    client.on("error", () => undefined);
+    await new Promise<void>((r) => client.once("connect", () => r()));
+    const goaway = new Promise<{ code: number; data: string }>((r) => client.once("goaway", (code, _last, data) => r({ code, data: data?.toString() ?? "" })));
+    // With a call open: the minimum time applies (etcd: PermitWithoutStream false).
+    const w = client.request({ ":method": "POST", ":path": "/etcdserverpb.Watch/Watch", "content-type": "application/grpc", te: "trailers" });
+    w.on("error", () => undefined);
+    w.on("data", () => undefined);
+    await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 4; i++) await new Promise<void>((r) => client.ping(() => r()));
+    assert.deepEqual(await goaway, { code: http2.constants.NGHTTP2_ENHANCE_YOUR_CALM, data: "too_many_pings" });
+    client.destroy();
+  });
+
+  test("pings spaced by the minimum time are fine", async () => {
+    const s = await start({ keepAlive: { minTimeMs: 100, intervalMs: 0, timeoutMs: 0 } });
+    const client = http2.connect(s.url);
+    let goaway = false;
+    client.on("goaway", () => (goaway = true));
+    const w = client.request({ ":method": "POST", ":path": "/etcdserverpb.Watch/Watch", "content-type": "application/grpc", te: "trailers" });
+    w.on("data", () => undefined);
+    for (let i = 0; i < 5; i++) {
+      await new Promise<void>((r) => client.ping(() => r()));
+      await new Promise((r) => setTimeout(r, 120));
+    }
+    assert.equal(goaway, false);
+    assert.equal(await rangeCall(client), "0");
+    client.destroy();
+  });
+
+  test("the server pings every interval; a connection that does not answer is closed after the timeout", async () => {
+    const s = await start({ keepAlive: { minTimeMs: 5_000, intervalMs: 100, timeoutMs: 300 } });
+    const client = http2.connect(s.url);
+    let pings = 0;
+    client.on("ping", () => pings++);
+    await new Promise((r) => setTimeout(r, 450));
+    assert.ok(pings >= 2, `${pings} pings`);
+    assert.equal(client.closed || client.destroyed, false, "an answering client stays connected");
+    client.destroy();
+
+    // A raw connection: the preface and SETTINGS, then silence (no PING ACK).
+    const sock = connect(s.port, "127.0.0.1");
+    sock.on("data", () => undefined);
+    sock.on("error", () => undefined);
+    sock.write(Buffer.concat([Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1"), Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])]));
+    const t0 = Date.now();
+    await new Promise<void>((r) => sock.once("close", () => r()));
+    const ms = Date.now() - t0;
+    assert.ok(ms >= 300 && ms < 2_000, `closed after ${ms} ms`);
+  });
+});
+
+describe("a watch client that stops reading", () => {
+  test("cannot stall the member or other streams; its watch is canceled past the buffer limit", async () => {
+    const s = await start({}, 64 * 1024);
+    const slow = http2.connect(s.url, { settings: { initialWindowSize: 65_535 } });
+    const w = slow.request({ ":method": "POST", ":path": "/etcdserverpb.Watch/Watch", "content-type": "application/grpc", te: "trailers" });
+    w.on("error", () => undefined);
+    let created = false;
+    let trailers: { status: string; message: string } | undefined;
+    const reader = new MessageReader(1 << 30);
+    w.once("data", (c: Buffer) => {
+      created = reader.push(c).length > 0;
+      w.pause(); // reads nothing more: no WINDOW_UPDATE, the server's writes pile up
+    });
+    w.on("trailers", (t) => (trailers = { status: String(t["grpc-status"]), message: decodeGrpcMessage(String(t["grpc-message"] ?? "")) }));
+    w.write(frameMessage(toBinary(WatchRequestSchema, create(WatchRequestSchema, { requestUnion: { case: "createRequest", value: { key: Buffer.from("w"), rangeEnd: Buffer.from("x") } } }))));
+    while (!created) await new Promise((r) => setTimeout(r, 10));
+
+    const fast = http2.connect(s.url);
+    const value = Buffer.alloc(4096, 0x61);
+    const started = performance.now();
+    for (let i = 0; i < 200; i++) {
+      await s.backend.put({ key: Buffer.from(`w${i}`), value, lease: 0n, prevKv: false, ignoreValue: false, ignoreLease: false }, { token: undefined });
+      if (i % 20 === 0) assert.equal(await rangeCall(fast), "0");
+    }
+    // 800 KiB of events for a reader that takes none: the other connection's calls kept
+    // going, and a put through gRPC still answers at once.
+    const put = await new Promise<string>((resolve) => {
+      const req = fast.request({ ":method": "POST", ":path": "/etcdserverpb.KV/Put", "content-type": "application/grpc", te: "trailers" });
+      let status = "";
+      req.on("trailers", (t) => (status = String(t["grpc-status"])));
+      req.on("data", () => undefined);
+      req.on("end", () => resolve(status));
+      req.end(frameMessage(toBinary(PutRequestSchema, create(PutRequestSchema, { key: Buffer.from("z"), value: Buffer.from("v") }))));
+    });
+    assert.equal(put, "0");
+    assert.ok(performance.now() - started < 5_000);
+    // Past the limit the watcher is gone from the backend (canceled, or the call ended).
+    assert.equal(s.backend.watchers.size, 0);
+    w.resume();
+    await new Promise((r) => setTimeout(r, 100));
+    if (trailers !== undefined) {
+      assert.equal(trailers.status, "8");
+      assert.match(trailers.message, /reads too slowly/);
+    }
+    slow.destroy();
+    fast.destroy();
+  });
+});
