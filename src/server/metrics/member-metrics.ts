@@ -105,6 +105,13 @@ export class MemberMetrics {
   /** The transport's reports, keyed by member id in hex as etcd labels them. */
   transportObserver(): TransportObserver {
     const m = this.#kv.metrics;
+    // Called per message: each peer's label is made once.
+    const labels = new Map<number, string>();
+    const hex = (id: number): string => {
+      let h = labels.get(id);
+      if (h === undefined) labels.set(id, (h = id.toString(16)));
+      return h;
+    };
     return {
       sent: (to, bytes) => m.peerSent(hex(to), bytes),
       received: (from, bytes) => m.peerReceived(hex(from), bytes),

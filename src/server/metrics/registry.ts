@@ -56,6 +56,7 @@ class Series<T> {
   readonly #labelNames: readonly string[];
   readonly #byKey = new Map<string, { labels: LabelValues; state: T }>();
   readonly #init: () => T;
+  #unlabelled: T | undefined;
 
   constructor(labelNames: readonly string[], init: () => T) {
     this.#labelNames = labelNames;
@@ -63,14 +64,17 @@ class Series<T> {
   }
 
   get(labels: LabelValues): T {
-    const key = this.#labelNames.map((n) => labels[n] ?? "").join("\u0000");
-    let s = this.#byKey.get(key);
-    if (s === undefined) {
-      const own: Record<string, string> = {};
-      for (const n of this.#labelNames) own[n] = labels[n] ?? "";
-      s = { labels: own, state: this.#init() };
-      this.#byKey.set(key, s);
-    }
+    // The hot path (a counter bumped per request or per message) builds no key for unlabelled series.
+    if (this.#labelNames.length === 0) return (this.#unlabelled ??= this.#create("", labels));
+    const key = this.#labelNames.length === 1 ? (labels[this.#labelNames[0]!] ?? "") : this.#labelNames.map((n) => labels[n] ?? "").join("\u0000");
+    return this.#byKey.get(key)?.state ?? this.#create(key, labels);
+  }
+
+  #create(key: string, labels: LabelValues): T {
+    const own: Record<string, string> = {};
+    for (const n of this.#labelNames) own[n] = labels[n] ?? "";
+    const s = { labels: own, state: this.#init() };
+    this.#byKey.set(key, s);
     return s.state;
   }
 
