@@ -5,13 +5,18 @@
 # Watch streams receiving one write and a LeaseKeepAlive stream (grpc/streams.mjs).
 # Prints one Markdown table: row | etcd | kvctl | kvctl/etcd.
 #
-#   bench/grpc.sh [-n requests] [-c conns] [-m streams] [--only kvctl|etcd] [--rows put,range,range-s,watch,keepalive]
+# Both members run at once (idle but for the one measured) and every row is measured
+# etcd then kvctl, --rounds times, the table giving each one's median: on a machine
+# shared with other work, back to back per row is what keeps the ratio honest.
+#
+#   bench/grpc.sh [-n requests] [-c conns] [-m streams] [--rounds 3] [--only kvctl|etcd]
+#                 [--rows put,range,range-s,watch,keepalive] [--watchers 1000]
 #
 # kvctl runs as installed (node dist/bundle/cli/main.js; `node scripts/bundle.mjs` first).
 # Ports 46379-46382; every process started is stopped by its PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N=100000; C=8; M=8; ONLY=""; ROWS="put,range,range-s,watch,keepalive"; WATCHERS=1000
+N=20000; C=8; M=8; ROUNDS=3; ONLY=""; ROWS="put,range,range-s,watch,keepalive"; WATCHERS=1000
 while [ $# -gt 0 ]; do
   case "$1" in
     -n) N=$2; shift 2 ;;
@@ -20,13 +25,14 @@ while [ $# -gt 0 ]; do
     --only) ONLY=$2; shift 2 ;;
     --rows) ROWS=$2; shift 2 ;;
     --watchers) WATCHERS=$2; shift 2 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
 command -v h2load >/dev/null || { echo "h2load missing: apt-get install -y nghttp2-client" >&2; exit 2; }
 TMP=$(mktemp -d /tmp/kvctl-grpc-bench.XXXXXX)
-PID=""
-cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null || true; rm -rf "$TMP"; }
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
 trap cleanup EXIT
 node bench/grpc/frames.mjs "$TMP"
 declare -A RES
@@ -36,15 +42,14 @@ start() { # kind client-port peer-port
   rm -rf "$dir"
   local flags=(--name b --data-dir "$dir" --listen-client-urls "http://127.0.0.1:$cp" --advertise-client-urls "http://127.0.0.1:$cp"
     --listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" --initial-cluster "b=http://127.0.0.1:$pp")
-  if [ "$kind" = etcd ]; then etcd "${flags[@]}" >"$TMP/$kind.log" 2>&1 & PID=$!
-  else node dist/bundle/cli/main.js serve "${flags[@]}" >"$TMP/$kind.log" 2>&1 & PID=$!; fi
+  if [ "$kind" = etcd ]; then etcd "${flags[@]}" >"$TMP/$kind.log" 2>&1 & PIDS+=($!)
+  else node dist/bundle/cli/main.js serve "${flags[@]}" >"$TMP/$kind.log" 2>&1 & PIDS+=($!); fi
   for _ in $(seq 100); do
     ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$cp" put bench-key "$(head -c 256 /dev/zero | tr '\0' a)" >/dev/null 2>&1 && return 0
     sleep 0.1
   done
   echo "$kind did not start" >&2; cat "$TMP/$kind.log" >&2; exit 1
 }
-stopit() { kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""; }
 
 h2() { # url body -> req/s
   local out
@@ -53,24 +58,39 @@ h2() { # url body -> req/s
   awk '/^finished in/ { gsub(",", "", $4); print int($4) }' <<<"$out"
 }
 
+KINDS=()
 for kind in etcd kvctl; do
   [ -n "$ONLY" ] && [ "$ONLY" != "$kind" ] && continue
-  if [ "$kind" = etcd ]; then cp=46379; pp=46380; else cp=46381; pp=46382; fi
-  start "$kind" $cp $pp
-  base="http://127.0.0.1:$cp"
-  h2load -n 2000 -c "$C" -m "$M" -d "$TMP/range.bin" -H 'content-type: application/grpc' "$base/etcdserverpb.KV/Range" >/dev/null 2>&1 # warm-up
-  IFS=, read -ra rows <<<"$ROWS"
-  for row in "${rows[@]}"; do
-    echo "$kind $row ..." >&2
-    case $row in
-      put) RES[$kind,$row]=$(h2 "$base/etcdserverpb.KV/Put" "$TMP/put.bin") ;;
-      range) RES[$kind,$row]=$(h2 "$base/etcdserverpb.KV/Range" "$TMP/range.bin") ;;
-      range-s) RES[$kind,$row]=$(h2 "$base/etcdserverpb.KV/Range" "$TMP/range-s.bin") ;;
-      watch) RES[$kind,$row]=$(node bench/grpc/streams.mjs watch "$base" "$WATCHERS" 5 | node -e 'process.stdin.on("data",d=>console.log(JSON.parse(d).ms))') ;;
-      keepalive) RES[$kind,$row]=$(node bench/grpc/streams.mjs keepalive "$base" 5 | node -e 'process.stdin.on("data",d=>console.log(JSON.parse(d).rps))') ;;
-    esac
+  KINDS+=("$kind")
+done
+port() { if [ "$1" = etcd ]; then echo 46379; else echo 46381; fi; }
+for kind in "${KINDS[@]}"; do
+  cp=$(port "$kind")
+  start "$kind" "$cp" $((cp + 1))
+  h2load -n 2000 -c "$C" -m "$M" -d "$TMP/range.bin" -H 'content-type: application/grpc' "http://127.0.0.1:$cp/etcdserverpb.KV/Range" >/dev/null 2>&1 # warm-up
+done
+measure() { # kind row
+  local base="http://127.0.0.1:$(port "$1")"
+  case $2 in
+    put) h2 "$base/etcdserverpb.KV/Put" "$TMP/put.bin" ;;
+    range) h2 "$base/etcdserverpb.KV/Range" "$TMP/range.bin" ;;
+    range-s) h2 "$base/etcdserverpb.KV/Range" "$TMP/range-s.bin" ;;
+    watch) node bench/grpc/streams.mjs watch "$base" "$WATCHERS" 5 | node -e 'process.stdin.on("data",d=>console.log(JSON.parse(d).ms))' ;;
+    keepalive) node bench/grpc/streams.mjs keepalive "$base" 3 | node -e 'process.stdin.on("data",d=>console.log(JSON.parse(d).rps))' ;;
+  esac
+}
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
+IFS=, read -ra rows <<<"$ROWS"
+for row in "${rows[@]}"; do
+  for ((r = 1; r <= ROUNDS; r++)); do
+    for kind in "${KINDS[@]}"; do
+      echo "$kind $row round $r ..." >&2
+      v=$(measure "$kind" "$row")
+      echo "  $v" >&2
+      RES[$kind,$row]="${RES[$kind,$row]:-} $v"
+    done
   done
-  stopit
+  for kind in "${KINDS[@]}"; do RES[$kind,$row]=$(median <<<"${RES[$kind,$row]}"); done
 done
 
 label() {

@@ -2,10 +2,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { create, toBinary } from "@bufbuild/protobuf";
-import type { KeyValue } from "../../store/v3/index.ts";
+import type { KeyValue, V3Event } from "../../store/v3/index.ts";
 import * as cv from "./convert.ts";
-import { encodePutResponse, encodeRangeResponse, headerFields } from "./fast-codec.ts";
-import { PutResponseSchema, RangeResponseSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
+import { encodePutResponse, encodeRangeResponse, encodeWatchEvents, headerFields } from "./fast-codec.ts";
+import { PutResponseSchema, RangeResponseSchema, WatchResponseSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
 
 const kv = (key: string, value: string, n: number, lease: bigint): KeyValue => ({
   key: Buffer.from(key),
@@ -47,6 +47,23 @@ test("PutResponse: the same bytes as toBinary, with and without prev_kv", () => 
       const r = prevKv === undefined ? { revision: h.revision } : { revision: h.revision, prevKv };
       const want = toBinary(PutResponseSchema, create(PutResponseSchema, cv.putResponse(cv.header(h), r)));
       assert.deepEqual(new Uint8Array(encodePutResponse(headerFields(h), r)), want);
+    }
+  }
+});
+
+test("WatchResponse with events: the same bytes as toBinary (types, prev_kv, fragment, watch IDs)", () => {
+  const all = kvsCases.flat();
+  const evs: V3Event[][] = [
+    [{ type: 0, kv: all[0]! }],
+    [{ type: 1, kv: all[1]! }, { type: 0, kv: all[2]!, prevKv: all[3]! }],
+    all.map((kv, i) => (i % 2 === 0 ? { type: 0, kv } : { type: 1, kv, prevKv: kv })),
+  ];
+  for (const h of headers) {
+    for (const events of evs) {
+      for (const [id, fragment] of [[0, false], [1, true], [300, false], [2 ** 40, true]] as const) {
+        const want = toBinary(WatchResponseSchema, create(WatchResponseSchema, { header: cv.header(h), watchId: BigInt(id), events: events.map(cv.event), fragment }));
+        assert.deepEqual(new Uint8Array(encodeWatchEvents(headerFields(h), id, events, fragment)), want);
+      }
     }
   }
 });

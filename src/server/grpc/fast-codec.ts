@@ -5,7 +5,7 @@
 // h2load Range load. The bytes are the ones toBinary writes (fields in number order, zero
 // values left out, a set message field written even when empty); fast-codec.test.ts
 // compares the two.
-import type { KeyValue, PutResponse, RangeResponse } from "../../store/v3/index.ts";
+import type { KeyValue, PutResponse, RangeResponse, V3Event } from "../../store/v3/index.ts";
 import type { V3Header } from "../http/v3-backend.ts";
 
 /** A response header as its numbers (ids already parsed), ready to encode many times. */
@@ -194,5 +194,58 @@ export function encodePutResponse(h: HeaderFields, r: PutResponse, reserve = 0):
   out.at = reserve;
   out.header(0x0a, h, hs);
   if (r.prevKv !== undefined) out.kv(0x12, r.prevKv, ps);
+  return out.buf;
+}
+
+function eventSize(e: V3Event): { body: number; kv: number; prev: number } {
+  const kv = kvSize(e.kv);
+  const prev = e.prevKv === undefined ? 0 : kvSize(e.prevKv);
+  let body = (e.type === 0 ? 0 : 2) + msgFieldSize(kv);
+  if (e.prevKv !== undefined) body += msgFieldSize(prev);
+  return { body, kv, prev };
+}
+
+/** The repeated `events` field (11) of a WatchResponse, ready to append. */
+function encodeEvents(events: readonly V3Event[]): Buffer {
+  const sizes = events.map(eventSize);
+  let total = 0;
+  for (const s of sizes) total += msgFieldSize(s.body);
+  const out = new Out(Buffer.allocUnsafe(total));
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i]!;
+    const s = sizes[i]!;
+    out.buf[out.at++] = 0x5a;
+    out.num(s.body);
+    if (e.type !== 0) {
+      out.buf[out.at++] = 0x08;
+      out.num(e.type);
+    }
+    out.kv(0x12, e.kv, s.kv);
+    if (e.prevKv !== undefined) out.kv(0x1a, e.prevKv, s.prev);
+  }
+  return out.buf;
+}
+
+// The hub hands the same events to every watcher of a key: encoded once for all of them.
+let lastEvents: { events: readonly V3Event[]; bytes: Buffer } | undefined;
+
+/**
+ * A WatchResponse carrying events (header=1, watch_id=2, fragment=7, events=11), as
+ * toBinary writes it, `reserve` free bytes in front.
+ */
+export function encodeWatchEvents(h: HeaderFields, watchId: number, events: readonly V3Event[], fragment: boolean, reserve = 0): Buffer {
+  if (lastEvents?.events !== events) lastEvents = { events, bytes: encodeEvents(events) };
+  const ev = lastEvents.bytes;
+  const hs = headerSize(h);
+  const total = msgFieldSize(hs) + intFieldSize(watchId) + (fragment ? 2 : 0) + ev.length;
+  const out = new Out(Buffer.allocUnsafe(reserve + total));
+  out.at = reserve;
+  out.header(0x0a, h, hs);
+  out.intField(0x10, watchId);
+  if (fragment) {
+    out.buf[out.at++] = 0x38;
+    out.buf[out.at++] = 1;
+  }
+  out.buf.set(ev, out.at);
   return out.buf;
 }
