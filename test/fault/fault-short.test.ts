@@ -4,10 +4,11 @@
 // the election bound (3 × election timeout per leader-kill), linearizability and
 // durability. Two runs: the v2 workload (get / set / compare-and-swap) and the v3 workload
 // on the JSON gateway (linearizable range, put, txn compare-and-set: compare VALUE EQUAL,
-// put on success, range on failure). About 30 s each; the node:test timeout (120 s) is the
+// put on success, range on failure), and the same three through etcd's gRPC KV service
+// (grpc-client.ts). About 30 s each; the node:test timeout (120 s) is the
 // CI bound. KVCTL_FAULT_SERVER=etcd runs them against the real etcd 3.4 (default: kvctl);
 // a run skips, saying why, when the server does not form a 3-member cluster.
-// Ports: v2 23650–23674, v3 23625–23649 (run.ts's default 23600–23624).
+// Ports: v2 23650–23674, v3 23625–23649, gRPC 23675–23699 (run.ts's default 23600–23624).
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -23,6 +24,7 @@ const server = process.env["KVCTL_FAULT_SERVER"] === ServerKind.etcd ? ServerKin
 const runs: { api: Api; seed: number; portBase: number; what: string }[] = [
   { api: ApiChoice.v2, seed: 20240611, portBase: 23650, what: "v2 get/set/cas" },
   { api: ApiChoice.v3, seed: 20240612, portBase: 23625, what: "v3 range/put/txn" },
+  { api: ApiChoice.grpc, seed: 20240613, portBase: 23675, what: "gRPC Range/Put/Txn" },
 ];
 
 for (const run of runs) {

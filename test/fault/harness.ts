@@ -16,6 +16,7 @@ import { FaultKind, healAll, runNemesis, type FaultRecord } from "./nemesis.ts";
 import type { ProxyStats } from "./proxy.ts";
 import { Api, ApiChoice, runApiOp, workloadKeys, type WorkloadKey } from "./api.ts";
 import { closeClientConnections, Outcome } from "./v2-client.ts";
+import { closeGrpcSessions, probeGrpc } from "./grpc-client.ts";
 import { probeV3 } from "./v3-client.ts";
 import { emptyCounts, runWorkload, type WorkloadCounts } from "./workload.ts";
 
@@ -136,6 +137,10 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
       const why = await probeV3(cluster.members[leader]!.clientUrl, 10_000);
       if (why !== undefined) throw new ApiNotServedError(`${opts.server} m${leader} does not serve the v3 gateway: ${why}`);
     }
+    if (keys.some((k) => k.api === Api.grpc)) {
+      const why = await probeGrpc(cluster.members[leader]!.clientUrl, 10_000);
+      if (why !== undefined) throw new ApiNotServedError(`${opts.server} m${leader} does not serve gRPC: ${why}`);
+    }
     opts.log(`cluster ready, leader m${leader}; running ${opts.clients} ${api} clients for ${opts.durationMs} ms, faults: ${opts.faults.join(",") || "none"}`);
 
     const until = Date.now() + opts.durationMs;
@@ -216,6 +221,7 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
   } finally {
     abort.abort();
     closeClientConnections();
+    closeGrpcSessions();
     await cluster.destroy();
     report.elapsedMs = Date.now() - t0;
   }

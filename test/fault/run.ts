@@ -1,6 +1,6 @@
 // The fault-test runner:
 //   node --import tsx test/fault/run.ts --members 3|5 --duration 30|90s|30m \
-//     --faults kill,pause,partition,leader-kill --seed N --server kvctl|etcd --api v2|v3|both
+//     --faults kill,pause,partition,leader-kill --seed N --server kvctl|etcd --api v2|v3|grpc|both
 // --api: v2 keys (default), the v3 gateway (range / put / txn compare-and-set), or both
 // (clients alternate APIs, each API on its own keys; --keys is per API).
 // Other flags: --clients 8 --keys 4 --op-timeout 2000 (ms) --port-base 23600
@@ -20,7 +20,7 @@ import { allFaults, parseFaults } from "./nemesis.ts";
 import { formatReport } from "./summary.ts";
 
 function usage(message: string): never {
-  process.stderr.write(`${message}\nusage: node --import tsx test/fault/run.ts --members 3|5 --duration 60|90s|30m --faults ${allFaults.join(",")} --seed N --server kvctl|etcd --api v2|v3|both\n`);
+  process.stderr.write(`${message}\nusage: node --import tsx test/fault/run.ts --members 3|5 --duration 60|90s|30m --faults ${allFaults.join(",")} --seed N --server kvctl|etcd --api v2|v3|grpc|both\n`);
   process.exit(2);
 }
 

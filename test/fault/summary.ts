@@ -5,7 +5,7 @@ import { describeConvergence } from "./convergence.ts";
 import type { FaultReport, FaultTestOptions } from "./harness.ts";
 
 /** The operations as each API names them (v3: range / put / txn compare-and-set). */
-const opNames = { v2: { get: "get", set: "set", cas: "cas" }, v3: { get: "range", set: "put", cas: "txn" } } as const;
+const opNames = { v2: { get: "get", set: "set", cas: "cas" }, v3: { get: "range", set: "put", cas: "txn" }, grpc: { get: "range", set: "put", cas: "txn" } } as const;
 
 export function formatReport(r: FaultReport, opts: Pick<FaultTestOptions, "members" | "server" | "seed" | "clients" | "snapshotCount">): string {
   const lines: string[] = [];
@@ -14,7 +14,7 @@ export function formatReport(r: FaultReport, opts: Pick<FaultTestOptions, "membe
   const snap = opts.snapshotCount === undefined ? "" : `, --snapshot-count ${opts.snapshotCount}`;
   lines.push(`fault run: ${opts.members} × ${opts.server}, api ${r.api}, seed ${opts.seed}, ${opts.clients} clients, election timeout ${r.electionTimeoutMs} ms${snap}`);
   lines.push(`  operations  ${r.ops} recorded in ${secs.toFixed(1)} s (${secs > 0 ? (r.ops / secs).toFixed(0) : 0} ops/s); ${c.refused} refused (not recorded)`);
-  for (const api of [Api.v2, Api.v3]) {
+  for (const api of [Api.v2, Api.v3, Api.grpc]) {
     const t = c.byApi[api];
     if (Object.values(t).every((x) => x.ok + x.fail + x.unknown === 0)) continue;
     for (const op of ["get", "set", "cas"] as const) {

@@ -60,7 +60,7 @@ export interface WorkloadResult {
 export function emptyCounts(): WorkloadCounts {
   const z = (): Tally => ({ ok: 0, fail: 0, unknown: 0 });
   const ops = (): OpCounts => ({ get: z(), set: z(), cas: z() });
-  return { byApi: { v2: ops(), v3: ops() }, refused: 0, reasons: {} };
+  return { byApi: { v2: ops(), v3: ops(), grpc: ops() }, refused: 0, reasons: {} };
 }
 
 export async function runWorkload(opts: WorkloadOptions): Promise<WorkloadResult> {
