@@ -9,6 +9,18 @@ export class BodyTooLargeError extends Error {
   override name = "BodyTooLargeError";
 }
 
+/** A body whose transfer coding broke while it was read; the message is Go's. */
+export class BodyReadError extends Error {
+  override name = "BodyReadError";
+}
+
+const broken = new WeakMap<IncomingMessage, string>();
+
+/** The body of `req` ends here with Go's read error (client-error.ts). */
+export function markBodyBroken(req: IncomingMessage, message: string): void {
+  broken.set(req, message);
+}
+
 /** Reads the whole body; rejects with BodyTooLargeError past `limit` bytes (the rest is drained). */
 export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => {
@@ -25,7 +37,12 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       }
       chunks.push(c);
     });
-    req.on("end", () => (tooLarge ? reject(new BodyTooLargeError("http: POST too large")) : resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks))));
+    req.on("end", () => {
+      const readError = broken.get(req);
+      if (readError !== undefined) reject(new BodyReadError(readError));
+      else if (tooLarge) reject(new BodyTooLargeError("http: POST too large"));
+      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    });
     req.on("error", reject);
   });
 }
@@ -51,7 +68,7 @@ export async function parseForm(req: IncomingMessage, rawQuery: string): Promise
       const r = parseQuery(body.toString("utf8"), form);
       error = r.error;
     } catch (err) {
-      if (!(err instanceof BodyTooLargeError)) throw err;
+      if (!(err instanceof BodyTooLargeError) && !(err instanceof BodyReadError)) throw err;
       error = err.message;
     }
   } else {

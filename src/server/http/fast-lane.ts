@@ -21,7 +21,7 @@
 // - a request whose answer is a promise is answered: a graceful close waits for it;
 // - a response is byte for byte what node:http would write for the same status, headers
 //   and body (Date, Connection and Keep-Alive after the handler's headers).
-import { STATUS_CODES } from "node:http";
+import { METHODS, STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 
 /** The part of a request head the lane understands. */
@@ -300,7 +300,8 @@ class LaneConnection {
     else this.#socket.destroy();
   }
 
-  #handOver(rest: string): void {
+  #handOver(pending: string): void {
+    const rest = withKnownMethod(pending);
     const s = this.#socket;
     s.off("data", this.#onData);
     s.off("drain", this.#onDrain);
@@ -316,6 +317,24 @@ class LaneConnection {
     // new bytes can reach its parser from the socket.
     s.resume();
   }
+}
+
+/** Go's token characters (validMethod): any such word is a method to Go's server. */
+const GO_METHOD = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+ /;
+const KNOWN_METHODS = new Set(METHODS);
+/** What an unknown method becomes for node:http: one no etcd handler serves, so answered alike. */
+export const STAND_IN_METHOD = "PROPPATCH";
+
+/**
+ * The bytes with the first request's method replaced by STAND_IN_METHOD when llhttp would
+ * refuse the method (it knows a fixed list; Go takes any token): etcd then answers 405 or
+ * 404 as for any method its handlers do not serve, not a bare 400 with no CORS headers.
+ */
+export function withKnownMethod(bytes: string): string {
+  const m = GO_METHOD.exec(bytes);
+  if (m === null) return bytes;
+  const method = m[0].slice(0, -1);
+  return KNOWN_METHODS.has(method) ? bytes : STAND_IN_METHOD + bytes.slice(method.length);
 }
 
 /** The lane for one listener: owns connections until they are handed to node:http. */

@@ -12,6 +12,7 @@ import type { Logger } from "../logger.ts";
 import { createTlsAcceptor } from "../tls/acceptor.ts";
 import type { ListenerTls } from "../tls/server-tls.ts";
 import { FastLane, type FastHandler } from "./fast-lane.ts";
+import { onClientError, trackRequest } from "./client-error.ts";
 import { chooseAlpn, muxConnections } from "../grpc/mux.ts";
 
 export interface Listener {
@@ -56,6 +57,11 @@ export async function listen(urls: readonly URL[], handler: Handler, log: Logger
   const out: Listener[] = [];
   for (const url of urls) {
     const server = new LaneServer({ keepAliveTimeout: KEEP_ALIVE_MS, headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: 0, maxHeaderSize: MAX_HEADER_BYTES }, handler);
+    if (traffic === "client") {
+      // Registered before the handler's listener: the request is known before anything awaits.
+      server.prependListener("request", trackRequest);
+      server.on("clientError", onClientError);
+    }
     // node:http's own connection listener; the lane and TLS go in front of it.
     const httpConnection = server.listeners("connection") as ((socket: Socket) => void)[];
     server.removeAllListeners("connection");

@@ -76,11 +76,13 @@ export function writeJson(res: ServerResponse, status: number, headers: Outgoing
 }
 
 export function writeText(res: ServerResponse, status: number, headers: OutgoingHttpHeaders, text: string): void {
+  // Go's server gives a short complete answer a Content-Length (chunked only for long or flushed ones).
   res.writeHead(status, {
     ...corsHeaders,
     "Content-Type": "text/plain; charset=utf-8",
     "X-Content-Type-Options": "nosniff",
     ...headers,
+    "Content-Length": String(Buffer.byteLength(text)),
   });
   res.end(text);
 }

@@ -48,10 +48,11 @@ export interface RouterContext {
 
 function redirect(req: IncomingMessage, res: ServerResponse, location: string): void {
   if (req.method === "GET" || req.method === "HEAD") {
-    res.writeHead(301, { ...corsHeaders, Location: location, "Content-Type": "text/html; charset=utf-8" });
-    res.end(`<a href="${location.replace(/&/g, "&amp;").replace(/"/g, "&#34;")}">Moved Permanently</a>.\n\n`);
+    const body = `<a href="${location.replace(/&/g, "&amp;").replace(/"/g, "&#34;")}">Moved Permanently</a>.\n\n`;
+    res.writeHead(301, { ...corsHeaders, Location: location, "Content-Type": "text/html; charset=utf-8", "Content-Length": String(Buffer.byteLength(body)) });
+    res.end(body);
   } else {
-    res.writeHead(301, { ...corsHeaders, Location: location });
+    res.writeHead(301, { ...corsHeaders, Location: location, "Content-Length": "0" });
     res.end();
   }
   req.resume();
@@ -75,9 +76,41 @@ export function createRouter(ctx: RouterContext): (req: IncomingMessage, res: Se
   };
 }
 
+/**
+ * The origin-form target of an absolute-form one (`GET http://host/v2/keys/a`), which Go's
+ * server accepts as any other: routed by its path, its authority becoming the Host.
+ */
+export function originForm(target: string): { target: string; host: string } | undefined {
+  const m = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/([^/?#]*)([^#]*)/.exec(target);
+  if (m === null) return undefined;
+  const rest = m[2] ?? "";
+  return { target: rest.startsWith("/") || rest === "" ? rest : "/" + rest, host: m[1] ?? "" };
+}
+
+/** Go's answer to a request for `*` that is not OPTIONS: 400, no body, and the connection closed. */
+function asteriskTarget(req: IncomingMessage, res: ServerResponse): void {
+  req.resume();
+  res.shouldKeepAlive = false;
+  res.writeHead(400, { ...corsHeaders, "Content-Length": "0" });
+  res.end();
+}
+
 async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterContext): Promise<void> {
-  const url = req.url ?? "/";
+  let url = req.url ?? "/";
   const method = req.method ?? "GET";
+  if (url === "*") {
+    // Go's server answers `OPTIONS *` itself (globalOptionsHandler): no handler, no CORS.
+    if (method !== "OPTIONS") return asteriskTarget(req, res);
+    req.resume();
+    res.writeHead(200, { "Content-Length": "0" });
+    res.end();
+    return;
+  }
+  const absolute = originForm(url);
+  if (absolute !== undefined) {
+    url = absolute.target;
+    req.headers.host = absolute.host;
+  }
   if (requestLineTooLong(method, url)) {
     req.resume();
     throw new HttpTextError(414, "Request-URI Too Long: the request line exceeds 4096 bytes");
@@ -90,7 +123,7 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterConte
   if (!allowsAnyOrigin(config.cors)) restrictCors(req, res, config.cors); // issue 21: --cors
   if (method === "OPTIONS") {
     req.resume();
-    res.writeHead(200, corsHeaders);
+    res.writeHead(200, { ...corsHeaders, "Content-Length": "0" });
     res.end();
     return;
   }

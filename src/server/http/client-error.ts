@@ -1,0 +1,70 @@
+// node:http's `clientError` for client listeners. Go reads a request body as the handler
+// reads it, so a malformed chunked body is an error of that read (etcd answers a v2 form
+// with 210 "Invalid POST form" and the chunk reader's message); llhttp instead fails the
+// whole connection and, left alone, node:http answers a bare 400 with no CORS headers,
+// even for a request already being handled. Here the request being read gets its body
+// ended with Go's error, its handler answers, and the connection closes after that answer.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import { markBodyBroken } from "./body.ts";
+
+interface Current {
+  req: IncomingMessage;
+  res: ServerResponse;
+}
+
+/** The request each connection is on (the last one node:http emitted on it). */
+const current = new WeakMap<Socket, Current>();
+/** Connections whose parser has failed: later errors of the same parser are echoes. */
+const failed = new WeakSet<Socket>();
+
+/** Remembers the request a connection is on; call for every request, before any await. */
+export function trackRequest(req: IncomingMessage, res: ServerResponse): void {
+  current.set(req.socket, { req, res });
+}
+
+interface ParserError extends Error {
+  code?: string;
+  reason?: string;
+  rawPacket?: Buffer;
+  bytesParsed?: number;
+}
+
+/** Go's chunked reader's words (net/http/internal/chunked.go) for llhttp's error at this byte. */
+export function goChunkedError(err: ParserError): string {
+  if (err.code === "HPE_INVALID_CHUNK_SIZE") {
+    if (/overflow/i.test(err.reason ?? "")) return "http chunk length too large";
+    const at = err.bytesParsed === undefined ? undefined : err.rawPacket?.[err.bytesParsed];
+    return at === 13 || at === 10 ? "empty hex number for chunk length" : "invalid byte in chunk length";
+  }
+  return "malformed chunked encoding";
+}
+
+const BAD_REQUEST = "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n";
+const HEADERS_TOO_LARGE = "HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n";
+const TIMEOUT = "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n";
+
+export function onClientError(error: Error, socket: Socket): void {
+  const err = error as ParserError;
+  if (failed.has(socket)) return;
+  failed.add(socket);
+  const cur = current.get(socket);
+  if (cur !== undefined && !cur.res.writableFinished) {
+    // The error is in the body being read, or in a request pipelined behind one not yet
+    // answered: that one is answered first, then the connection closes.
+    cur.res.shouldKeepAlive = false;
+    if (!cur.req.complete && err.code?.startsWith("HPE_") === true) {
+      markBodyBroken(cur.req, goChunkedError(err));
+      // Complete, or the request's auto-destroy at its end would take the socket with it.
+      cur.req.complete = true;
+      cur.req.push(null);
+    }
+    socket.on("error", () => undefined);
+    return;
+  }
+  // What node:http does without a listener.
+  if (socket.writable) {
+    socket.write(err.code === "HPE_HEADER_OVERFLOW" ? HEADERS_TOO_LARGE : err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? TIMEOUT : BAD_REQUEST);
+  }
+  socket.destroy(err);
+}
