@@ -8,7 +8,7 @@ import type { Member } from "../membership.ts";
 import { HttpMessageError, HttpTextError, corsHeaders, methodNotAllowed, notFound, writeJson } from "./respond.ts";
 import { goJsonSyntaxError, goJsonKind } from "./go-json.ts";
 import type { OutgoingHttpHeaders } from "node:http";
-import { readBody, mediaType } from "./body.ts";
+import { BodyReadError, readBody } from "./body.ts";
 import { KVCTL_VERSION, ETCD_CLUSTER_VERSION, ETCD_SERVER_VERSION } from "../version.ts";
 
 export interface InfoContext {
@@ -70,78 +70,129 @@ export function handleStats(req: IncomingMessage, res: ServerResponse, which: "s
 
 export function handleMachines(req: IncomingMessage, res: ServerResponse, ctx: InfoContext): void {
   if (req.method !== "GET" && req.method !== "HEAD") throw methodNotAllowed("GET,HEAD");
-  const urls = ctx.server.membership.list().flatMap((m) => m.clientUrls);
-  res.writeHead(200, { ...corsHeaders, "Content-Type": "text/plain; charset=utf-8" });
-  res.end(urls.join(", "));
+  // etcd's RaftCluster.ClientURLs: every member's URLs, sorted as strings.
+  const body = ctx.server.membership.list().flatMap((m) => m.clientUrls).sort(compareBytes).join(", ");
+  res.writeHead(200, { ...corsHeaders, "Content-Type": "text/plain; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
+  res.end(body);
+}
+
+/** Go's string order (bytes), which localeCompare is not. */
+function compareBytes(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a), Buffer.from(b));
 }
 
 export function memberJSON(m: Member): V2MemberJSON {
   return { id: m.id.toString(16), name: m.name, peerURLs: m.peerUrls, clientURLs: m.clientUrls };
 }
 
-/** Validates a members write body as etcd's httptypes.MemberCreateRequest: JSON with peerURLs. */
-async function readMemberRequest(req: IncomingMessage, headers: OutgoingHttpHeaders): Promise<string[]> {
-  const ct = req.headers["content-type"];
-  if (mediaType(ct) !== "application/json") {
-    req.resume();
-    throw new HttpMessageError(415, `Bad Content-Type ${ct ?? ""}, accept application/json`, headers);
+/** The anonymous struct etcd's MemberCreateRequest.UnmarshalJSON decodes into, as Go names it. */
+const MEMBER_REQUEST_TYPE = 'struct { PeerURLs []string "json:\\"peerURLs\\"" }';
+
+/**
+ * etcd's types.NewURLs: each URL trimmed, parsed (Go's url.Parse errors), of scheme http,
+ * https, unix or unixs, with a host:port and no path; the list sorted. An error's text is Go's.
+ */
+export function parsePeerUrls(strs: readonly string[]): string[] | { error: string } {
+  if (strs.length === 0) return { error: "no valid URLs given" };
+  const out: string[] = [];
+  for (const raw of strs) {
+    const input = raw.replace(/^[\t\n\v\f\r \u0085\u00a0]+|[\t\n\v\f\r \u0085\u00a0]+$/g, "");
+    if (/[\x00-\x1f\x7f]/.test(input)) return { error: `parse ${JSON.stringify(input)}: net/url: invalid control character in URL` };
+    if (input.startsWith(":")) return { error: `parse ${JSON.stringify(input)}: missing protocol scheme` };
+    const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(input);
+    const lower = scheme?.[1]?.toLowerCase() ?? "";
+    if (!["http", "https", "unix", "unixs"].includes(lower)) return { error: `URL scheme must be http, https, unix, or unixs: ${input}` };
+    const rest = input.slice(lower.length + 1).replace(/#.*$/, "").replace(/\?.*$/, "");
+    const authority = rest.startsWith("//") ? /^\/\/([^/]*)(.*)$/.exec(rest) : null;
+    const host = authority?.[1]?.replace(/^.*@/, "") ?? "";
+    const path = authority === null ? rest : authority[2] ?? "";
+    const port = /^(\[[^\]]*\]|[^:]*)(:.*)?$/.exec(host)?.[2];
+    if (port !== undefined && !/^:[0-9]*$/.test(port)) return { error: `parse ${JSON.stringify(input)}: invalid port ${JSON.stringify(port)} after host` };
+    if (port === undefined || /^[^[].*:.*:/.test(host)) return { error: `URL address does not have the form "host:port": ${input}` };
+    if (path !== "") return { error: `URL must not contain a path: ${input}` };
+    out.push(lower + input.slice(lower.length));
   }
-  const body = await readBody(req, 1 << 20);
+  return out.sort(compareBytes);
+}
+
+/** Validates a members write body as etcd's unmarshalRequest + MemberCreateRequest.UnmarshalJSON. */
+async function readMemberRequest(req: IncomingMessage, headers: OutgoingHttpHeaders): Promise<string[]> {
+  // etcd lower-cases and trims the media type only when parameters follow it.
+  let ct = req.headers["content-type"] ?? "";
+  const semi = ct.indexOf(";");
+  if (semi >= 0) ct = ct.slice(0, semi).trim().toLowerCase();
+  if (ct !== "application/json") {
+    req.resume();
+    throw new HttpMessageError(415, `Bad Content-Type ${ct}, accept application/json`, headers);
+  }
+  let body: Buffer;
+  try {
+    body = await readBody(req, 1 << 30);
+  } catch (err) {
+    if (err instanceof BodyReadError) throw new HttpMessageError(400, err.message, headers);
+    throw err;
+  }
   const syntax = goJsonSyntaxError(body);
   if (syntax !== undefined) throw new HttpMessageError(400, syntax, headers);
   const parsed: unknown = JSON.parse(body.toString("utf8"));
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    throw new HttpMessageError(400, `json: cannot unmarshal ${goJsonKind(parsed)} into Go value of type httptypes.MemberCreateRequest`, headers);
+  if (parsed === null) throw new HttpMessageError(400, "no valid URLs given", headers);
+  if (typeof parsed !== "object" || Array.isArray(parsed)) {
+    throw new HttpMessageError(400, `json: cannot unmarshal ${goJsonKind(parsed)} into Go value of type ${MEMBER_REQUEST_TYPE}`, headers);
   }
-  const urls = (parsed as { peerURLs?: unknown }).peerURLs ?? [];
-  if (!Array.isArray(urls)) {
-    throw new HttpMessageError(400, `json: cannot unmarshal ${goJsonKind(urls)} into Go struct field MemberCreateRequest.peerURLs of type []string`, headers);
+  // encoding/json matches field names case-insensitively.
+  const key = Object.keys(parsed).filter((k) => k.toLowerCase() === "peerurls").pop();
+  const urls = key === undefined ? null : (parsed as Record<string, unknown>)[key];
+  if (urls !== null && !Array.isArray(urls)) {
+    throw new HttpMessageError(400, `json: cannot unmarshal ${goJsonKind(urls)} into Go struct field .peerURLs of type []string`, headers);
   }
-  for (const u of urls) {
-    if (typeof u !== "string") {
-      throw new HttpMessageError(400, `json: cannot unmarshal ${goJsonKind(u)} into Go struct field MemberCreateRequest.peerURLs of type string`, headers);
-    }
-    let parsedUrl: URL | undefined;
-    try {
-      parsedUrl = new URL(u);
-    } catch {
-      parsedUrl = undefined;
-    }
-    if (!parsedUrl || !["http:", "https:", "unix:", "unixs:"].includes(parsedUrl.protocol)) {
-      throw new HttpMessageError(400, `URL scheme must be http, https, unix, or unixs: ${u}`, headers);
+  for (const u of urls ?? []) {
+    if (typeof u !== "string" && u !== null) {
+      throw new HttpMessageError(400, `json: cannot unmarshal ${goJsonKind(u)} into Go struct field .peerURLs of type string`, headers);
     }
   }
-  if (urls.length === 0) throw new HttpMessageError(400, "no valid URLs given", headers);
-  return urls as string[];
+  const checked = parsePeerUrls(((urls ?? []) as (string | null)[]).map((u) => u ?? ""));
+  if ("error" in checked) throw new HttpMessageError(400, checked.error, headers);
+  return checked;
+}
+
+/** etcd's types.IDFromString: hex, at most 64 bits; undefined for anything else. */
+export function memberIdOf(text: string): bigint | undefined {
+  if (!/^[0-9a-fA-F]+$/.test(text)) return undefined;
+  const id = BigInt("0x" + text);
+  return id < 1n << 64n ? id : undefined;
+}
+
+/** etcd's members handler checks the method before anything else, access included. */
+export function checkMembersMethod(req: IncomingMessage): void {
+  if (!["GET", "POST", "DELETE", "PUT"].includes(req.method ?? "")) {
+    req.resume();
+    throw methodNotAllowed("GET,POST,DELETE,PUT");
+  }
 }
 
 export async function handleMembers(req: IncomingMessage, res: ServerResponse, subPath: string, ctx: InfoContext): Promise<void> {
   const headers = { [Header.kvClusterId]: ctx.clusterId, [Header.etcdClusterId]: ctx.clusterId };
   const s = ctx.server;
   const method = req.method ?? "GET";
-  if (!["GET", "POST", "DELETE", "PUT"].includes(method)) {
-    req.resume();
-    throw methodNotAllowed("GET,POST,DELETE,PUT");
-  }
   const id = subPath.replace(/^\//, "");
   if (method === "GET") {
+    // encoding/json's Encoder ends each value with a newline.
     if (id === "") {
-      writeJson(res, 200, headers, JSON.stringify({ members: s.membership.list().map(memberJSON) }));
+      writeJson(res, 200, headers, JSON.stringify({ members: s.membership.list().map(memberJSON) }) + "\n");
       return;
     }
     if (id === "leader") {
       const lead = s.membership.get(s.leaderId);
-      if (!lead) throw new HttpMessageError(503, "During leader election");
-      writeJson(res, 200, headers, JSON.stringify(memberJSON(lead)));
+      if (!lead) throw new HttpMessageError(503, "During election", headers);
+      writeJson(res, 200, headers, JSON.stringify(memberJSON(lead)) + "\n");
       return;
     }
     throw new HttpMessageError(404, "Not found", headers);
   }
   if (method === "POST") {
-    if (id !== "") throw new HttpMessageError(404, "Not found", headers);
     const urls = await readMemberRequest(req, headers);
     const m = await withHeaders(s.addMember(urls), headers);
-    writeJson(res, 201, headers, JSON.stringify(memberJSON(m)));
+    writeJson(res, 201, headers, JSON.stringify(memberJSON(m)) + "\n");
     return;
   }
   if (id === "") {
@@ -149,9 +200,15 @@ export async function handleMembers(req: IncomingMessage, res: ServerResponse, s
     req.resume();
     throw new HttpTextError(405, "Method Not Allowed", headers);
   }
-  const numeric = /^[0-9a-fA-F]{1,16}$/.test(id) ? parseInt(id, 16) : NaN;
+  // etcd's order: the id is parsed first (404 with the text as sent), then the body, then the member looked up (404 with the id in hex).
+  const parsedId = memberIdOf(id);
+  if (parsedId === undefined) {
+    req.resume();
+    throw new HttpMessageError(404, `No such member: ${id}`, headers);
+  }
   const urls = method === "PUT" ? await readMemberRequest(req, headers) : (req.resume(), []);
-  if (Number.isNaN(numeric) || !s.membership.get(numeric)) throw new HttpMessageError(404, `No such member: ${id}`, headers);
+  const numeric = Number(parsedId);
+  if (BigInt(numeric) !== parsedId || !s.membership.get(numeric)) throw new HttpMessageError(404, `No such member: ${parsedId.toString(16)}`, headers);
   if (method === "DELETE") await withHeaders(s.removeMember(numeric), headers);
   else await withHeaders(s.updateMember(numeric, urls), headers);
   res.writeHead(204, { ...corsHeaders, ...headers });

@@ -13,7 +13,7 @@ import { handleV3, v3Route } from "./v3-routes.ts";
 import type { V3GatewayContext } from "./v3-backend.ts";
 import { refuseUnlistedHost } from "./host-whitelist.ts";
 import { refuseGatewayCommonName } from "./gateway-cn.ts";
-import { handleHealth, handleMachines, handleMembers, handleStats, handleVersion } from "./info-handlers.ts";
+import { checkMembersMethod, handleHealth, handleMachines, handleMembers, handleStats, handleVersion } from "./info-handlers.ts";
 import { allowsAnyOrigin, restrictCors } from "./cors.ts";
 import type { MemberMetrics } from "../metrics/member-metrics.ts";
 import { handleDebugVars, handleMetrics } from "../metrics/http.ts";
@@ -171,10 +171,12 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterConte
     case "/v2/machines":
       return handleMachines(req, res, ctx);
     case "/v2/members":
+      checkMembersMethod(req);
       await requireRootForWrite(req, ctx.server); // member writes need root when auth is on (issue 3)
       return handleMembers(req, res, "", ctx);
   }
   if (path.startsWith("/v2/members/")) {
+    checkMembersMethod(req);
     await requireRootForWrite(req, ctx.server); // issue 3
     return handleMembers(req, res, path.slice("/v2/members".length), ctx);
   }
