@@ -12,7 +12,8 @@
 #   bench/grpc.sh [-n requests] [-c conns] [-m streams] [--rounds 3] [--only kvctl|etcd]
 #                 [--rows put,range,range-s,watch,keepalive] [--watchers 1000]
 #
-# kvctl runs as installed (node dist/bundle/cli/main.js; `node scripts/bundle.mjs` first).
+# kvctl runs as installed (node dist/bundle/cli/main.js; `node scripts/bundle.mjs` first), or
+# the bundle KVCTL_MAIN names (another build, to compare before/after).
 # Ports 46379-46382; every process started is stopped by its PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,7 +44,7 @@ start() { # kind client-port peer-port
   local flags=(--name b --data-dir "$dir" --listen-client-urls "http://127.0.0.1:$cp" --advertise-client-urls "http://127.0.0.1:$cp"
     --listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" --initial-cluster "b=http://127.0.0.1:$pp")
   if [ "$kind" = etcd ]; then etcd "${flags[@]}" >"$TMP/$kind.log" 2>&1 & PIDS+=($!)
-  else node dist/bundle/cli/main.js serve "${flags[@]}" >"$TMP/$kind.log" 2>&1 & PIDS+=($!); fi
+  else node "${KVCTL_MAIN:-dist/bundle/cli/main.js}" serve "${flags[@]}" >"$TMP/$kind.log" 2>&1 & PIDS+=($!); fi
   for _ in $(seq 100); do
     ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$cp" put bench-key "$(head -c 256 /dev/zero | tr '\0' a)" >/dev/null 2>&1 && return 0
     sleep 0.1
