@@ -10,14 +10,17 @@
 # shared with other work, back to back per row is what keeps the ratio honest.
 #
 #   bench/grpc.sh [-n requests] [-c conns] [-m streams] [--rounds 3] [--only kvctl|etcd]
-#                 [--rows put,range,range-s,watch,keepalive] [--watchers 1000]
+#                 [--rows put,range,range-s,watch,keepalive] [--watchers 1000] [--members 1|3]
+#
+# --members 3: three members of each kind (all six at once), every row sent to the leader.
 #
 # kvctl runs as installed (node dist/bundle/cli/main.js; `node scripts/bundle.mjs` first), or
-# the bundle KVCTL_MAIN names (another build, to compare before/after).
-# Ports 46379-46382; every process started is stopped by its PID.
+# the bundle KVCTL_MAIN names. KVCTL_BEFORE=<another build's main.js> adds that build as a
+# third server, measured in the same rounds (columns "before").
+# Ports 46379-46382 (three members: 46300-46311); every process started is stopped by its PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N=20000; C=8; M=8; ROUNDS=3; ONLY=""; ROWS="put,range,range-s,watch,keepalive"; WATCHERS=1000
+N=20000; C=8; M=8; ROUNDS=3; MEMBERS=1; ONLY=""; ROWS="put,range,range-s,watch,keepalive"; WATCHERS=1000
 while [ $# -gt 0 ]; do
   case "$1" in
     -n) N=$2; shift 2 ;;
@@ -27,6 +30,7 @@ while [ $# -gt 0 ]; do
     --rows) ROWS=$2; shift 2 ;;
     --watchers) WATCHERS=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
+    --members) MEMBERS=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -38,13 +42,21 @@ trap cleanup EXIT
 node bench/grpc/frames.mjs "$TMP"
 declare -A RES
 
-start() { # kind client-port peer-port
-  local kind=$1 cp=$2 pp=$3 dir="$TMP/data-$1"
+start() { # kind client-port peer-port [name initial-cluster]
+  local kind=$1 cp=$2 pp=$3 name=${4:-b} dir="$TMP/data-$1-${4:-b}"
+  local cluster=${5:-b=http://127.0.0.1:$pp}
   rm -rf "$dir"
-  local flags=(--name b --data-dir "$dir" --listen-client-urls "http://127.0.0.1:$cp" --advertise-client-urls "http://127.0.0.1:$cp"
-    --listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" --initial-cluster "b=http://127.0.0.1:$pp")
+  local flags=(--name "$name" --data-dir "$dir" --listen-client-urls "http://127.0.0.1:$cp" --advertise-client-urls "http://127.0.0.1:$cp"
+    --listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" --initial-cluster "$cluster")
+  local main=${KVCTL_MAIN:-dist/bundle/cli/main.js}
+  [ "$kind" = before ] && main=$KVCTL_BEFORE
+  if [ "$name" != b ]; then # a member of three: the others start right after it
+    if [ "$kind" = etcd ]; then etcd "${flags[@]}" >"$TMP/$kind-$name.log" 2>&1 & PIDS+=($!)
+    else node "$main" serve "${flags[@]}" >"$TMP/$kind-$name.log" 2>&1 & PIDS+=($!); fi
+    return 0
+  fi
   if [ "$kind" = etcd ]; then etcd "${flags[@]}" >"$TMP/$kind.log" 2>&1 & PIDS+=($!)
-  else node "${KVCTL_MAIN:-dist/bundle/cli/main.js}" serve "${flags[@]}" >"$TMP/$kind.log" 2>&1 & PIDS+=($!); fi
+  else node "$main" serve "${flags[@]}" >"$TMP/$kind.log" 2>&1 & PIDS+=($!); fi
   for _ in $(seq 100); do
     ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$cp" put bench-key "$(head -c 256 /dev/zero | tr '\0' a)" >/dev/null 2>&1 && return 0
     sleep 0.1
@@ -64,10 +76,32 @@ for kind in etcd kvctl; do
   [ -n "$ONLY" ] && [ "$ONLY" != "$kind" ] && continue
   KINDS+=("$kind")
 done
-port() { if [ "$1" = etcd ]; then echo 46379; else echo 46381; fi; }
+[ -n "${KVCTL_BEFORE:-}" ] && KINDS+=(before)
+declare -A LEADER
+port() { echo "${LEADER[$1]}"; }
 for kind in "${KINDS[@]}"; do
-  cp=$(port "$kind")
-  start "$kind" "$cp" $((cp + 1))
+  if [ "$MEMBERS" = 1 ]; then
+    case $kind in etcd) cp=46379 ;; kvctl) cp=46381 ;; before) cp=46383 ;; esac
+    start "$kind" "$cp" $((cp + 1))
+    LEADER[$kind]=$cp
+  else
+    case $kind in etcd) b=46300 ;; kvctl) b=46306 ;; before) b=46312 ;; esac
+    cluster="m0=http://127.0.0.1:$((b + 1)),m1=http://127.0.0.1:$((b + 3)),m2=http://127.0.0.1:$((b + 5))"
+    for i in 0 1 2; do start "$kind" $((b + 2 * i)) $((b + 2 * i + 1)) "m$i" "$cluster"; done
+    eps="127.0.0.1:$b,127.0.0.1:$((b + 2)),127.0.0.1:$((b + 4))"
+    for _ in $(seq 200); do
+      ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$b" put bench-key "$(head -c 256 /dev/zero | tr '\0' a)" >/dev/null 2>&1 && break
+      sleep 0.1
+    done
+    # The leader's client port: the endpoint whose member ID is its own leader's.
+    LEADER[$kind]=$(ETCDCTL_API=3 etcdctl --endpoints "$eps" endpoint status -w json | node -e '
+      let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => {
+        const l = JSON.parse(s).find((e) => e.Status.header.member_id === e.Status.leader);
+        console.log(l ? l.Endpoint.split(":").pop() : "");
+      });')
+    [ -n "${LEADER[$kind]}" ] || { echo "$kind: no leader" >&2; exit 1; }
+  fi
+  cp=${LEADER[$kind]}
   h2load -n 2000 -c "$C" -m "$M" -d "$TMP/range.bin" -H 'content-type: application/grpc' "http://127.0.0.1:$cp/etcdserverpb.KV/Range" >/dev/null 2>&1 # warm-up
 done
 measure() { # kind row
@@ -103,12 +137,15 @@ label() {
     keepalive) echo "LeaseKeepAlive, one stream, 16 in flight (req/s)" ;;
   esac
 }
-echo "| row | etcd 3.4 | kvctl | kvctl/etcd |"
-echo "|---|---:|---:|---:|"
+HEAD="| row ($MEMBERS member$([ "$MEMBERS" = 1 ] || echo s)) | etcd 3.4 | kvctl | kvctl/etcd |"; SEP="|---|---:|---:|---:|"
+[ -n "${KVCTL_BEFORE:-}" ] && { HEAD="$HEAD before | before/etcd |"; SEP="$SEP---:|---:|"; }
+echo "$HEAD"
+echo "$SEP"
+ratio() { if [ -n "$1" ] && [ -n "$2" ] && [ "$1" != 0 ]; then awk -v k="$2" -v e="$1" 'BEGIN { printf "%.2f", k / e }'; fi; }
 IFS=, read -ra rows <<<"$ROWS"
 for row in "${rows[@]}"; do
   e=${RES[etcd,$row]:-}; k=${RES[kvctl,$row]:-}
-  ratio=""
-  if [ -n "$e" ] && [ -n "$k" ] && [ "$e" != 0 ]; then ratio=$(awk -v k="$k" -v e="$e" 'BEGIN { printf "%.2f", k / e }'); fi
-  echo "| $(label "$row") | ${e:--} | ${k:--} | $ratio |"
+  line="| $(label "$row") | ${e:--} | ${k:--} | $(ratio "$e" "$k") |"
+  if [ -n "${KVCTL_BEFORE:-}" ]; then kb=${RES[before,$row]:-}; line="$line ${kb:--} | $(ratio "$e" "$kb") |"; fi
+  echo "$line"
 done
