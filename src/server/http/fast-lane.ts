@@ -334,7 +334,14 @@ export function withKnownMethod(bytes: string): string {
   const m = GO_METHOD.exec(bytes);
   if (m === null) return bytes;
   const method = m[0].slice(0, -1);
-  return KNOWN_METHODS.has(method) ? bytes : STAND_IN_METHOD + bytes.slice(method.length);
+  const line = bytes.indexOf("\r\n");
+  const sp = bytes.lastIndexOf(" ", line < 0 ? bytes.length : line);
+  let target = sp > method.length ? bytes.slice(method.length + 1, sp) : "";
+  // Go takes bytes above 0x7f in a target as they are; llhttp refuses them. Escaped, the
+  // router decodes them back (path and query alike), lower-case as Go's redirects echo them.
+  if (/[\x80-\xff]/.test(target)) target = target.replace(/[\x80-\xff]/g, (c) => "%" + c.charCodeAt(0).toString(16));
+  else if (KNOWN_METHODS.has(method)) return bytes;
+  return (KNOWN_METHODS.has(method) ? method : STAND_IN_METHOD) + " " + target + bytes.slice(sp);
 }
 
 /** The lane for one listener: owns connections until they are handed to node:http. */

@@ -57,7 +57,8 @@ export function parseQuery(raw: string, into: FormValues = new Map()): ParseQuer
     const pair = amp < 0 ? rest : rest.slice(0, amp);
     rest = amp < 0 ? "" : rest.slice(amp + 1);
     if (pair.indexOf(";") >= 0) {
-      error ??= "invalid semicolon separator in query";
+      // Go 1.17's parseQuery: a semicolon's error replaces any earlier one (escapes only fill an empty slot).
+      error = "invalid semicolon separator in query";
       continue;
     }
     if (pair === "") continue;

@@ -132,8 +132,12 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterConte
   const rawQuery = q < 0 ? "" : url.slice(q + 1);
   const decoded = unescape(rawPath, false);
   if ("error" in decoded || !rawPath.startsWith("/")) {
+    // Go's server refuses such a target before any handler: no CORS, and the connection closes.
     req.resume();
-    throw new HttpTextError(400, "400 Bad Request");
+    res.shouldKeepAlive = false;
+    res.writeHead(400, { "Content-Type": "text/plain; charset=utf-8", "Content-Length": "15" });
+    res.end("400 Bad Request");
+    return;
   }
   const path = decoded.value;
   const clean = muxCleanPath(path);
