@@ -8,6 +8,7 @@ import { unescape } from "./form.ts";
 import { muxCleanPath, escapePath } from "./path.ts";
 import { corsHeaders, notFound, writeError, writeText, HttpTextError } from "./respond.ts";
 import { handleKeys } from "./keys-handler.ts";
+import { BAD_REQUEST } from "./client-error.ts";
 import { handleAuth, requireRootForWrite } from "./auth-handlers.ts";
 import { handleV3, v3Route } from "./v3-routes.ts";
 import type { V3GatewayContext } from "./v3-backend.ts";
@@ -133,10 +134,9 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterConte
   const decoded = unescape(rawPath, false);
   if ("error" in decoded || !rawPath.startsWith("/")) {
     // Go's server refuses such a target before any handler: no CORS, and the connection closes.
+    // Written raw, as Go does: the body goes out even for HEAD.
     req.resume();
-    res.shouldKeepAlive = false;
-    res.writeHead(400, { "Content-Type": "text/plain; charset=utf-8", "Content-Length": "15" });
-    res.end("400 Bad Request");
+    req.socket.end(BAD_REQUEST);
     return;
   }
   const path = decoded.value;
