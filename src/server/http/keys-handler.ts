@@ -46,6 +46,17 @@ export function raftHeaders(ctx: KeysContext, index: number): string[] {
   ];
 }
 
+/**
+ * The wall clock in ms with its sub-millisecond part (etcd stamps expirations with Go's
+ * nanosecond clock, and prints them with every digit). Falls back to Date.now() when the
+ * monotonic clock has drifted from the wall clock (a clock step since start).
+ */
+export function preciseNow(): number {
+  const wall = Date.now();
+  const fine = performance.timeOrigin + performance.now();
+  return Math.abs(fine - wall) < 1 ? fine : wall;
+}
+
 export async function handleKeys(req: IncomingMessage, res: ServerResponse, keyPath: string, rawQuery: string, ctx: KeysContext): Promise<void> {
   const method = req.method ?? "GET";
   if (!KEYS_METHODS.has(method)) {
@@ -54,7 +65,7 @@ export async function handleKeys(req: IncomingMessage, res: ServerResponse, keyP
   }
   const { form, error } = await parseForm(req, rawQuery);
   if (error !== undefined) throw new V2Error(V2ErrorCode.InvalidForm, error, 0);
-  const now = Date.now();
+  const now = preciseNow();
   const kr = parseKeyRequest(method, keyPath, form, now);
   const server = ctx.server;
   // v2 access control (issue 3): after parameter errors, before the log, the store or a watch.

@@ -83,10 +83,10 @@ export function renderNode(n: V2Node, opts: RenderOptions): V2NodeJSON {
   if (n.expireTime !== PERMANENT) {
     out.expiration = formatRfc3339Nano(n.expireTime);
     const ttl = ttlSeconds(n.expireTime, opts.now);
-    if (ttl !== 0) out.ttl = ttl;
+    if (ttl > 0) out.ttl = ttl; // due and not yet expired: no ttl, as etcd's omitempty of 0
   }
   if (children !== null && opts.depth > 0 && children.size > 0) {
-    const list = visibleChildren(children, opts.sorted);
+    const list = visibleChildren(children, opts.sorted, opts.now);
     if (list.length > 0) {
       const sub: RenderOptions = { depth: opts.depth - 1, sorted: opts.sorted, now: opts.now };
       const nodes: V2NodeJSON[] = new Array<V2NodeJSON>(list.length);
@@ -99,10 +99,23 @@ export function renderNode(n: V2Node, opts: RenderOptions): V2NodeJSON {
   return out;
 }
 
-function visibleChildren(children: Map<string, V2Node>, sorted: boolean): V2Node[] {
+/**
+ * How long past its expiration a node is still shown. The leader's SYNC (every 500 ms)
+ * removes a due node well within this on etcd; a node due longer ago is one no leader has
+ * expired yet (a member restarted after the time ran out, before its first SYNC) and reads
+ * treat it as gone, as etcd answers at once after a restart, never with a negative `ttl`.
+ */
+export const STALE_AFTER_MS = 1000;
+
+/** Is this node past its expiration by more than STALE_AFTER_MS at `now`? */
+export function isStale(n: V2Node, now: number): boolean {
+  return n.expireTime !== PERMANENT && now - n.expireTime > STALE_AFTER_MS;
+}
+
+function visibleChildren(children: Map<string, V2Node>, sorted: boolean, now: number): V2Node[] {
   const list: V2Node[] = [];
   for (const [name, child] of children) {
-    if (name.charCodeAt(0) !== 0x5f) list.push(child); // "_x" is hidden
+    if (name.charCodeAt(0) !== 0x5f && !isStale(child, now)) list.push(child); // "_x" is hidden
   }
   if (sorted) list.sort((a, b) => compareKeys(a.path, b.path));
   return list;

@@ -183,3 +183,17 @@ test("nodes due at the same time expire in path order, parents before children",
   assert.deepEqual(order, ["expire /a", "expire /p"], "/p took /p/q with it");
   assert.equal(s.hasTtlKeys(), false);
 });
+
+test("a node due long ago but not yet expired by a SYNC reads as gone, never with a negative ttl", () => {
+  const s = new V2Store();
+  const t0 = 1_800_000_000_000;
+  s.set("/d/k", { value: "v", expireTime: t0 + 2000 }, t0);
+  s.set("/d/p", { value: "v" }, t0);
+  // Just due (within the SYNC period): still shown, without a ttl, as etcd shows it.
+  const due = s.get("/d/k", {}, t0 + 2500);
+  assert.equal(due.node.ttl, undefined);
+  // Due for longer (a member restarted after the time ran out): 404 and not listed.
+  assert.throws(() => s.get("/d/k", {}, t0 + 10_000), (e: unknown) => e instanceof V2Error && e.errorCode === 100 && e.cause_ === "/d/k");
+  const list = s.get("/d", { recursive: true }, t0 + 10_000);
+  assert.deepEqual(list.node.nodes?.map((n) => n.key), ["/d/p"]);
+});

@@ -15,7 +15,7 @@
 import { V2Error, V2ErrorCode } from "../../api/v2-errors.ts";
 import type { V2NodeJSON, V2StoreStatsJSON } from "../../api/v2-types.ts";
 import { Action, type V2Event, type V2Watcher, type WatchSink } from "./event.ts";
-import { eventNode, MIN_EXPIRE_TIME, PERMANENT, renderNode, renderPrev, V2Node } from "./node.ts";
+import { eventNode, isStale, MIN_EXPIRE_TIME, PERMANENT, renderNode, renderPrev, V2Node } from "./node.ts";
 import { cleanPath, inOrderName } from "./path.ts";
 import { decodeImage, encodeImage, StoreImageWriter, type StoreImage } from "./snapshot.ts";
 import { type V2Counter, V2Stats } from "./stats.ts";
@@ -79,6 +79,8 @@ export class V2Store {
   get(path: string, opts: { recursive?: boolean | undefined; sorted?: boolean | undefined }, now: number): V2Event {
     const found = this.#lookup(cleanPath(path));
     if (!(found instanceof V2Node)) this.#fail("getsFail", this.#error(found));
+    const stale = this.#staleOnPath(found, now);
+    if (stale !== undefined) this.#fail("getsFail", this.#error({ code: V2ErrorCode.KeyNotFound, cause: stale }));
     this.#stats.inc("getsSuccess");
     const node = renderNode(found, { depth: opts.recursive === true ? Infinity : 1, sorted: opts.sorted === true, now });
     return { action: Action.Get, node, etcdIndex: this.#index };
@@ -346,6 +348,13 @@ export class V2Store {
     }
     this.#hub.history.clear();
     for (const { event, refresh } of img.history) this.#hub.history.add(event, { refresh });
+  }
+
+  /** The path of the top node from the root down to `n` that reads treat as gone (isStale), if any. */
+  #staleOnPath(n: V2Node, now: number): string | undefined {
+    let top: string | undefined;
+    for (let cur: V2Node | null = n; cur !== null; cur = cur.parent) if (isStale(cur, now)) top = cur.path;
+    return top;
   }
 
   /** Walks a clean path; a node, or the first missing component / the file in the way. */
