@@ -6,6 +6,7 @@
 // Revisions are JS numbers (safe integers); lease IDs are int64 and never pass through one.
 
 import { StoredRecord, type ValueSource } from "../store/v3/key-index.ts";
+import { NO_LEASE } from "../store/v3/types.ts";
 
 export const REVISION_KEY_BYTES = 16;
 const HEADER = 1 + 4 + 8 + 8 + 8;
@@ -68,7 +69,7 @@ export function decodeRecordHead(b: Uint8Array, size: number): RecordHead {
 
 /** The record at (main, sub) from its head; `source` reads the value when asked. */
 export function recordFromHead(main: number, sub: number, h: RecordHead, source: ValueSource): StoredRecord {
-  return new StoredRecord(h.id, main, sub, h.createRevision, h.version, h.tombstone ? EMPTY : undefined, h.lease, h.tombstone, source);
+  return new StoredRecord(h.id, main, sub, h.createRevision, h.version, h.tombstone ? EMPTY : undefined, h.lease === NO_LEASE ? NO_LEASE : h.lease, h.tombstone, source);
 }
 
 /** The value bytes of an encoded record (a view into `b`). */

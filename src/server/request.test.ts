@@ -34,3 +34,25 @@ test("peekKeySpaceCommand reads the proposer and id of v3 key-space commands onl
   assert.equal(peekKeySpaceCommand(encodeCommand({ t: "sync", m: 7, id: 10, time: 1 })), undefined);
   assert.equal(peekKeySpaceCommand(Buffer.from("{}")), undefined);
 });
+
+test("v3 puts travel in binary; JSON puts from older logs still decode", () => {
+  const put: Command = {
+    t: "v3",
+    m: 2 ** 52 + 3,
+    id: 77,
+    time: Date.UTC(2026, 0, 1),
+    op: { k: "put", r: { key: Buffer.from([0, 255, 10]), value: Buffer.alloc(1024, 7), lease: -(2n ** 63n), prevKv: true, ignoreValue: false, ignoreLease: true } },
+  };
+  const enc = Buffer.from(encodeCommand(put));
+  assert.equal(enc[0], 0x01);
+  assert.ok(enc.length < 1024 + 48, `${enc.length} bytes for a 1 KiB value`);
+  assert.deepStrictEqual(decodeCommand(enc), put);
+  const empty: Command = { ...put, op: { k: "put", r: { key: Buffer.alloc(0), value: Buffer.alloc(0), lease: 0n, prevKv: false, ignoreValue: true, ignoreLease: false } } };
+  assert.deepStrictEqual(decodeCommand(encodeCommand(empty)), empty);
+  // An entry a member wrote before the binary form: the same command, as tagged JSON.
+  const json = Buffer.from('{"t":"v3","m":5,"id":6,"time":7,"op":{"k":"put","r":{"key":{"$b":"YQ=="},"value":{"$b":"Yg=="},"lease":{"$n":"0"},"prevKv":false,"ignoreValue":false,"ignoreLease":false}}}');
+  assert.deepStrictEqual(decodeCommand(json), { t: "v3", m: 5, id: 6, time: 7, op: { k: "put", r: { key: Buffer.from("a"), value: Buffer.from("b"), lease: 0n, prevKv: false, ignoreValue: false, ignoreLease: false } } });
+  assert.deepEqual(peekKeySpaceCommand(enc), { t: "v3-head", m: 2 ** 52 + 3, id: 77 });
+  assert.deepEqual(peekKeySpaceCommand(json), { t: "v3-head", m: 5, id: 6 });
+  assert.throws(() => decodeCommand(enc.subarray(0, 20)), /cut short/);
+});

@@ -108,6 +108,8 @@ export class MvccStore {
       ki.restore(r);
       if (r.main >= s.#historyStart) s.#history[r.main - s.#historyStart]!.push(r);
     }
+    // Exact-size copies (see KeyIndex.#newGeneration): a pushed-to array keeps room for 17.
+    for (let i = 0; i < s.#history.length; i++) if (s.#history[i]!.length > 0) s.#history[i] = s.#history[i]!.slice();
     return s;
   }
 
@@ -305,7 +307,8 @@ export class MvccStore {
   #commit<R>(batch: Batch, response: R): WriteResult<R> {
     if (batch.records.length === 0) return { response };
     this.#rev = batch.main;
-    this.#history.push(batch.records);
+    // Exact size (see KeyIndex.#newGeneration): most revisions change one key.
+    this.#history.push(batch.records.length === 1 ? [batch.records[0]!] : batch.records.slice());
     if (this.#backend !== undefined) for (const r of batch.records) this.#backend.putRecord(r);
     return { response, changes: { revision: batch.main, events: batch.events } };
   }
