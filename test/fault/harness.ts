@@ -17,6 +17,7 @@ import type { ProxyStats } from "./proxy.ts";
 import { Api, ApiChoice, runApiOp, workloadKeys, type WorkloadKey } from "./api.ts";
 import { closeClientConnections, Outcome } from "./v2-client.ts";
 import { closeGrpcSessions, probeGrpc } from "./grpc-client.ts";
+import { ContinuityWatcher, type WatchContinuity } from "./grpc-watch.ts";
 import { probeV3 } from "./v3-client.ts";
 import { emptyCounts, runWorkload, type WorkloadCounts } from "./workload.ts";
 
@@ -86,6 +87,8 @@ export interface FaultReport {
   electionTimeoutMs: number;
   problems: string[];
   injected?: string;
+  /** gRPC runs: the live watcher's events against a replay from revision 1. */
+  watch?: WatchContinuity;
 }
 
 async function readUntilOk(opts: { cluster: Cluster; key: WorkloadKey; now: () => number; timeoutMs: number; history: RegisterOperation[] }): Promise<RegisterOperation> {
@@ -125,6 +128,7 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
     for (const line of describeConvergence(r)) opts.log(`convergence ${line}`);
   };
   opts.onCluster?.(cluster);
+  let watcher: ContinuityWatcher | undefined;
   const report: FaultReport = {
     verdict: RunVerdict.ok, seed: opts.seed, api, elapsedMs: 0, workloadMs: 0, ops: 0, counts: emptyCounts(),
     faults: [], proxies: [], check: undefined, lost: [], finals: {}, convergence: [], elections: undefined, diskStalls: [], electionTimeoutMs: cluster.electionTimeoutMs, problems: [],
@@ -143,6 +147,8 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
     }
     opts.log(`cluster ready, leader m${leader}; running ${opts.clients} ${api} clients for ${opts.durationMs} ms, faults: ${opts.faults.join(",") || "none"}`);
 
+    // gRPC runs: a watcher on the workload's prefix follows the whole run (grpc-watch.ts).
+    watcher = keys.some((k) => k.api === Api.grpc) ? new ContinuityWatcher(cluster.members.map((m) => m.clientUrl), "ling/") : undefined;
     const until = Date.now() + opts.durationMs;
     origin = process.hrtime.bigint();
     const originEpoch = Date.now();
@@ -202,6 +208,11 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
     }
     await converge("after full restart");
     report.proxies = cluster.proxyStats();
+    if (watcher !== undefined) {
+      report.watch = await watcher.check(cluster.members[0]!.clientUrl, 15_000);
+      opts.log(`watch: ${report.watch.events} events, ${report.watch.reconnects} reconnects${report.watch.problem === undefined ? ", continuous" : `: ${report.watch.problem}`}`);
+      if (report.watch.problem !== undefined) report.problems.push(`watch not continuous: ${report.watch.problem}`);
+    }
 
     if (opts.inject !== undefined) report.injected = inject(opts.inject, { history, keys: keys.map((k) => k.key), finals, finalOps, seed: opts.seed });
     report.finals = Object.fromEntries(finals);
@@ -211,8 +222,9 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
     const diverged = report.convergence.filter((c) => c.verdict === ConvergenceVerdict.diverged || c.verdict === ConvergenceVerdict.stuck);
     for (const c of diverged) report.problems.push(`members did not converge ${describeConvergence(c)[0] ?? ""}`);
     for (const s of report.elections?.slow ?? []) report.problems.push(`election slower than 3 × ${cluster.electionTimeoutMs} ms: ${s}`);
+    const watchBroken = report.watch?.problem !== undefined;
     report.verdict =
-      report.check.verdict === Verdict.illegal || report.lost.length > 0 || diverged.length > 0 || (report.elections?.slow.length ?? 0) > 0
+      report.check.verdict === Verdict.illegal || report.lost.length > 0 || diverged.length > 0 || (report.elections?.slow.length ?? 0) > 0 || watchBroken
         ? RunVerdict.violation
         : report.check.verdict === Verdict.unknown
           ? RunVerdict.unknown
@@ -220,6 +232,7 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
     return report;
   } finally {
     abort.abort();
+    await watcher?.stop();
     closeClientConnections();
     closeGrpcSessions();
     await cluster.destroy();

@@ -62,6 +62,7 @@ export function formatReport(r: FaultReport, opts: Pick<FaultTestOptions, "membe
     const [head, ...rest] = describeConvergence(c);
     lines.push(`  convergence ${head ?? ""}`, ...rest.map((l) => `   ${l}`));
   }
+  if (r.watch !== undefined) lines.push(`  watch       ${r.watch.events} events through ${r.watch.reconnects} reconnects: ${r.watch.problem === undefined ? "the same as a replay from revision 1" : r.watch.problem}`);
   for (const p of r.problems) lines.push(`  problem     ${p}`);
   lines.push(`  time        ${(r.elapsedMs / 1000).toFixed(1)} s in all`);
   lines.push(`  verdict     ${r.verdict.toUpperCase()}${r.verdict === "ok" ? "" : ` (seed ${opts.seed})`}`);
