@@ -18,6 +18,7 @@ import { MvccDb } from "../backend/index.ts";
 import { createAgent, peerGet, type PeerTlsClient } from "../transport/index.ts";
 import { Membership, type Member } from "./membership.ts";
 import { srvClusterFromConfig } from "./discovery-srv.ts";
+import { standaloneLog } from "./force-new-cluster.ts";
 import type { Logger } from "./logger.ts";
 import type { ServerConfig } from "./config.ts";
 
@@ -95,21 +96,40 @@ export function encodeConfState(cs: ConfState): Buffer {
   return Buffer.from(JSON.stringify(cs));
 }
 
-export async function openMember(config: ServerConfig, log: Logger, peerTls?: PeerTlsClient): Promise<OpenedMember> {
+/** Where the WAL lives: --wal-dir (the segment files directly in it, as etcd), else `<data-dir>/member/wal`. */
+export function walDirOf(config: Pick<ServerConfig, "dataDir" | "walDir">): string {
+  return config.walDir !== "" ? config.walDir : join(config.dataDir, "member", "wal");
+}
+
+/** Test hooks that are no flags: small WAL segments make segment retention observable. */
+export interface OpenMemberOptions {
+  walSegmentBytes?: number;
+}
+
+export async function openMember(config: ServerConfig, log: Logger, peerTls?: PeerTlsClient, opts: OpenMemberOptions = {}): Promise<OpenedMember> {
   const memberDir = join(config.dataDir, "member");
-  const walDir = join(memberDir, "wal");
+  const walDir = walDirOf(config);
   const snapDir = join(memberDir, "snap");
   await mkdir(snapDir, { recursive: true, mode: 0o700 });
   const snapshotter = new Snapshotter(snapDir, { logger: log });
-  if (Wal.exists(walDir)) return restart(walDir, snapshotter, v3DbPath(config.dataDir), log);
+  const walOpts = opts.walSegmentBytes === undefined ? {} : { segmentBytes: opts.walSegmentBytes };
+  if (Wal.exists(walDir)) return restart(config, walDir, snapshotter, log, walOpts);
+  // The data dir's own WAL, when --wal-dir names another (empty) place: starting as a new
+  // member here would throw the data away (the v3 database is removed below).
+  const defaultWalDir = join(memberDir, "wal");
+  if (walDir !== defaultWalDir && Wal.exists(defaultWalDir)) {
+    throw new Error(`--wal-dir ${walDir} holds no WAL but ${defaultWalDir} does: move the WAL files there, or start without --wal-dir`);
+  }
+  if (config.forceNewCluster) throw new Error(`--force-new-cluster needs an existing member's data: no WAL in ${walDir}`);
   await removeDb(v3DbPath(config.dataDir));
   // --discovery-srv: the initial cluster comes from DNS, once, before the first start.
   if (config.discoverySrv !== "") config = { ...config, initialCluster: await srvClusterFromConfig(config, log, { requireLocal: true }) };
-  if (config.initialClusterState === "new") return createNew(config, walDir, snapshotter, log);
-  return joinExisting(config, walDir, snapshotter, log, peerTls);
+  if (config.initialClusterState === "new") return createNew(config, walDir, snapshotter, log, walOpts);
+  return joinExisting(config, walDir, snapshotter, log, peerTls, walOpts);
 }
 
-async function restart(walDir: string, snapshotter: Snapshotter, dbPath: string, log: Logger): Promise<OpenedMember> {
+async function restart(config: ServerConfig, walDir: string, snapshotter: Snapshotter, log: Logger, walOpts: { segmentBytes?: number }): Promise<OpenedMember> {
+  const dbPath = v3DbPath(config.dataDir);
   const storage = new MemoryStorage();
   const snap = await snapshotter.loadNewest();
   let store = new V2Store();
@@ -129,7 +149,7 @@ async function restart(walDir: string, snapshotter: Snapshotter, dbPath: string,
     storage.applySnapshot({ data: snap.data, metadata: { index: snap.index, term: snap.term, confState } });
     ref = { index: snap.index, term: snap.term };
   }
-  const opened = await Wal.open(walDir, { snapshot: ref, logger: log });
+  const opened = await Wal.open(walDir, { snapshot: ref, logger: log, ...walOpts });
   if (opened.repaired) {
     log.warn("repaired a torn WAL tail", { file: opened.repaired.file, offset: opened.repaired.offset, droppedBytes: opened.repaired.droppedBytes });
   }
@@ -142,17 +162,40 @@ async function restart(walDir: string, snapshotter: Snapshotter, dbPath: string,
   if (hardState !== opened.hardState) {
     log.warn("raised the WAL commit index to the snapshot's (crash during a snapshot install)", { walCommit: opened.hardState.commit, snapshotIndex: ref.index });
   }
-  storage.setHardState(hardState);
-  const v3db = MvccDb.open({ path: dbPath });
-  const v3 = openKeySpace(v3db, image, ref.index);
   // The WAL stores the entry type as a plain number; Raft's type is the 0|1 union.
-  storage.append(opened.entries.map((e) => ({ ...e, type: e.type === 1 ? EntryType.ConfChange : EntryType.Normal })));
+  let entries = opened.entries.map((e) => ({ ...e, type: e.type === 1 ? EntryType.ConfChange : EntryType.Normal }));
+  let startState = hardState;
+  const v3db = MvccDb.open({ path: dbPath });
+  if (config.forceNewCluster) {
+    const members = membership ?? new Membership(meta.clusterId, meta.members);
+    const self = members.get(meta.memberId) ?? { id: meta.memberId, name: config.name, peerUrls: [...config.initialAdvertisePeerUrls], clientUrls: [] };
+    // Entries the v3 database holds were applied, so committed, even if the WAL's commit
+    // record lags (it can be lost with an OS crash): they are kept.
+    const lastIndex = entries.at(-1)?.index ?? ref.index;
+    const committed = Math.max(hardState.commit, Math.min(v3db.consistentIndex, lastIndex));
+    const s = standaloneLog({ entries, hardState: { ...hardState, commit: committed }, confState, selfId: meta.memberId, self, knownIds: members.ids() });
+    // Durable before Raft starts: a crash from here on restarts (with or without the flag)
+    // as the one-member cluster, never as the old one with a half-forced log.
+    await opened.wal.save(s.hardState, s.appended);
+    entries = s.entries;
+    startState = s.hardState;
+    log.warn("forcing a new one-member cluster from this member's data (--force-new-cluster)", {
+      memberId: meta.memberId.toString(16),
+      clusterId: meta.clusterId.toString(16),
+      commit: startState.commit,
+      discardedUncommittedEntries: s.discarded,
+      removedMembers: s.removed.map((id) => id.toString(16)),
+    });
+  }
+  storage.setHardState(startState);
+  const v3 = openKeySpace(v3db, image, ref.index);
+  storage.append(entries);
   log.info("restarted member", {
     memberId: meta.memberId.toString(16),
     clusterId: meta.clusterId.toString(16),
     snapshotIndex: ref.index,
     walEntries: opened.entries.length,
-    commit: hardState.commit,
+    commit: startState.commit,
     v3ConsistentIndex: v3db.consistentIndex,
     v3Revision: v3.revision,
   });
@@ -172,20 +215,20 @@ async function restart(walDir: string, snapshotter: Snapshotter, dbPath: string,
   };
 }
 
-async function createNew(config: ServerConfig, walDir: string, snapshotter: Snapshotter, log: Logger): Promise<OpenedMember> {
+async function createNew(config: ServerConfig, walDir: string, snapshotter: Snapshotter, log: Logger, walOpts: { segmentBytes?: number }): Promise<OpenedMember> {
   const membership = Membership.bootstrap(config.initialCluster, config.initialClusterToken);
   const me = membership.list().find((m) => m.name === config.name);
   if (!me) throw new Error(`couldn't find local name "${config.name}" in the initial cluster configuration`);
-  const m = await freshMember(walDir, snapshotter, membership, me.id, log, v3DbPath(config.dataDir));
+  const m = await freshMember(walDir, snapshotter, membership, me.id, log, v3DbPath(config.dataDir), walOpts);
   log.info("started new member", { memberId: me.id.toString(16), clusterId: membership.clusterId.toString(16), members: membership.ids().length });
   return { ...m, bootstrapPeers: membership.ids() };
 }
 
 /** An empty state machine and a new WAL whose metadata says who this member is. */
-async function freshMember(walDir: string, snapshotter: Snapshotter, membership: Membership, memberId: number, log: Logger, dbPath: string): Promise<OpenedMember> {
+async function freshMember(walDir: string, snapshotter: Snapshotter, membership: Membership, memberId: number, log: Logger, dbPath: string, walOpts: { segmentBytes?: number }): Promise<OpenedMember> {
   const v3db = MvccDb.open({ path: dbPath });
   const meta: WalMetadata = { memberId, clusterId: membership.clusterId, members: membership.list() };
-  const wal = await Wal.create(walDir, Buffer.from(JSON.stringify(meta)), { logger: log });
+  const wal = await Wal.create(walDir, Buffer.from(JSON.stringify(meta)), { logger: log, ...walOpts });
   return {
     wal,
     snapshotter,
@@ -227,7 +270,7 @@ export async function resolvedUrls(urls: readonly string[]): Promise<Set<string>
 /** The peer-port endpoint a joining member reads the cluster's membership from. */
 export const PEER_MEMBERS_PATH = "/members";
 
-async function joinExisting(config: ServerConfig, walDir: string, snapshotter: Snapshotter, log: Logger, peerTls: PeerTlsClient | undefined): Promise<OpenedMember> {
+async function joinExisting(config: ServerConfig, walDir: string, snapshotter: Snapshotter, log: Logger, peerTls: PeerTlsClient | undefined, walOpts: { segmentBytes?: number }): Promise<OpenedMember> {
   const mine = await resolvedUrls(config.initialAdvertisePeerUrls);
   const others = [...config.initialCluster.entries()].filter(([name]) => name !== config.name).flatMap(([, urls]) => urls);
   if (others.length === 0) {
@@ -251,7 +294,7 @@ async function joinExisting(config: ServerConfig, walDir: string, snapshotter: S
       if (!me) {
         throw new Error(`this member (peer URLs ${config.initialAdvertisePeerUrls.join(",")}) is not in the cluster: add it first with 'kvctl member add'`);
       }
-      const m = await freshMember(walDir, snapshotter, membership, me.id, log, v3DbPath(config.dataDir));
+      const m = await freshMember(walDir, snapshotter, membership, me.id, log, v3DbPath(config.dataDir), walOpts);
       log.info("joining existing cluster", { memberId: me.id.toString(16), clusterId: membership.clusterId.toString(16), via: url });
       return m;
     } catch (err) {

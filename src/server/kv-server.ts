@@ -87,6 +87,8 @@ export interface KvServerOptions {
   onRemoved?: () => void;
   /** Peer TLS (issue 6): https peer URLs, certificates re-read per connection. */
   peerTls?: PeerTlsClient;
+  /** WAL segment size (not a flag; tests use small segments to see --max-wals at work). */
+  walSegmentBytes?: number;
 }
 
 export class KvServer {
@@ -97,6 +99,7 @@ export class KvServer {
   #log: Logger;
   #onRemoved: () => void;
   readonly #peerTls: PeerTlsClient | undefined;
+  readonly #walSegmentBytes: number | undefined;
   #node!: RawNode;
   #storage!: MemoryStorage;
   #wal!: Wal;
@@ -156,6 +159,7 @@ export class KvServer {
     this.#log = opts.logger;
     this.#onRemoved = opts.onRemoved ?? (() => undefined);
     this.#peerTls = opts.peerTls;
+    this.#walSegmentBytes = opts.walSegmentBytes;
   }
 
   get memberId(): number {
@@ -209,7 +213,7 @@ export class KvServer {
 
   /** Opens or creates the data dir, replays snapshot + WAL, connects to peers, starts ticking. */
   async start(): Promise<void> {
-    const m = await openMember(this.config, this.#log, this.#peerTls);
+    const m = await openMember(this.config, this.#log, this.#peerTls, this.#walSegmentBytes === undefined ? {} : { walSegmentBytes: this.#walSegmentBytes });
     this.#wal = m.wal;
     this.#snapshotter = m.snapshotter;
     this.#storage = m.storage;
@@ -577,8 +581,33 @@ export class KvServer {
     }
   }
 
+  /**
+   * A snapshot Raft picked from storage was made before `to` joined (a member added after
+   * this member's last snapshot, e.g. after --force-new-cluster): `to` would ignore it, as
+   * it is not in its configuration, and ask again forever. etcd sends a snapshot made at
+   * that moment; here it is held back, reported failed (Raft retries), and a new snapshot,
+   * which holds the member, is made for the retry.
+   */
+  #withoutStaleSnapshots(msgs: Message[]): Message[] {
+    let stale = false;
+    const out = msgs.filter((m) => {
+      if (m.type !== MessageType.MsgSnap || m.snapshot === undefined) return true;
+      const cs = m.snapshot.metadata.confState;
+      if (cs.voters.includes(m.to) || cs.learners.includes(m.to)) return true;
+      stale = true;
+      this.#node.reportSnapshot(m.to, true);
+      return false;
+    });
+    if (stale && this.#snapshotJob === undefined && this.#snapshotMade === undefined) {
+      this.#log.info("making a snapshot for a member added after the last one", { snapshotIndex: this.#snapshotIndex, appliedIndex: this.#appliedIndex });
+      this.#startSnapshot();
+    }
+    return stale ? out : msgs;
+  }
+
   async #processReady(rd: Ready): Promise<void> {
     if (rd.softState) this.#onLeader(rd.softState.lead);
+    if (rd.messages.length > 0) rd.messages = this.#withoutStaleSnapshots(rd.messages);
     if (rd.hardState) {
       this.#term = rd.hardState.term;
       this.#commitIndex = rd.hardState.commit;
@@ -636,6 +665,10 @@ export class KvServer {
       const syncMs = await this.#wal.save(rd.hardState ?? null, rd.entries, { onLoop });
       this.metrics.walSynced(syncMs);
       if (onLoop) this.#diskWait.took(performance.now(), syncMs);
+    } else if (rd.hardState) {
+      // Only the commit index moved: written without an fdatasync, as etcd does, so the WAL
+      // knows what this member applied (--force-new-cluster keeps exactly that).
+      this.#wal.saveCommitUnsynced(rd.hardState);
     }
     if (rd.hardState) this.#storage.setHardState(rd.hardState);
     if (rd.entries.length > 0) this.#storage.append(rd.entries);
@@ -803,7 +836,8 @@ export class KvServer {
     this.#snapshotIndex = s.index;
     const compactTo = s.index - SNAPSHOT_CATCHUP_ENTRIES;
     if (compactTo > this.#storage.firstIndex()) this.#storage.compact(compactTo);
-    await this.#wal.releaseTo(s.index);
+    // --max-wals as etcd's purge: old segments beyond the count go, once no snapshot needs them.
+    await this.#wal.releaseTo(s.index, { maxFiles: this.config.maxWals });
     if (this.config.maxSnapshots > 0) await this.#snapshotter.purge(this.config.maxSnapshots);
     this.#log.info("saved snapshot", { index: s.index, term: s.term, bytes: s.data.length, ms: Math.round(performance.now() - s.startedAt) });
   }

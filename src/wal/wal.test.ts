@@ -157,6 +157,36 @@ test("Wal.releaseTo removes whole segments below the snapshot and open still wor
   await assert.rejects(Wal.open(dir, { snapshot: { index: 0, term: 0 } }), (err: unknown) => err instanceof WalError && err.code === WalErrorCode.MissingEntries);
 });
 
+test("Wal.releaseTo with maxFiles keeps at most that many segments, never one the snapshot needs (etcd's --max-wals)", async () => {
+  const dir = newDir();
+  const wal = await Wal.create(dir, META, { segmentBytes: SMALL });
+  for (let i = 1; i <= 120; i += 3) await wal.save({ term: 1, vote: 1, commit: i + 2 }, range(i, i + 2));
+  const all = await segmentFiles(dir);
+  assert.ok(all.length >= 5, `enough segments for the test: ${all.length}`);
+  const firstIndex = (f: string): number => Number.parseInt(f.slice(17, 33), 16);
+  // 0 = unlimited: nothing is removed, even below the snapshot.
+  await wal.saveSnapshotRef({ index: 118, term: 1 });
+  await wal.releaseTo(118, { maxFiles: 0 });
+  assert.deepEqual(await segmentFiles(dir), all);
+  // 3: the oldest unneeded ones go until 3 remain.
+  await wal.releaseTo(118, { maxFiles: 3 });
+  const three = await segmentFiles(dir);
+  assert.deepEqual(three, all.slice(-3));
+  // A segment the snapshot needs stays even when that means more than maxFiles.
+  await wal.saveSnapshotRef({ index: 120, term: 1 });
+  await wal.save(null, range(121, 160));
+  const grown = await segmentFiles(dir);
+  await wal.releaseTo(120, { maxFiles: 1 });
+  const left = await segmentFiles(dir);
+  const needed = grown.filter((f) => firstIndex(f) <= 120).at(-1) as string;
+  assert.equal(left[0], needed, `the segment holding the snapshot index is kept: ${left.join(",")}`);
+  assert.ok(left.length > 1, "more than maxFiles remain: they are all still needed");
+  await wal.close();
+  const r = await Wal.open(dir, { snapshot: { index: 120, term: 1 }, segmentBytes: SMALL });
+  assert.deepEqual(norm(r.entries), norm(range(121, 160)));
+  await r.wal.close();
+});
+
 test("Wal.open removes stray .tmp files left by a crash during a cut", async () => {
   const dir = newDir();
   const wal = await Wal.create(dir, META, { segmentBytes: SMALL });

@@ -245,6 +245,35 @@ export class Wal {
     return syncMs;
   }
 
+  /**
+   * Writes a hard state whose change promises nothing (only the commit index moved) without
+   * waiting for the disk, as etcd writes such a Ready's hard state unsynced: a process that
+   * is killed still leaves it in the page cache, so a restart — and --force-new-cluster,
+   * which keeps what the log says is committed — knows how far the cluster had committed.
+   * An OS crash may lose it (the commit index is then lower, which Raft tolerates); the next
+   * fdatasync of a save covers it. Synchronous: a few dozen bytes into the page cache.
+   */
+  saveCommitUnsynced(hardState: HardState): void {
+    this.#enter();
+    try {
+      const w = new RecordWriter({ size: HARD_STATE_RECORD_SIZE, crc: this.#crc });
+      w.hardState(hardState);
+      try {
+        writeFullySync(this.#fh.fd, w.buf, this.#offset);
+      } catch (err) {
+        this.#failed = err;
+        throw err;
+      }
+      this.#offset += HARD_STATE_RECORD_SIZE;
+      this.#crc = w.crc;
+      this.#hardState = { term: hardState.term, vote: hardState.vote, commit: hardState.commit };
+      // A record past the zero-filled capacity extends the file; the next save() cuts.
+      this.#maybePrepareNext();
+    } finally {
+      this.#busy = false;
+    }
+  }
+
   /** Records that a snapshot at `ref` exists (after the snapshot file is saved), synced. */
   async saveSnapshotRef(ref: SnapshotRef): Promise<void> {
     await this.#write(SNAPSHOT_REF_RECORD_SIZE, (w) => w.snapshotRef(ref));
@@ -256,13 +285,18 @@ export class Wal {
   /**
    * Removes segments that hold only entries <= index. Keeps the last segment whose name
    * index is <= min(index, latest snapshot ref), so open() from that ref still works.
+   * `maxFiles` is etcd's --max-wals: segments no longer needed are removed only while more
+   * than that many remain (oldest first), and 0 keeps them all; absent, every segment no
+   * longer needed goes. A needed segment is never removed, whatever the count.
    */
-  async releaseTo(index: number): Promise<void> {
+  async releaseTo(index: number, opts: { maxFiles?: number } = {}): Promise<void> {
     this.#enter();
     try {
       const limit = Math.min(index, this.#snapshotIndex);
       let keepFrom = 0;
       for (let i = 0; i < this.#segments.length; i++) if ((this.#segments[i] as SegmentName).index <= limit) keepFrom = i;
+      const max = opts.maxFiles;
+      if (max !== undefined) keepFrom = max === 0 ? 0 : Math.min(keepFrom, Math.max(0, this.#segments.length - max));
       if (keepFrom === 0) return;
       const doomed = this.#segments.slice(0, keepFrom);
       // Oldest first: a crash part-way leaves a gap-free suffix of segments.

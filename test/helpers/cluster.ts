@@ -18,7 +18,7 @@ export interface ClusterMember {
 export interface TestCluster {
   members: ClusterMember[];
   /** Starts (or restarts) a member with its original flags plus `extra`. */
-  start(m: ClusterMember, opts?: { state?: "new" | "existing"; initialCluster?: string }): Promise<void>;
+  start(m: ClusterMember, opts?: { state?: "new" | "existing"; initialCluster?: string; flags?: string[] }): Promise<void>;
   kill(m: ClusterMember, signal?: NodeJS.Signals): Promise<void>;
   /** A new member's ports and dir, not started and not yet in the cluster. */
   spare(name: string): Promise<ClusterMember>;
@@ -86,7 +86,7 @@ async function startClusterOnce(n: number, flags: string[]): Promise<TestCluster
         kvctlBin, "serve", "--name", m.name, "--data-dir", m.dataDir,
         "--listen-client-urls", m.clientUrl, "--advertise-client-urls", m.clientUrl,
         "--listen-peer-urls", m.peerUrl, "--initial-advertise-peer-urls", m.peerUrl,
-        "--initial-cluster", opts.initialCluster ?? initialCluster(), "--initial-cluster-state", opts.state ?? "new", ...flags,
+        "--initial-cluster", opts.initialCluster ?? initialCluster(), "--initial-cluster-state", opts.state ?? "new", ...flags, ...(opts.flags ?? []),
       ];
       const p = spawn(process.execPath, args, { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] });
       const keep = (c: Buffer): void => {
