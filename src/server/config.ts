@@ -76,9 +76,9 @@ export interface ServerConfig {
   authTokenTtl: number;
   /** --bcrypt-cost (4..31; etcd falls back to 10 with a warning otherwise). Wiring: auth password hashing. */
   bcryptCost: number;
-  /** --wal-dir: the WAL's own directory ("" = inside --data-dir). Wiring: bootstrap.ts / kv-server.ts. */
+  /** --wal-dir: the WAL's own directory, its segment files directly in it ("" = <data-dir>/member/wal; bootstrap.ts walDirOf). */
   walDir: string;
-  /** --max-wals: WAL files kept (0 = unlimited). Wiring: WAL purge in kv-server.ts. */
+  /** --max-wals: WAL files kept once no snapshot needs them (0 = unlimited; Wal.releaseTo after each snapshot). */
   maxWals: number;
   /** --max-snapshots: snapshot files kept (0 = unlimited). */
   maxSnapshots: number;
@@ -100,7 +100,7 @@ export interface ServerConfig {
   initialElectionTickAdvance: boolean;
   /** --experimental-watch-progress-notify-interval in milliseconds (0 = off). */
   watchProgressNotifyIntervalMs: number;
-  /** --force-new-cluster: restart as a one-member cluster keeping the data. Wiring: bootstrap.ts. */
+  /** --force-new-cluster: restart as a one-member cluster keeping the data (bootstrap.ts, force-new-cluster.ts). */
   forceNewCluster: boolean;
   /** --max-concurrent-streams (HTTP/2 streams per client connection; grpc/server.ts). */
   maxConcurrentStreams: number;
@@ -174,7 +174,7 @@ const notYet = (what: string): string => `accepted; ${what}`;
 export const serveFlags: readonly FlagSpec[] = [
   { section: "Member", name: "name", type: "string", default: "default", describe: "Human-readable name for this member" },
   { name: "data-dir", type: "string", default: "${name}.kvctl", describe: "Path to the data directory (WAL and snapshots)" },
-  { name: "wal-dir", type: "string", default: "", describe: "Path to the dedicated WAL directory (empty: inside the data directory)", notice: notYet("the WAL stays inside --data-dir for now") },
+  { name: "wal-dir", type: "string", default: "", describe: "Path to the dedicated WAL directory (empty: inside the data directory)" },
   { name: "snapshot-count", type: "number", default: 100000, describe: "Number of committed transactions to trigger a snapshot to disk" },
   { name: "heartbeat-interval", type: "number", default: 100, describe: "Time (in milliseconds) of a heartbeat interval" },
   { name: "election-timeout", type: "number", default: 1000, describe: "Time (in milliseconds) for an election to timeout" },
@@ -182,7 +182,7 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "listen-peer-urls", type: "string", default: "http://127.0.0.1:2380", describe: "Comma-separated URLs to listen on for peer traffic" },
   { name: "listen-client-urls", type: "string", default: "http://127.0.0.1:2379", describe: "Comma-separated URLs to listen on for client traffic" },
   { name: "max-snapshots", type: "number", default: 5, describe: "Maximum number of snapshot files to retain (0 is unlimited)" },
-  { name: "max-wals", type: "number", default: 5, describe: "Maximum number of WAL files to retain (0 is unlimited)", notice: notYet("kvctl keeps the WAL segments a snapshot still needs, whatever their number, for now") },
+  { name: "max-wals", type: "number", default: 5, describe: "Maximum number of WAL files to retain (0 is unlimited)" },
   { name: "quota-backend-bytes", type: "number", default: 0, describe: "Raise alarms when the v3 backend size exceeds the given quota (0: 2 GiB; negative: no quota)" },
   { name: "backend-batch-interval", type: "duration", default: "0s", describe: "Maximum time before committing the backend transaction (Go duration; 0: backend default)", notice: "kvctl commits the v3 key space with each applied batch; --backend-batch-interval is not used" },
   { name: "backend-batch-limit", type: "number", default: 0, describe: "Maximum operations before committing the backend transaction (0: backend default)", notice: "kvctl commits the v3 key space with each applied batch; --backend-batch-limit is not used" },
@@ -262,7 +262,7 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "experimental-watch-progress-notify-interval", type: "duration", default: "10m", describe: "Duration of periodic watch progress notifications (Go duration; 0 disables)", notice: notYet("v3 watches send no periodic progress notifications yet") },
   { name: "experimental-warning-apply-duration", type: "duration", default: "100ms", describe: "A warning is logged when applying a request takes longer", notice: notYet("slow applies are not logged yet") },
 
-  { section: "Unsafe", name: "force-new-cluster", type: "boolean", default: false, describe: "Force to create a new one-member cluster", notice: notYet("the member keeps its cluster membership") },
+  { section: "Unsafe", name: "force-new-cluster", type: "boolean", default: false, describe: "Force to create a new one-member cluster" },
   { name: "unsafe-no-fsync", type: "boolean", default: false, describe: "Disable fsync (unsafe: will lose data on a crash)", notice: "kvctl fsyncs its WAL regardless (--unsafe-no-fsync is not supported)" },
 
   { section: "Other etcd flags", name: "enable-grpc-gateway", type: "boolean", default: true, describe: "Serve the v3 JSON gateway (/v3/...) on the client URLs" },
