@@ -68,6 +68,7 @@ async function startClusterOnce(n: number, flags: string[]): Promise<TestCluster
   const root = mkdtempSync(join(tmpdir(), "kvctl-cluster-"));
   const members: ClusterMember[] = [];
   for (let i = 0; i < n; i++) members.push(await newMember(root, `m${i}`));
+  const spares: ClusterMember[] = [];
   const initialCluster = (): string => members.map((m) => `${m.name}=${m.peerUrl}`).join(",");
   const kill = async (m: ClusterMember, signal: NodeJS.Signals = "SIGKILL"): Promise<void> => {
     const p = m.process;
@@ -99,7 +100,10 @@ async function startClusterOnce(n: number, flags: string[]): Promise<TestCluster
     },
     kill,
     async spare(name) {
-      return newMember(root, name);
+      // Stopped with the cluster: a member left running keeps the test file from exiting.
+      const m = await newMember(root, name);
+      spares.push(m);
+      return m;
     },
     async leader() {
       for (const m of members) {
@@ -115,7 +119,7 @@ async function startClusterOnce(n: number, flags: string[]): Promise<TestCluster
       return undefined;
     },
     async stop() {
-      await Promise.all(members.map((m) => kill(m, "SIGKILL")));
+      await Promise.all([...members, ...spares].map((m) => kill(m, "SIGKILL")));
       rmSync(root, { recursive: true, force: true });
     },
   };

@@ -156,7 +156,8 @@ test("kvctl starts from an etcd environment file (ETCD_* variables)", async () =
     const members = (await (await fetch(`${kv.url}/v2/members`)).json()) as { members: { name: string }[] };
     assert.deepEqual(members.members.map((m) => m.name), ["envfile"]);
     assert.match(kv.log(), /recognized and used environment variable.*ETCD_NAME=envfile/);
-    assert.match(kv.log(), /--quota-backend-bytes: accepted/);
+    // The quota from the environment file is the member's (etcd_server_quota_backend_bytes).
+    assert.match(await (await fetch(`${kv.url}/metrics`)).text(), /^etcd_server_quota_backend_bytes 8\.589934592e\+09$/m);
   } finally {
     await stop(kv);
   }
