@@ -1,4 +1,4 @@
 // The backend's public surface (the server imports from here).
-export { MvccDb } from "./mvcc-db.ts";
+export { DEFAULT_COMMIT_DELAY_MS, MvccDb } from "./mvcc-db.ts";
 export type { DbReader, MvccDbOptions } from "./mvcc-db.ts";
 

@@ -14,7 +14,7 @@ import { Wal, Snapshotter } from "../wal/index.ts";
 import { V2Store } from "../store/v2/store.ts";
 import { V2AuthState, V3AuthState, type V2AuthImage, type V3AuthImage } from "../auth/index.ts";
 import { V3KeySpace, type KeySpaceImage } from "../store/v3/index.ts";
-import { MvccDb } from "../backend/index.ts";
+import { DEFAULT_COMMIT_DELAY_MS, MvccDb, type MvccDbOptions } from "../backend/index.ts";
 import { createAgent, peerGet, type PeerTlsClient } from "../transport/index.ts";
 import { Membership, type Member } from "./membership.ts";
 import { srvClusterFromConfig } from "./discovery-srv.ts";
@@ -44,6 +44,15 @@ export interface SnapshotImage {
 /** v3 access control from an image (empty when the image predates it). */
 export function restoreV3Auth(image: SnapshotImage): V3AuthState {
   return image.v3auth === undefined ? new V3AuthState() : V3AuthState.fromImage(image.v3auth);
+}
+
+/**
+ * The v3 database of a data dir, committed every --backend-batch-interval (etcd's default
+ * 100 ms when the flag is 0).
+ */
+export function v3DbOptions(config: Pick<ServerConfig, "dataDir" | "backendBatch">): MvccDbOptions {
+  const every = config.backendBatch.intervalMs;
+  return { path: v3DbPath(config.dataDir), commitDelayMs: every > 0 ? every : DEFAULT_COMMIT_DELAY_MS };
 }
 
 /** Where the v3 key space's database lives (etcd's bbolt file is member/snap/db too). */
@@ -165,7 +174,7 @@ async function restart(config: ServerConfig, walDir: string, snapshotter: Snapsh
   // The WAL stores the entry type as a plain number; Raft's type is the 0|1 union.
   let entries = opened.entries.map((e) => ({ ...e, type: e.type === 1 ? EntryType.ConfChange : EntryType.Normal }));
   let startState = hardState;
-  const v3db = MvccDb.open({ path: dbPath });
+  const v3db = MvccDb.open(v3DbOptions(config));
   if (config.forceNewCluster) {
     const members = membership ?? new Membership(meta.clusterId, meta.members);
     const self = members.get(meta.memberId) ?? { id: meta.memberId, name: config.name, peerUrls: [...config.initialAdvertisePeerUrls], clientUrls: [] };
@@ -219,14 +228,14 @@ async function createNew(config: ServerConfig, walDir: string, snapshotter: Snap
   const membership = Membership.bootstrap(config.initialCluster, config.initialClusterToken);
   const me = membership.list().find((m) => m.name === config.name);
   if (!me) throw new Error(`couldn't find local name "${config.name}" in the initial cluster configuration`);
-  const m = await freshMember(walDir, snapshotter, membership, me.id, log, v3DbPath(config.dataDir), walOpts);
+  const m = await freshMember(walDir, snapshotter, membership, me.id, log, v3DbOptions(config), walOpts);
   log.info("started new member", { memberId: me.id.toString(16), clusterId: membership.clusterId.toString(16), members: membership.ids().length });
   return { ...m, bootstrapPeers: membership.ids() };
 }
 
 /** An empty state machine and a new WAL whose metadata says who this member is. */
-async function freshMember(walDir: string, snapshotter: Snapshotter, membership: Membership, memberId: number, log: Logger, dbPath: string, walOpts: { segmentBytes?: number }): Promise<OpenedMember> {
-  const v3db = MvccDb.open({ path: dbPath });
+async function freshMember(walDir: string, snapshotter: Snapshotter, membership: Membership, memberId: number, log: Logger, dbOpts: MvccDbOptions, walOpts: { segmentBytes?: number }): Promise<OpenedMember> {
+  const v3db = MvccDb.open(dbOpts);
   const meta: WalMetadata = { memberId, clusterId: membership.clusterId, members: membership.list() };
   const wal = await Wal.create(walDir, Buffer.from(JSON.stringify(meta)), { logger: log, ...walOpts });
   return {
@@ -294,7 +303,7 @@ async function joinExisting(config: ServerConfig, walDir: string, snapshotter: S
       if (!me) {
         throw new Error(`this member (peer URLs ${config.initialAdvertisePeerUrls.join(",")}) is not in the cluster: add it first with 'kvctl member add'`);
       }
-      const m = await freshMember(walDir, snapshotter, membership, me.id, log, v3DbPath(config.dataDir), walOpts);
+      const m = await freshMember(walDir, snapshotter, membership, me.id, log, v3DbOptions(config), walOpts);
       log.info("joining existing cluster", { memberId: me.id.toString(16), clusterId: membership.clusterId.toString(16), via: url });
       return m;
     } catch (err) {

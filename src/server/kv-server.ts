@@ -26,7 +26,7 @@ import { memberIdFor, type Membership, type Member } from "./membership.ts";
 import { WaitRegistry, requestIdGenerator } from "./wait.ts";
 import { HttpMessageError, ServerUnavailableError } from "./http/respond.ts";
 import { ReadIndexBatcher } from "./read-index.ts";
-import { openMember, encodeConfState, PEER_MEMBERS_PATH } from "./bootstrap.ts";
+import { openMember, encodeConfState, v3DbOptions, PEER_MEMBERS_PATH } from "./bootstrap.ts";
 import { StateStorage } from "./state-storage.ts";
 import { raftLogger, type Logger } from "./logger.ts";
 import type { ServerConfig } from "./config.ts";
@@ -217,7 +217,7 @@ export class KvServer {
     this.#wal = m.wal;
     this.#snapshotter = m.snapshotter;
     this.#storage = m.storage;
-    this.#state = new StateStorage(m, { dataDir: this.config.dataDir, quotaBackendBytes: this.config.quotaBackendBytes, logger: this.#log });
+    this.#state = new StateStorage(m, { db: v3DbOptions(this.config), dataDir: this.config.dataDir, quotaBackendBytes: this.config.quotaBackendBytes, logger: this.#log });
     this.#memberId = m.memberId;
     this.#appliedIndex = m.appliedIndex;
     this.#snapshotIndex = m.appliedIndex;

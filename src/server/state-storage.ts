@@ -15,7 +15,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { MvccDb } from "../backend/index.ts";
+import { MvccDb, type MvccDbOptions } from "../backend/index.ts";
 import { V2AuthState, V3AuthState } from "../auth/index.ts";
 import type { V2Store } from "../store/v2/store.ts";
 import type { V3KeySpace } from "../store/v3/index.ts";
@@ -23,12 +23,14 @@ import type { SnapshotAttachment } from "../transport/index.ts";
 import type { StateMachine } from "./apply.ts";
 import { writeBackupBody } from "./backup/writer.ts";
 import type { BackupHeader } from "./backup/format.ts";
-import { decodeSnapshotImage, openKeySpace, restoreV3Auth, v3DbPath, type OpenedMember, type SnapshotImage } from "./bootstrap.ts";
+import { decodeSnapshotImage, openKeySpace, restoreV3Auth, type OpenedMember, type SnapshotImage } from "./bootstrap.ts";
 import type { Logger } from "./logger.ts";
 import { Membership } from "./membership.ts";
 import { writeSnapshotData } from "./snapshot-data.ts";
 
 export interface StateStorageOptions {
+  /** The v3 database (a snapshot install swaps in the leader's file there). */
+  db: MvccDbOptions;
   dataDir: string;
   /** --quota-backend-bytes, effective (Infinity: no quota). */
   quotaBackendBytes: number;
@@ -124,7 +126,7 @@ export class StateStorage implements StateMachine {
   async #installDb(index: number, image: SnapshotImage): Promise<void> {
     const received = this.#receivedDb;
     this.#receivedDb = undefined;
-    const path = v3DbPath(this.#opts.dataDir);
+    const path = this.#opts.db.path;
     await this.#db.close();
     if (received !== undefined && received.index === index) {
       await rename(received.path, path);
@@ -134,7 +136,7 @@ export class StateStorage implements StateMachine {
       if (image.v3 === undefined) throw new Error(`snapshot ${index} from the leader came without its v3 database`);
       await rm(path, { force: true });
     }
-    this.#db = MvccDb.open({ path });
+    this.#db = MvccDb.open(this.#opts.db);
     this.v3 = openKeySpace(this.#db, image, index);
     this.#v3Floor = this.#db.consistentIndex;
     this.#opts.logger.info("installed the v3 database from the leader", { index, consistentIndex: this.#v3Floor, revision: this.v3.revision });
