@@ -76,6 +76,12 @@ export function onClientError(error: Error, socket: Socket): void {
     cur.res.shouldKeepAlive = false;
     return;
   }
+  if (cur !== undefined && !cur.res.shouldKeepAlive) {
+    // The last answer said Connection: close (bytes of a body it did not wait for can still
+    // arrive and fail the parser): nothing may follow it on this connection.
+    socket.end();
+    return;
+  }
   if (socket.writable) {
     socket.write(err.code === "HPE_HEADER_OVERFLOW" ? HEADERS_TOO_LARGE : err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? TIMEOUT : BAD_REQUEST);
   }
