@@ -698,6 +698,9 @@ export class KvServer {
       const op = { k: "leasePromote" as const, extendMs: this.config.electionTimeout };
       this.propose({ t: "v3", time: Date.now(), op }).catch((err: unknown) => this.#log.debug("lease promote failed", { error: String(err) }));
     }
+    // A v2 key whose TTL ran out while there was no leader (a restart, an election) goes at
+    // once, not at the next 500 ms tick: etcd's new leader answers 404 for it right away.
+    if (lead !== 0 && lead === this.#memberId && this.store.hasTtlKeys()) this.#maybeSync();
     if (lead !== 0) {
       const ws = this.#leaderWaiters;
       this.#leaderWaiters = [];
