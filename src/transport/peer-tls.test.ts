@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
-import { canonicalIp, checkAllowedCn, checkCertSan, peerCertNames, PeerCertError, type PeerCertNames, type PeerResolver } from "./peer-tls.ts";
+import { canonicalIp, checkAllowedCn, checkAllowedHostname, checkCertSan, peerCertNames, PeerCertError, type PeerCertNames, type PeerResolver } from "./peer-tls.ts";
 import { issueCertificate } from "../server/tls/issue-cert.ts";
 
 /** A resolver from tables; records the lookups it answered, in order. */
@@ -129,4 +129,17 @@ test("canonicalIp writes addresses as Go prints them", () => {
   assert.equal(canonicalIp("::ffff:10.1.2.3"), "10.1.2.3");
   assert.equal(canonicalIp("[fe80::1]"), "fe80::1");
   assert.equal(canonicalIp("m1.example"), undefined);
+});
+
+test("checkAllowedHostname: DNS SANs (one-label wildcard), IP SANs, the CN only without SANs", () => {
+  const names = (dnsNames: string[], ipAddresses: string[] = [], commonName = "cn.example.com") => ({ commonName, dnsNames, ipAddresses });
+  assert.doesNotThrow(() => checkAllowedHostname(names(["a.example.com"]), "A.Example.com"));
+  assert.doesNotThrow(() => checkAllowedHostname(names(["*.example.com"]), "a.example.com"));
+  assert.throws(() => checkAllowedHostname(names(["*.example.com"]), "a.b.example.com"), /not valid for "a.b.example.com"/);
+  assert.throws(() => checkAllowedHostname(names(["*.example.com"]), "example.com"));
+  assert.doesNotThrow(() => checkAllowedHostname(names([], ["10.0.0.1"]), "10.0.0.1"));
+  assert.throws(() => checkAllowedHostname(names(["10.0.0.1"]), "10.0.0.1"), "an IP is matched against IP SANs only");
+  assert.doesNotThrow(() => checkAllowedHostname(names([]), "cn.example.com"), "no SANs: the CN");
+  assert.throws(() => checkAllowedHostname(names(["x.example.com"]), "cn.example.com"), "with SANs the CN does not count");
+  assert.doesNotThrow(() => checkAllowedHostname(names(["x"]), ""), '"" allows all');
 });

@@ -36,7 +36,7 @@ export interface PeerCertNames {
 
 export class PeerCertError extends Error {
   override name = "PeerCertError";
-  readonly code: "SAN_IP_MISMATCH" | "SAN_DNS_MISMATCH" | "CN_MISMATCH";
+  readonly code: "SAN_IP_MISMATCH" | "SAN_DNS_MISMATCH" | "CN_MISMATCH" | "HOSTNAME_MISMATCH";
   constructor(code: PeerCertError["code"], message: string) {
     super(message);
     this.code = code;
@@ -80,6 +80,33 @@ export function checkAllowedCn(cert: PeerCertNames, allowedCn: string): void {
   if (allowedCn !== "" && cert.commonName !== allowedCn) {
     throw new PeerCertError("CN_MISMATCH", "CommonName authentication failed");
   }
+}
+
+/**
+ * --peer-cert-allowed-hostname / --client-cert-allowed-hostname (etcd: x509's VerifyHostname
+ * on the verified certificate): an IP must be one of the IP SANs; a name must match a DNS SAN,
+ * case-insensitively, a leading `*.` standing for exactly one label; a certificate without
+ * SANs is matched on its Common Name (the legacy rule of the Go etcd 3.4 is built with).
+ * "" allows all.
+ */
+export function checkAllowedHostname(cert: PeerCertNames, hostname: string): void {
+  if (hostname === "") return;
+  const ip = canonicalIp(hostname);
+  if (ip !== undefined) {
+    if (cert.ipAddresses.includes(ip)) return;
+  } else {
+    const want = hostname.toLowerCase().replace(/\.$/, "");
+    const names = cert.dnsNames.length > 0 || cert.ipAddresses.length > 0 ? cert.dnsNames : [cert.commonName];
+    for (const n of names) if (hostMatches(n.toLowerCase(), want)) return;
+  }
+  throw new PeerCertError("HOSTNAME_MISMATCH", `x509: certificate is not valid for ${JSON.stringify(hostname)}`);
+}
+
+function hostMatches(pattern: string, host: string): boolean {
+  if (pattern === host) return true;
+  if (!pattern.startsWith("*.")) return false;
+  const dot = host.indexOf(".");
+  return dot > 0 && host.slice(dot + 1) === pattern.slice(2);
 }
 
 const goQuoteList = (names: readonly string[]): string => `[${names.map((n) => JSON.stringify(n)).join(" ")}]`;

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import type { ConnectionOptions } from "node:tls";
 import type { ServerConfig, TlsFlags } from "../config.ts";
 import type { Logger } from "../logger.ts";
-import { checkAllowedCn, checkCertSan, peerCertNames, PeerCertError, systemResolver, type PeerResolver } from "../../transport/peer-tls.ts";
+import { checkAllowedCn, checkAllowedHostname, checkCertSan, peerCertNames, PeerCertError, systemResolver, type PeerResolver } from "../../transport/peer-tls.ts";
 import type { Refusal, TlsAcceptorOptions } from "./acceptor.ts";
 import { toOpenSslCiphers } from "./cipher-suites.ts";
 import { ReloadingCredentials } from "./credentials.ts";
@@ -65,7 +65,23 @@ async function prepareSide(config: ServerConfig, side: "client" | "peer", log: L
 export async function clientListenerTls(config: ServerConfig, log: Logger): Promise<ListenerTls | undefined> {
   const side = await prepareSide(config, "client", log);
   if (side === undefined) return undefined;
-  return { credentials: side.credentials, clientCertAuth: side.clientCertAuth };
+  const allowed = config.clientTls.allowedHostname;
+  if (allowed === "") return { credentials: side.credentials, clientCertAuth: side.clientCertAuth };
+  return { credentials: side.credentials, clientCertAuth: side.clientCertAuth, check: clientHostnameCheck(allowed) };
+}
+
+/** --client-cert-allowed-hostname: a verified client certificate not valid for it is refused (alert). */
+export function clientHostnameCheck(allowedHostname: string): NonNullable<ListenerTls["check"]> {
+  return async (socket): Promise<Refusal | undefined> => {
+    const x509 = socket.getPeerX509Certificate();
+    if (x509 === undefined) return undefined;
+    try {
+      checkAllowedHostname(peerCertNames(x509), allowedHostname);
+    } catch (err) {
+      return { refuse: "bad-certificate", reason: (err as Error).message };
+    }
+    return undefined;
+  };
 }
 
 export interface PeerTls {
@@ -80,13 +96,14 @@ export interface PeerTls {
 }
 
 /** The peer side's checks after the chain was verified: allowed CN (alert), then SAN (close). */
-export function peerCheck(opts: { allowedCn: string; resolver: PeerResolver }): NonNullable<ListenerTls["check"]> {
+export function peerCheck(opts: { allowedCn: string; allowedHostname?: string; resolver: PeerResolver }): NonNullable<ListenerTls["check"]> {
   return async (socket, remoteAddress): Promise<Refusal | undefined> => {
     const x509 = socket.getPeerX509Certificate();
     if (x509 === undefined) return undefined;
     const names = peerCertNames(x509);
     try {
       checkAllowedCn(names, opts.allowedCn);
+      checkAllowedHostname(names, opts.allowedHostname ?? "");
     } catch (err) {
       return { refuse: "bad-certificate", reason: (err as Error).message };
     }
@@ -111,7 +128,7 @@ export async function preparePeerTls(config: ServerConfig, log: Logger, resolver
       clientCertAuth: side.clientCertAuth,
       // etcd checks the SAN of every verified peer certificate; without client cert
       // auth there is no certificate and nothing to check.
-      check: peerCheck({ allowedCn: config.peerTls.allowedCn, resolver }),
+      check: peerCheck({ allowedCn: config.peerTls.allowedCn, allowedHostname: config.peerTls.allowedHostname, resolver }),
     },
     async clientOptions() {
       return { secureContext: await credentials.current(), rejectUnauthorized: !selfSigned };
