@@ -41,6 +41,7 @@ export {
   type V3Done,
 } from "./v3-model.ts";
 export { V3AuthState, type V3ApplyContext, type V3AuthStateOptions } from "./v3-auth-state.ts";
+export { V3JwtTokens, JWT_SIGN_METHODS, jwtVerifyOnly, type V3JwtOptions } from "./v3-jwt.ts";
 export { V3SimpleTokens, DEFAULT_SIMPLE_TOKEN_TTL_MS, formatSimpleToken, simpleTokenIndex } from "./v3-tokens.ts";
 export {
   checkRangeRequest,

@@ -307,6 +307,7 @@ export class V3AuthState implements V3PermissionChecker {
     // proposer checks again — etcd's retry loop in EtcdServer.Authenticate, decided here so
     // every member agrees and no unusable token is registered.
     if (op.checkedRevision !== this.#revision) return { kind: "authenticateStale", authRevision: this.#revision };
+    if (op.simpleTokenPrefix === "") return { kind: "authenticated", token: "" };
     const token = formatSimpleToken(op.simpleTokenPrefix, ctx.index);
     this.tokens.register(token, op.name, op.time);
     return { kind: "authenticated", token };

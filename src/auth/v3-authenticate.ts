@@ -49,7 +49,10 @@ export async function checkV3Password(state: V3AuthState, credentials: { name: s
   return revision;
 }
 
-/** The op to propose once the password checked out: a fresh prefix, the proposer's clock. */
-export function authenticateOp(opts: { name: string; checkedRevision: number; time: number }): Extract<V3AuthOp, { kind: "authenticate" }> {
-  return { kind: "authenticate", name: opts.name, simpleTokenPrefix: newSimpleTokenPrefix(), time: opts.time, checkedRevision: opts.checkedRevision };
+/**
+ * The op to propose once the password checked out: a fresh prefix (none for a JWT, which
+ * the proposer signs once the op is applied), the proposer's clock.
+ */
+export function authenticateOp(opts: { name: string; checkedRevision: number; time: number; jwt?: boolean }): Extract<V3AuthOp, { kind: "authenticate" }> {
+  return { kind: "authenticate", name: opts.name, simpleTokenPrefix: opts.jwt === true ? "" : newSimpleTokenPrefix(), time: opts.time, checkedRevision: opts.checkedRevision };
 }

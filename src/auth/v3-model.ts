@@ -72,6 +72,7 @@ export type V3AuthOp =
    * proposer, `time` its clock (ms since the epoch: the token's TTL starts there on every
    * member), `checkedRevision` the auth revision the password was checked at.
    */
+  /** An empty simpleTokenPrefix registers no simple token (JWT: the proposer signs one after the apply). */
   | { kind: "authenticate"; name: string; simpleTokenPrefix: string; time: number; checkedRevision: number }
   /** `passwordHash` is null exactly when `noPassword` is set. */
   | { kind: "userAdd"; name: string; passwordHash: string | null; noPassword: boolean }
@@ -94,6 +95,7 @@ export type V3AuthOpKind = V3AuthOp["kind"];
 export interface V3AuthResults {
   authEnable: V3Done;
   authDisable: V3Done;
+  /** `token` is "" when the op had no simple token prefix. */
   authenticate: { kind: "authenticated"; token: string } | { kind: "authenticateStale"; authRevision: number };
   userAdd: V3Done;
   userDelete: V3Done;
@@ -186,8 +188,9 @@ export function parseV3AuthOp(v: unknown): V3AuthOp {
       return { kind };
     case "authenticate": {
       // A "." in the prefix would make `<prefix>.<index>` unreadable as a simple token.
+      // Empty: the proposer issues a JWT itself, so no member registers a simple token.
       const simpleTokenPrefix = str(v, "simpleTokenPrefix");
-      if (!/^[A-Za-z0-9]{1,64}$/.test(simpleTokenPrefix)) bad("simpleTokenPrefix is not 1 to 64 letters or digits");
+      if (!/^[A-Za-z0-9]{0,64}$/.test(simpleTokenPrefix)) bad("simpleTokenPrefix is not 0 to 64 letters or digits");
       return { kind, name: str(v, "name"), simpleTokenPrefix, time: int(v, "time"), checkedRevision: int(v, "checkedRevision") };
     }
     case "userAdd": {

@@ -1,5 +1,6 @@
 // Issue 21: etcd 3.4's other flags, its YAML configuration file and its ETCD_ variables.
 import { test, after } from "node:test";
+import { generateKeyPairSync } from "node:crypto";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -153,6 +154,9 @@ test("--auth-token is decomposed and checked as etcd's token providers do", () =
   const notices: { msg: string }[] = [];
   const key = join(dir, "pub.pem");
   writeFileSync(key, "-----BEGIN PUBLIC KEY-----\n");
+  // The keys are parsed at start, as etcd's NewTokenProvider does: a broken one is a start-up error.
+  assert.throws(() => parseAuthToken(`jwt,sign-method=RS256,pub-key=${key}`), /Key is not a valid RSA public key/);
+  writeFileSync(key, generateKeyPairSync("rsa", { modulusLength: 2048 }).publicKey.export({ format: "pem", type: "spki" }));
   assert.deepEqual(parseAuthToken(`jwt,sign-method=RS256,pub-key=${key},color=blue`, notices as never), { type: "jwt", signMethod: "RS256", publicKeyFile: key, privateKeyFile: "", ttlMs: 300_000 });
   assert.deepEqual(notices.map((n) => n.msg), ["unknown JWT options"]);
 });

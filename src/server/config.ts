@@ -6,6 +6,7 @@
 // Every flag of etcd 3.4 is accepted; one kvctl has no counterpart for is logged once at
 // start with what kvctl does instead (`notice` in the table), and never stops the start.
 import { readFileSync } from "node:fs";
+import { V3JwtTokens } from "../auth/index.ts";
 import { isLogLevel, type LogLevelName } from "./logger.ts";
 import { goCipherSuiteNames, isGoCipherSuite } from "./tls/cipher-suites.ts";
 import { ConfigError, type ConfigNotice } from "./config-types.ts";
@@ -230,7 +231,7 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "cors", type: "string", default: "*", describe: "Comma-separated origins (scheme://host:port) allowed by CORS, or * for all" },
   { name: "host-whitelist", type: "string", default: "", describe: "Comma-separated acceptable hostnames from HTTP client requests, if server is not secure (empty means allow all)" },
 
-  { section: "Auth", name: "auth-token", type: "string", default: "simple", describe: "v3 auth token type and options: 'simple' or 'jwt,sign-method=RS256,priv-key=...,pub-key=...,ttl=5m'", notice: notYet("v3 tokens stay kvctl's simple tokens for now") },
+  { section: "Auth", name: "auth-token", type: "string", default: "simple", describe: "v3 auth token type and options: 'simple' or 'jwt,sign-method=RS256,priv-key=...,pub-key=...,ttl=5m'" },
   { name: "bcrypt-cost", type: "number", default: 10, describe: "Cost of the bcrypt hashing of auth passwords (4 to 31)", notice: notYet("passwords are hashed with kvctl's own KDF settings for now") },
   { name: "auth-token-ttl", type: "number", default: 300, describe: "Time (in seconds) of the auth-token-ttl", notice: notYet("simple tokens keep kvctl's lifetime for now") },
 
@@ -792,10 +793,29 @@ export function parseAuthToken(raw: string, notices: ConfigNotice[] = []): AuthT
   const unknown = [...opts.keys()].filter((k) => !["sign-method", "pub-key", "priv-key", "ttl"].includes(k));
   if (unknown.length > 0) notices.push({ level: "warn", msg: "unknown JWT options", fields: { keys: unknown } });
   if (signMethod === "EdDSA") throw new ConfigError("unsupported signing method: *jwt.SigningMethodEd25519");
-  if (signMethod.startsWith("HS") ? privateKeyFile === "" : privateKeyFile === "" && publicKeyFile === "") {
-    throw new ConfigError("auth: missing key data");
+  const cfg = { type: "jwt" as const, signMethod, publicKeyFile, privateKeyFile, ttlMs };
+  // Parse the keys now, as etcd's NewTokenProvider does at start: a bad key is a start-up error, not a failed login.
+  jwtTokensOf(cfg);
+  return cfg;
+}
+
+/** The JWT provider an --auth-token=jwt,... names: reads the key files; throws ConfigError with etcd's messages. */
+export function jwtTokensOf(cfg: Extract<AuthTokenConfig, { type: "jwt" }>): V3JwtTokens {
+  const read = (file: string): Buffer | undefined => {
+    if (file === "") return undefined;
+    try {
+      return readFileSync(file);
+    } catch (err) {
+      throw new ConfigError(`auth: invalid auth options (problem loading JWT options: open ${file}: ${String((err as NodeJS.ErrnoException).code)})`);
+    }
+  };
+  const privateKey = read(cfg.privateKeyFile);
+  const publicKey = read(cfg.publicKeyFile);
+  try {
+    return new V3JwtTokens({ signMethod: cfg.signMethod, ttlMs: cfg.ttlMs, ...(privateKey === undefined ? {} : { privateKey }), ...(publicKey === undefined ? {} : { publicKey }) });
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
   }
-  return { type: "jwt", signMethod, publicKeyFile, privateKeyFile, ttlMs };
 }
 
 /** etcd's NewAuthStore: a cost outside bcrypt's 4..31 falls back to the default 10, with a warning. */

@@ -17,7 +17,9 @@ import {
   checkV3Password,
   authenticateOp,
   hashPassword,
+  jwtVerifyOnly,
   simpleTokenIndex,
+  type V3JwtTokens,
   type V3AuthInfo,
   type V3AuthOp,
   type V3AuthResults,
@@ -45,6 +47,7 @@ import {
 import type { KvServer } from "./kv-server.ts";
 import type { V3AlarmMember, V3AlarmRequest, V3Snapshot, V3Backend, V3CallContext, V3Header, V3Member, V3Status, V3WatchRegistration } from "./http/v3-backend.ts";
 import { ETCD_SERVER_VERSION } from "./version.ts";
+import { jwtTokensOf } from "./config.ts";
 import { encodePermission, type V3Permission } from "../auth/index.ts";
 import type { Member } from "./membership.ts";
 import { HttpMessageError } from "./http/respond.ts";
@@ -85,8 +88,13 @@ export class V3Service implements V3Backend {
   readonly #kv: KvServer;
   #nextWatchId = 1;
 
+  /** --auth-token=jwt,...: tokens are signed and verified here instead of registered by apply. */
+  readonly #jwt: V3JwtTokens | undefined;
+
   constructor(kv: KvServer) {
     this.#kv = kv;
+    const t = kv.config.authToken;
+    this.#jwt = t.type === "jwt" ? jwtTokensOf(t) : undefined;
   }
 
   header(revision?: number): V3Header {
@@ -109,6 +117,9 @@ export class V3Service implements V3Backend {
       if (ctx.commonName !== undefined) return { user: ctx.commonName, revision: auth.authRevision };
       throw V3Errors.userEmpty();
     }
+    // A JWT stands on its own: its signature, its exp, and the auth revision it carries
+    // (which the permission checks compare with the state's).
+    if (this.#jwt !== undefined) return this.#jwt.verify(ctx.token, Date.now());
     // A token issued through another member names a log index this member may not have
     // applied yet: catch up before looking it up.
     const index = simpleTokenIndex(ctx.token);
@@ -250,9 +261,12 @@ export class V3Service implements V3Backend {
   async authenticate(name: string, password: string): Promise<string> {
     for (let attempt = 0; attempt < 5; attempt++) {
       const checkedRevision = await checkV3Password(this.#kv.v3auth, { name, password });
-      const op = authenticateOp({ name, checkedRevision, time: Date.now() });
+      const jwt = this.#jwt;
+      if (jwt?.verifyOnly === true) throw jwtVerifyOnly();
+      const op = authenticateOp({ name, checkedRevision, time: Date.now(), jwt: jwt !== undefined });
       const r = (await this.#propose({ k: "auth", op, info: null })) as V3AuthResults["authenticate"];
-      if (r.kind === "authenticated") return r.token;
+      // Applied at checkedRevision (a stale one is answered authenticateStale), so that is the token's revision.
+      if (r.kind === "authenticated") return jwt === undefined ? r.token : jwt.sign(name, checkedRevision, Date.now());
     }
     throw V3Errors.authOldRevision();
   }
