@@ -19,6 +19,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { kvctlBin, repoRoot } from "./server.ts";
+import { singleMemberFlags, spawnServer } from "./spawned.ts";
 
 export interface V3Server {
   url: string;
@@ -99,37 +100,16 @@ export async function startV3Server(kind: "etcd" | "kvctl"): Promise<V3Server> {
   const url = `http://127.0.0.1:${client}`;
   const peerUrl = `http://127.0.0.1:${peer}`;
   const dataDir = mkdtempSync(join(tmpdir(), "kvctl-v3-"));
-  const flags = [
-    "--name", "t",
-    "--data-dir", dataDir,
-    "--listen-client-urls", url,
-    "--advertise-client-urls", url,
-    "--listen-peer-urls", peerUrl,
-    "--initial-advertise-peer-urls", peerUrl,
-    "--initial-cluster", `t=${peerUrl}`,
-  ];
+  const flags = singleMemberFlags(dataDir, url, peerUrl);
   const [file, args] = kind === "etcd" ? ["/usr/bin/etcd", flags] : [process.execPath, [kvctlBin, "serve", ...flags]];
-  const child = spawn(file, args, { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] });
-  children.add(child);
-  let out = "";
-  const keep = (c: Buffer): void => {
-    out = (out + c.toString("utf8")).slice(-20_000);
-  };
-  child.stdout?.on("data", keep);
-  child.stderr?.on("data", keep);
+  const proc = spawnServer(file, args, repoRoot);
+  const child = proc.child;
   const stop = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const done = new Promise<void>((r) => child.once("exit", () => r()));
-      child.kill("SIGTERM");
-      const t = setTimeout(() => child.kill("SIGKILL"), 5000);
-      await done;
-      clearTimeout(t);
-    }
-    children.delete(child);
+    await proc.stop();
     rmSync(dataDir, { recursive: true, force: true });
   };
   try {
-    const h = await waitReady(url, child, () => out);
+    const h = await waitReady(url, child, proc.log);
     return { url, kind, pid: child.pid ?? 0, clusterId: String(h.cluster_id ?? "0"), memberId: String(h.member_id ?? "0"), stop };
   } catch (err) {
     await stop();

@@ -2,12 +2,13 @@
 // 3.4 and `kvctl serve` started side by side on ports of the v3 range (etcd.ts), driven
 // by `ETCDCTL_API=3 etcdctl` over gRPC. kvctl runs as etcd.ts's kvctlCommand() says
 // (bin/kvctl, or the sources with KVCTL_TEST_FROM_SOURCE=1).
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { kvctlCommand, rangePort } from "./etcd.ts";
 import { repoRoot } from "./server.ts";
+import { singleMemberFlags, spawnServer } from "./spawned.ts";
 
 export interface GrpcTestServer {
   kind: "etcd" | "kvctl";
@@ -17,11 +18,6 @@ export interface GrpcTestServer {
   stop(): Promise<void>;
   logs(): string;
 }
-
-const children = new Set<ChildProcess>();
-process.on("exit", () => {
-  for (const c of children) c.kill("SIGKILL");
-});
 
 /** Whether etcdctl (`etcdctl version`) or etcd (`etcd --version`) runs here. */
 export function installed(program: "etcd" | "etcdctl"): boolean {
@@ -35,38 +31,15 @@ export async function startGrpcServer(kind: "etcd" | "kvctl", extraFlags: readon
   const url = `${scheme}://127.0.0.1:${client}`;
   const peerUrl = `http://127.0.0.1:${peer}`;
   const dataDir = mkdtempSync(join(tmpdir(), "kvctl-grpc-"));
-  const flags = [
-    "--name", "t",
-    "--data-dir", dataDir,
-    "--listen-client-urls", url,
-    "--advertise-client-urls", url,
-    "--listen-peer-urls", peerUrl,
-    "--initial-advertise-peer-urls", peerUrl,
-    "--initial-cluster", `t=${peerUrl}`,
-    ...extraFlags,
-  ];
+  const flags = [...singleMemberFlags(dataDir, url, peerUrl), ...extraFlags];
   const [file, args] = kind === "etcd" ? ["etcd", flags] : [process.execPath, [...kvctlCommand(), "serve", ...flags]];
-  const child = spawn(file, args, { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] });
-  children.add(child);
-  let out = "";
-  const keep = (c: Buffer): void => {
-    out = (out + c.toString("utf8")).slice(-20_000);
-  };
-  child.stdout?.on("data", keep);
-  child.stderr?.on("data", keep);
+  const proc = spawnServer(file, args, repoRoot);
   const stop = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const done = new Promise<void>((r) => child.once("exit", () => r()));
-      child.kill("SIGTERM");
-      const t = setTimeout(() => child.kill("SIGKILL"), 5000);
-      await done;
-      clearTimeout(t);
-    }
-    children.delete(child);
+    await proc.stop();
     rmSync(dataDir, { recursive: true, force: true });
   };
   const endpoint = `127.0.0.1:${client}`;
-  const server: GrpcTestServer = { kind, endpoint, url, stop, logs: () => out };
+  const server: GrpcTestServer = { kind, endpoint, url, stop, logs: proc.log };
   return server;
 }
 

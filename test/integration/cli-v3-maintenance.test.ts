@@ -10,11 +10,12 @@
 
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, kvctlBin, repoRoot, runKvctl, startServer, type TestServer } from "../helpers/server.ts";
+import { spawnServer, type Spawned } from "../helpers/spawned.ts";
+import { spawn } from "node:child_process";
 
 const tmp = mkdtempSync(join(tmpdir(), "kvctl-v3-maint-"));
 after(() => rmSync(tmp, { recursive: true, force: true }));
@@ -115,25 +116,12 @@ describe("quota, alarms and defragment", () => {
 });
 
 /** `kvctl serve` on a data dir of our own (startServer makes its own dir and name). */
-async function serveDir(flags: string[], url: string): Promise<{ child: ChildProcess; stop(): Promise<void>; log(): string }> {
-  const child = spawn(process.execPath, [kvctlBin, "serve", ...flags], { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  const keep = (c: Buffer): void => {
-    out = (out + c.toString("utf8")).slice(-20_000);
-  };
-  child.stdout?.on("data", keep);
-  child.stderr?.on("data", keep);
-  const stop = async (): Promise<void> => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const done = new Promise<void>((r) => child.once("exit", () => r()));
-    child.kill("SIGTERM");
-    const t = setTimeout(() => child.kill("SIGKILL"), 5000);
-    await done;
-    clearTimeout(t);
-  };
+async function serveDir(flags: string[], url: string): Promise<Spawned> {
+  const proc = spawnServer(process.execPath, [kvctlBin, "serve", ...flags], repoRoot);
+  const { child, stop, log } = proc;
   const deadline = Date.now() + 20_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`restored member exited ${child.exitCode}:\n${out}`);
+    if (child.exitCode !== null) throw new Error(`restored member exited ${child.exitCode}:\n${log()}`);
     try {
       const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) });
       await res.arrayBuffer();
@@ -143,11 +131,11 @@ async function serveDir(flags: string[], url: string): Promise<{ child: ChildPro
     }
     if (Date.now() > deadline) {
       await stop();
-      throw new Error(`restored member not healthy after 20 s:\n${out}`);
+      throw new Error(`restored member not healthy after 20 s:\n${log()}`);
     }
     await new Promise((r) => setTimeout(r, 50));
   }
-  return { child, stop, log: () => out };
+  return proc;
 }
 
 describe("snapshot save, status and restore", () => {
