@@ -4,6 +4,7 @@
 
 /** gRPC status codes used by the v3 API. */
 export const GrpcCode = {
+  Cancelled: 1,
   Unknown: 2,
   InvalidArgument: 3,
   DeadlineExceeded: 4,

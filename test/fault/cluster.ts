@@ -94,6 +94,10 @@ export class Cluster {
   #opts: ClusterOptions;
   #children = new Map<number, ChildProcess>();
   #logs = new Map<number, WriteStream>();
+  /** Members' processes this run stopped on purpose (any other exit is a crash). */
+  #signalled = new Set<number>();
+  /** Every exit no fault and no stop asked for: a member that crashed. */
+  readonly crashes: string[] = [];
   #proxies: FaultProxy[] = [];
 
   constructor(opts: ClusterOptions) {
@@ -174,12 +178,19 @@ export class Cluster {
     const pid = child.pid;
     child.stdout?.pipe(log, { end: false });
     child.stderr?.pipe(log, { end: false });
+    // The last lines a member wrote to stderr: a crash's report carries its stack.
+    const tail: string[] = [];
+    child.stderr?.on("data", (chunk: Buffer) => {
+      tail.push(...chunk.toString().split("\n").filter((l) => l.trim() !== "" && !l.startsWith("{")));
+      tail.splice(0, Math.max(0, tail.length - 8));
+    });
     if (pid === undefined) throw new Error(`Cannot start ${m.name}: spawn failed`);
     m.pid = pid;
     m.state = MemberState.running;
     this.#children.set(pid, child);
     child.once("exit", (code, signal) => {
       this.#children.delete(pid);
+      if (!this.#signalled.delete(pid)) this.crashes.push(`${m.name} (pid ${pid}) exited by itself: ${code ?? signal}\n${tail.map((l) => `      ${l}`).join("\n")}`);
       if (m.pid === pid) {
         m.pid = undefined;
         m.state = MemberState.stopped;
@@ -194,6 +205,7 @@ export class Cluster {
     const child = m.pid === undefined ? undefined : this.#children.get(m.pid);
     if (child === undefined || m.pid === undefined) return;
     const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    this.#signalled.add(m.pid);
     if (m.state === MemberState.paused) process.kill(m.pid, "SIGCONT");
     process.kill(m.pid, signal);
     const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
@@ -270,6 +282,7 @@ export class Cluster {
   /** Kills every process by PID, closes the proxies, removes the data root. Idempotent. */
   async destroy(): Promise<void> {
     for (const [pid, child] of this.#children) {
+      this.#signalled.add(pid);
       try {
         process.kill(pid, "SIGKILL");
       } catch {

@@ -223,8 +223,9 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
     for (const c of diverged) report.problems.push(`members did not converge ${describeConvergence(c)[0] ?? ""}`);
     for (const s of report.elections?.slow ?? []) report.problems.push(`election slower than 3 × ${cluster.electionTimeoutMs} ms: ${s}`);
     const watchBroken = report.watch?.problem !== undefined;
+    report.problems.push(...cluster.crashes);
     report.verdict =
-      report.check.verdict === Verdict.illegal || report.lost.length > 0 || diverged.length > 0 || (report.elections?.slow.length ?? 0) > 0 || watchBroken
+      report.check.verdict === Verdict.illegal || report.lost.length > 0 || diverged.length > 0 || (report.elections?.slow.length ?? 0) > 0 || watchBroken || cluster.crashes.length > 0
         ? RunVerdict.violation
         : report.check.verdict === Verdict.unknown
           ? RunVerdict.unknown

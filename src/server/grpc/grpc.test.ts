@@ -205,3 +205,53 @@ describe("gRPC calls through the mux", () => {
     assert.deepEqual(httpSeen, ["GET /version HTTP/1.1"]);
   });
 });
+
+test("a call the client resets while it is being served is counted as Canceled and the server lives on", async () => {
+  // The backend holds the first Range until the client has reset it: the stream closes with
+  // no headers sent (as when a client times out on a write waiting for the raft log).
+  let release = (): void => {};
+  let entered = (): void => {};
+  const inRange = new Promise<void>((r) => (entered = r));
+  class HeldBackend extends FakeV3Backend {
+    #held = false;
+    override async range(...args: Parameters<FakeV3Backend["range"]>): ReturnType<FakeV3Backend["range"]> {
+      if (!this.#held) {
+        this.#held = true;
+        entered();
+        await new Promise<void>((r) => (release = r));
+      }
+      return super.range(...args);
+    }
+  }
+  const gw = { backend: new HeldBackend(), maxRequestBytes: 1.5 * 1024 * 1024, maxTxnOps: 128 };
+  const handled: [string, number][] = [];
+  const observer = { callStarted: (): void => {}, callHandled: (path: string, code: number): void => void handled.push([path, code]), traffic: (): void => {} };
+  const grpc = new GrpcServer(createRpcTable(gw), { maxRecvBytes: grpcRecvLimit(gw), clientCertAuth: false, observer });
+  const tcp = createServer((s) => grpc.accept(s));
+  await new Promise<void>((r) => tcp.listen(0, "127.0.0.1", r));
+  const client = http2.connect(`http://127.0.0.1:${(tcp.address() as AddressInfo).port}`);
+  const rangeBody = frameMessage(toBinary(RangeRequestSchema, create(RangeRequestSchema, { key: Buffer.from("k") })));
+  const headers = { ":method": "POST", ":path": "/etcdserverpb.KV/Range", "content-type": "application/grpc", te: "trailers" };
+  try {
+    const req = client.request(headers);
+    req.on("error", () => {});
+    req.end(rangeBody);
+    await inRange;
+    req.close(http2.constants.NGHTTP2_CANCEL);
+    for (let i = 0; i < 100 && handled.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(handled, [["/etcdserverpb.KV/Range", 1]]);
+    release();
+    const ok = client.request(headers);
+    const trailers = new Promise<http2.IncomingHttpHeaders>((resolve, reject) => {
+      ok.on("trailers", resolve);
+      ok.on("error", reject);
+    });
+    ok.resume();
+    ok.end(rangeBody);
+    assert.equal((await trailers)["grpc-status"], "0");
+  } finally {
+    client.close();
+    grpc.close();
+    tcp.close();
+  }
+});

@@ -288,8 +288,11 @@ export class GrpcServer {
       const t0 = performance.now();
       observer.callStarted(path);
       stream.once("close", () => {
-        const status = stream.sentTrailers?.["grpc-status"] ?? stream.sentHeaders["grpc-status"];
-        observer.callHandled(path, status === undefined ? 1 : Number(status), performance.now() - t0);
+        // A stream the client reset (or whose connection dropped) before any answer has sent
+        // no headers at all: node's typings say sentHeaders is always there, it is not.
+        const sent = stream.sentHeaders as http2.OutgoingHttpHeaders | undefined;
+        const status = stream.sentTrailers?.["grpc-status"] ?? sent?.["grpc-status"];
+        observer.callHandled(path, status === undefined ? GrpcCode.Cancelled : Number(status), performance.now() - t0);
       });
     }
     const call: GrpcCall = { headers, ctx: this.#callerOf(stream, headers) };
