@@ -110,4 +110,6 @@ export const V3Errors = {
   unhealthy: e(GrpcCode.Unavailable, "etcdserver: unhealthy cluster"),
   corrupt: e(GrpcCode.DataLoss, "etcdserver: corrupt cluster"),
   badLeaderTransferee: e(GrpcCode.FailedPrecondition, "etcdserver: bad leader transferee"),
+  /** grpc-go's refusal of a message over the receive limit (the gateway answers it too). */
+  messageTooLarge: (size: number, limit: number): V3Error => new V3Error(GrpcCode.ResourceExhausted, `grpc: received message larger than max (${size} vs. ${limit})`),
 } as const;

@@ -1,7 +1,7 @@
 // gRPC's message framing on an HTTP/2 stream (PROTOCOL-HTTP2.md: Length-Prefixed-Message):
 // one byte compressed-flag, a 4-byte big-endian length, the protobuf bytes. Also the
 // grpc-message percent-encoding and grpc-go's wording for oversized messages.
-import { GrpcCode, V3Error } from "../../api/v3-errors.ts";
+import { GrpcCode, V3Error, V3Errors } from "../../api/v3-errors.ts";
 
 const PREFIX_BYTES = 5;
 
@@ -22,11 +22,6 @@ export function prefixInPlace(buf: Buffer): Buffer {
 }
 
 export const MESSAGE_PREFIX_BYTES = PREFIX_BYTES;
-
-/** grpc-go's refusal of a message over the receive limit (status 8). */
-export function messageTooLarge(size: number, limit: number): V3Error {
-  return new V3Error(GrpcCode.ResourceExhausted, `grpc: received message larger than max (${size} vs. ${limit})`);
-}
 
 /**
  * Splits the bytes of a request stream into messages. Chunk boundaries fall anywhere;
@@ -63,7 +58,7 @@ export class MessageReader {
     while (buf.length - at >= PREFIX_BYTES) {
       const flag = buf[at]!;
       const size = buf.readUInt32BE(at + 1);
-      if (size > this.#limit) throw messageTooLarge(size, this.#limit);
+      if (size > this.#limit) throw V3Errors.messageTooLarge(size, this.#limit);
       if (flag !== 0) throw new V3Error(GrpcCode.Unimplemented, "grpc: Decompressor is not installed for grpc-encoding");
       if (buf.length - at - PREFIX_BYTES < size) break;
       out.push(buf.subarray(at + PREFIX_BYTES, at + PREFIX_BYTES + size));

@@ -1,4 +1,8 @@
 // Request bodies: read with a size cap, parsed as a form only when Go's ParseForm would.
+// The one reader of client request bodies on the client port (v2 forms, auth JSON, the v3
+// gateway, the v2 proxy): past the cap it drains the rest, so the answer is read by a
+// client still sending, and reports how much came. The peer port reads its own (transport
+// may not import the server's HTTP layer, and it drops an oversized upload at once).
 import type { IncomingMessage } from "node:http";
 import { parseQuery, type FormValues } from "./form.ts";
 
@@ -7,6 +11,12 @@ export const MAX_FORM_BYTES = 10 << 20;
 
 export class BodyTooLargeError extends Error {
   override name = "BodyTooLargeError";
+  /** Every byte the body had (it was drained to the end). */
+  readonly size: number;
+  constructor(message: string, size: number) {
+    super(message);
+    this.size = size;
+  }
 }
 
 /** A body whose transfer coding broke while it was read; the message is Go's. */
@@ -28,8 +38,8 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     let size = 0;
     let tooLarge = false;
     req.on("data", (c: Buffer) => {
-      if (tooLarge) return;
       size += c.length;
+      if (tooLarge) return;
       if (size > limit) {
         tooLarge = true;
         chunks.length = 0;
@@ -40,7 +50,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     req.on("end", () => {
       const readError = broken.get(req);
       if (readError !== undefined) reject(new BodyReadError(readError));
-      else if (tooLarge) reject(new BodyTooLargeError("http: POST too large"));
+      else if (tooLarge) reject(new BodyTooLargeError("http: POST too large", size));
       else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
     });
     req.on("error", reject);

@@ -58,14 +58,9 @@ export function grpcRecvLimit(gw: V3GatewayContext): number {
   return gw.maxRequestBytes + GRPC_OVERHEAD_BYTES;
 }
 
-/** grpc-go's refusal of an oversized message (code 8, 429). */
-export function messageTooLarge(size: number, limit: number): V3Error {
-  return new V3Error(GrpcCode.ResourceExhausted, `grpc: received message larger than max (${size} vs. ${limit})`);
-}
-
 function checkRecvSize(size: number, gw: V3GatewayContext): void {
   const limit = grpcRecvLimit(gw);
-  if (size > limit) throw messageTooLarge(size, limit);
+  if (size > limit) throw V3Errors.messageTooLarge(size, limit);
 }
 
 /** etcd checks the encoded raft request against --max-request-bytes before proposing it. */

@@ -126,6 +126,14 @@ test("a put whose raft request exceeds --max-request-bytes is too large; past th
   assert.equal(read.status, 200);
 });
 
+test("a body too large to hold any message under the gRPC limit is drained and refused with its whole size", async () => {
+  const value = "x".repeat(2 * 528384 + 64 * 1024 + 100);
+  const r = await call(s.port, "/v3/kv/put", { key: "YQ==", value });
+  const size = Buffer.byteLength(JSON.stringify({ key: "YQ==", value }));
+  assert.equal(r.status, 429);
+  assert.equal(JSON.parse(r.text).error, `grpc: received message larger than max (${size} vs. 528384)`);
+});
+
 test("txn edge checks answer etcd's errors before the backend is called", async () => {
   const ops = Array.from({ length: 129 }, (_, i) => ({ request_put: { key: Buffer.from(`k${i}`).toString("base64") } }));
   const cases: Array<[object, string]> = [

@@ -5,10 +5,11 @@
 // Everything in a body is read as the protobuf JSON mapping (v3-wire.ts); query strings and
 // the content type are ignored, as etcd ignores them.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { V3Error, GrpcCode } from "../../api/v3-errors.ts";
+import { V3Error, V3Errors, GrpcCode } from "../../api/v3-errors.ts";
 import { HttpTextError } from "./respond.ts";
 import type { V3CallContext, V3GatewayContext } from "./v3-backend.ts";
-import { UNARY_ROUTES, grpcRecvLimit, messageTooLarge } from "./v3-handlers.ts";
+import { UNARY_ROUTES, grpcRecvLimit } from "./v3-handlers.ts";
+import { BodyTooLargeError, readBody } from "./body.ts";
 import { readRequestBody } from "./v3-json.ts";
 import { sendV3Json } from "./v3-respond.ts";
 import { serveKeepAlive, serveSnapshot } from "./v3-streams.ts";
@@ -51,26 +52,20 @@ export function callContext(req: IncomingMessage): V3CallContext {
  * under the gRPC receive limit (twice the limit, base64 and names included) is refused as
  * the gRPC server would refuse the message, after draining it.
  */
-function readBody(req: IncomingMessage, gw: V3GatewayContext): Promise<Buffer> {
+async function readUnaryBody(req: IncomingMessage, gw: V3GatewayContext): Promise<Buffer> {
   const limit = grpcRecvLimit(gw);
-  const cap = 2 * limit + 64 * 1024;
-  return new Promise<Buffer>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (c: Buffer) => {
-      size += c.length;
-      if (size <= cap) chunks.push(c);
-      else chunks.length = 0;
-    });
-    req.on("end", () => (size > cap ? reject(messageTooLarge(size, limit)) : resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks))));
-    req.on("error", reject);
-  });
+  try {
+    return await readBody(req, 2 * limit + 64 * 1024);
+  } catch (err) {
+    if (err instanceof BodyTooLargeError) throw V3Errors.messageTooLarge(err.size, limit);
+    throw err;
+  }
 }
 
 async function serveUnary(req: IncomingMessage, res: ServerResponse, route: string, gw: V3GatewayContext): Promise<void> {
   const handler = UNARY_ROUTES.get(route);
   if (handler === undefined) throw new HttpTextError(404, "Not Found");
-  const body = await readBody(req, gw);
+  const body = await readUnaryBody(req, gw);
   const parsed = readRequestBody(body);
   if ("error" in parsed) throw new GatewayDecodeError(parsed.error);
   const out = await handler(messageFields(parsed.node), { backend: gw.backend, ctx: callContext(req), gw });
@@ -115,7 +110,7 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, route: string
       return;
     case "maintenance/snapshot": {
       // A server-streaming call: the request is one message (ignored: it has no fields).
-      const parsed = readRequestBody(await readBody(req, gw));
+      const parsed = readRequestBody(await readUnaryBody(req, gw));
       if ("error" in parsed) throw new GatewayDecodeError(parsed.error);
       messageFields(parsed.node);
       await serveSnapshot(res, gw, callContext(req));

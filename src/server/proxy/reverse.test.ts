@@ -95,6 +95,17 @@ function call(url: string, o: { method?: string; path: string; headers?: Record<
   });
 }
 
+test("a body over the proxy's cap is answered 413 after it was read, and no member sees it", async () => {
+  const p = await proxy([echoUrl], { maxBodyBytes: 1000 });
+  seen.length = 0;
+  const r = await call(p.url, { method: "PUT", path: "/v2/keys/big", headers: { "Content-Type": "application/x-www-form-urlencoded" }, body: `value=${"x".repeat(5000)}` });
+  assert.equal(r.status, 413);
+  assert.deepEqual(JSON.parse(r.body), { message: "httpproxy: request body larger than 1000 bytes" });
+  assert.equal(seen.length, 0);
+  const ok = await call(p.url, { method: "PUT", path: "/v2/keys/small", headers: { "Content-Type": "application/x-www-form-urlencoded" }, body: "value=1" });
+  assert.equal(ok.status, 200);
+});
+
 test("forwardedFor appends the client's address to earlier proxies' and unmaps IPv4", () => {
   assert.equal(forwardedFor(undefined, "::ffff:127.0.0.1"), "127.0.0.1");
   assert.equal(forwardedFor(["10.0.0.1", "10.0.0.2"], "::1"), "10.0.0.1, 10.0.0.2, ::1");
