@@ -2,6 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { V2AuthState } from "./v2-auth-state.ts";
 import type { V2AuthApplied, V2AuthOp, V2AuthResult } from "./v2-model.ts";
+import { mulberry32 } from "../prng.test-helper.ts";
 
 function errorOf(a: V2AuthApplied): { status: number; message: string } {
   assert.equal(a.result.ok, false, `expected a failure, got ${JSON.stringify(a.result)}`);
@@ -283,21 +284,9 @@ for (const [name, image] of badImages) {
   });
 }
 
-/** mulberry32: a tiny seeded generator, so a failure can be replayed from the printed seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 test("applying the same random op sequence gives the same state on two members", () => {
   const seed = Number(process.env["AUTH_SEED"] ?? Date.now() % 100000);
-  const rand = rng(seed);
+  const rand = mulberry32(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
   const names = ["root", "a", "b", "guest", "r1"];
   const pats = ["/*", "/a", "/a/*", "*", ""];

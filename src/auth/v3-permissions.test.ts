@@ -5,6 +5,7 @@ import type { Compare, RangeRequest, RequestOp, TxnRequest } from "../store/v3/t
 import { V3AuthState } from "./v3-auth-state.ts";
 import { V3PermType, authOldRevision, encodePermission, type V3AuthInfo, type V3AuthOp, type V3PermTypeValue } from "./v3-model.ts";
 import { checkDeleteRangeRequest, checkLeaseKeys, checkPutRequest, checkRangeRequest, checkTxnRequest, compareAffine, rangePermitted, unifyIntervals, unifyPermissions, type V3Interval } from "./v3-permissions.ts";
+import { mulberry32 } from "../prng.test-helper.ts";
 
 const b = (s: string): Buffer => Buffer.from(s, "latin1");
 type P = [V3PermTypeValue, string, string];
@@ -228,21 +229,9 @@ function etcdContains(raw: V3Interval[], q: V3Interval): boolean {
   return compareAffine(maxEnd, q.end) >= 0 && compareAffine(first.begin, q.begin) <= 0;
 }
 
-/** A small deterministic PRNG (mulberry32). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 test("rangePermitted agrees with etcd's interval-tree algorithm on random permissions", () => {
   const seed = Number(process.env["V3_PERM_SEED"] ?? Date.now() % 1_000_000);
-  const rnd = prng(seed);
+  const rnd = mulberry32(seed);
   const alphabet = ["\0", "a", "b", "\xff"];
   const key = (): string => {
     let s = "";

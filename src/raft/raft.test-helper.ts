@@ -11,7 +11,7 @@ import { Progress } from "./tracker/progress.ts";
 import { type Entry, type Message, type MessageType, EntryType, MessageType as MT, message } from "./types.ts";
 import { describeMessage } from "./util.ts";
 
-/** mulberry32: small, fast, good enough for schedules. Returns floats in [0, 1). */
+/** mulberry32 (the same as src/prng.test-helper.ts: raft imports nothing outside its folder). Floats in [0, 1). */
 export function seededRandom(seed: number): () => number {
   let a = seed >>> 0;
   return () => {

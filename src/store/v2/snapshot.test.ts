@@ -5,23 +5,13 @@ import { V2Error } from "../../api/v2-errors.ts";
 import type { V2Event } from "./event.ts";
 import { V2Store } from "./store.ts";
 import { canonicalImage } from "./image.test-helper.ts";
+import { mulberry32 } from "../../prng.test-helper.ts";
 
 const T0 = Date.UTC(2026, 0, 1) + 0.25;
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** A random but reproducible op list: every op is a function of (store) with its own `now`. */
 function randomOps(seed: number, count: number): ((s: V2Store) => string)[] {
-  const rand = rng(seed);
+  const rand = mulberry32(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T;
   const keys = ["/a", "/a/b", "/a/_h", "/d/x", "/d/y/z", "/q", "/ü/😀", "/d"];
   const ops: ((s: V2Store) => string)[] = [];
@@ -160,7 +150,7 @@ test("an image written a slice at a time while ops keep changing the store is th
   const base = Number(process.env["SEED"] ?? 100);
   let copiedSomewhere = 0;
   for (let seed = base; seed < base + 40; seed++) {
-    const rand = rng(seed);
+    const rand = mulberry32(seed);
     const ops = randomOps(seed, 2500);
     const s = new V2Store();
     const warm = 500 + Math.floor(rand() * 1500);

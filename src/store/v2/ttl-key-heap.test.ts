@@ -1,21 +1,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { TtlKeyHeap, type HeapEntry } from "./ttl-key-heap.ts";
+import { mulberry32 } from "../../prng.test-helper.ts";
 
 function entry(path: string, expireTime: number): HeapEntry {
   return { path, expireTime, heapIndex: -1 };
-}
-
-/** Small deterministic PRNG (mulberry32) so failures can be replayed from the seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const order = (a: HeapEntry, b: HeapEntry): number =>
@@ -23,7 +12,7 @@ const order = (a: HeapEntry, b: HeapEntry): number =>
 
 test("ttl heap pops in (expireTime, path) order under random push/remove/update", () => {
   const seed = Number(process.env["SEED"] ?? 20260122);
-  const rand = rng(seed);
+  const rand = mulberry32(seed);
   const heap = new TtlKeyHeap<HeapEntry>();
   const live = new Set<HeapEntry>();
   for (let i = 0; i < 5000; i++) {

@@ -93,14 +93,4 @@ export function plain(kv: KeyValue): { key: string; create: number; mod: number;
 
 export const keysOf = (kvs: KeyValue[]): string[] => kvs.map((kv) => kv.key.toString("latin1"));
 
-/** mulberry32 (a copy: src/ compiles on its own). */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { mulberry32 } from "../../prng.test-helper.ts";
