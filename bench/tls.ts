@@ -1,4 +1,4 @@
-// v2 GET and PUT over HTTPS vs plain HTTP, kvctl and etcd side by side (issue 6). Each
+// v2 GET and PUT over HTTPS vs plain HTTP, kvctl and etcd side by side. Each
 // server runs one member listening on BOTH an http and an https client URL, so the same
 // process (same data, same warm state) is measured on both; wrk drives keep-alive
 // connections (the TLS handshake is paid once per connection, as with real clients).

@@ -75,7 +75,7 @@ export const globalFlags: readonly FlagSpec[] = [
     default: defaultEndpoints,
     description: "a comma-delimited list of machine addresses in the cluster, tried in turn",
   },
-  // TLS (issue 6): etcdctl v3's names; etcdctl v2's --cert-file/--key-file/--ca-file stay as aliases.
+  // TLS: etcdctl v3's names; etcdctl v2's --cert-file/--key-file/--ca-file stay as aliases.
   { name: "cert", aliases: ["cert-file"], type: "string", description: "identify HTTPS client using this SSL certificate file" },
   { name: "key", aliases: ["key-file"], type: "string", description: "identify HTTPS client using this SSL key file" },
   { name: "cacert", aliases: ["ca-file"], type: "string", description: "verify certificates of HTTPS-enabled servers using this CA bundle" },

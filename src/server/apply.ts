@@ -5,7 +5,7 @@ import { V2Error } from "../api/v2-errors.ts";
 import type { V2Event, V2Store } from "../store/v2/store.ts";
 import type { Command, V2Request } from "./request.ts";
 import type { Membership } from "./membership.ts";
-import type { V2AuthResult, V2AuthState, V3AuthState } from "../auth/index.ts"; // v2 access control (issue 3)
+import type { V2AuthResult, V2AuthState, V3AuthState } from "../auth/index.ts"; // v2 access control
 import { V3Error } from "../api/v3-errors.ts";
 import type { RevisionEvents, V3KeySpace } from "../store/v3/index.ts";
 import type { V3Op } from "./v3-command.ts";
@@ -21,11 +21,11 @@ export type ApplyResult =
 export interface StateMachine {
   store: V2Store;
   membership: Membership;
-  /** v2 users, roles and the enabled flag (issue 3). */
+  /** v2 users, roles and the enabled flag. */
   auth: V2AuthState;
-  /** The v3 key space and its leases (issue 5). */
+  /** The v3 key space and its leases. */
   v3: V3KeySpace;
-  /** v3 users, roles, tokens (issue 5). */
+  /** v3 users, roles, tokens. */
   v3auth: V3AuthState;
 }
 

@@ -1,4 +1,4 @@
-// Issue 21: etcd 3.4's other flags, its YAML configuration file and its ETCD_ variables.
+// Etcd 3.4's other flags, its YAML configuration file and its ETCD_ variables.
 import { test, after } from "node:test";
 import { generateKeyPairSync } from "node:crypto";
 import assert from "node:assert/strict";

@@ -30,7 +30,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   // A member removed from the cluster stops, as etcd's does.
   const kv = new KvServer({ config, logger: log, onRemoved: () => void stop().then(() => process.exit(0)), ...(peerTls === undefined ? {} : { peerTls }) });
   await kv.start();
-  // Prometheus metrics (issue 21): counters the server feeds, the peers' traffic, gRPC calls.
+  // Prometheus metrics: counters the server feeds, the peers' traffic, gRPC calls.
   const metrics = new MemberMetrics(kv, { level: config.metrics });
   kv.transport.observer = metrics.transportObserver();
   const watches = new Set<ServerResponse>();

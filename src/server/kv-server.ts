@@ -85,7 +85,7 @@ export interface KvServerOptions {
   logger: Logger;
   /** Called when this member applied its own removal from the cluster. */
   onRemoved?: () => void;
-  /** Peer TLS (issue 6): https peer URLs, certificates re-read per connection. */
+  /** Peer TLS: https peer URLs, certificates re-read per connection. */
   peerTls?: PeerTlsClient;
   /** WAL segment size (not a flag; tests use small segments to see --max-wals at work). */
   walSegmentBytes?: number;

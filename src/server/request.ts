@@ -42,9 +42,9 @@ export type Command =
   /** The leader's clock, replicated so that TTL expiry is the same on every member. */
   | { t: "sync"; m: number; id: number; time: number }
   | { t: "attr"; m: number; id: number; time: number; a: MemberAttributes }
-  /** v2 access control (issue 3): a user/role/enable change; passwords travel only as KDF hashes. */
+  /** v2 access control: a user/role/enable change; passwords travel only as KDF hashes. */
   | { t: "auth"; m: number; id: number; time: number; op: V2AuthOp }
-  /** The v3 key space, leases and v3 access control (issue 5): bytes and bigints travel tagged. */
+  /** The v3 key space, leases and v3 access control: bytes and bigints travel tagged. */
   | { t: "v3"; m: number; id: number; time: number; op: V3Op };
 
 /** A command before the server gives it its proposer and id. */

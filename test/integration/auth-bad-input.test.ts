@@ -1,4 +1,4 @@
-// Bad input to the v2 auth API and to auth-checked key requests (issue 3, item 10): a few
+// Bad input to the v2 auth API and to auth-checked key requests: a few
 // hundred malformed bodies, names, paths, methods and Authorization headers, each answered
 // with its 4xx, and afterwards users, roles, keys, the enabled flag and the store index are
 // exactly what they were.

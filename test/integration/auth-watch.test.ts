@@ -1,5 +1,5 @@
 // Watches are checked like reads when they start, and again when they deliver: a watch
-// started before the caller lost read access must not leak later events (issue 3, item 4).
+// started before the caller lost read access must not leak later events.
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import { request, type IncomingMessage } from "node:http";

@@ -1,4 +1,4 @@
-// Issue 4, items 11–12, on three real `kvctl serve` members started from etcd-style flags
+// On three real `kvctl serve` members started from etcd-style flags
 // with etcd's default timing (heartbeat 100 ms, election timeout 1000 ms):
 //   (a) the cluster is healthy on every member, with a leader, within 2 s of spawning;
 //   (b) a follower killed with SIGKILL while the leader compacts far past its position

@@ -1,4 +1,4 @@
-// Issue 21, "run it where etcd runs": real `kvctl serve` processes started as etcd 3.4 is
+// Run it where etcd runs: real `kvctl serve` processes started as etcd 3.4 is
 // started — with every flag of `etcd --help`, from an etcd environment file (ETCD_*), from
 // etcd's YAML configuration file — and --enable-v2=false / --cors answering as etcd does.
 // The flags are read from the installed etcd's --help at test time; without etcd those
@@ -132,7 +132,7 @@ test("every flag of etcd 3.4's --help is accepted by kvctl serve, and the member
   const kv = await startKvctl("every-flag", (p) => [...p.flags, ...args, "--listen-metrics-urls", metricsUrl]);
   try {
     assert.doesNotMatch(kv.log(), /not defined/);
-    // The metrics listener answers /metrics and /health (issue 21).
+    // The metrics listener answers /metrics and /health.
     assert.equal((await fetch(`${metricsUrl}/health`)).status, 200);
     assert.match(await (await fetch(`${metricsUrl}/metrics`)).text(), /^etcd_server_has_leader 1$/m);
     // etcd's defaults include --enable-v2=false: the member answers as etcd 3.4 does.

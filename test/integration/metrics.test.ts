@@ -1,4 +1,4 @@
-// Prometheus metrics end to end (issue 21): kvctl's /metrics parsed with a small text-format
+// Prometheus metrics end to end: kvctl's /metrics parsed with a small text-format
 // parser, its families checked against the names, types and labels etcd 3.4.23 exposes
 // (fixtures/etcd-3.4-metric-families.txt, recorded from a real etcd), and the counters
 // checked to move with the work done.

@@ -1,4 +1,4 @@
-// Issue 6, item 11: a 3-member cluster fully on TLS — https client URLs, https peer URLs,
+// A 3-member cluster fully on TLS — https client URLs, https peer URLs,
 // peer client-certificate authentication against the cluster's CA with an allowed Common
 // Name — replicates writes, serves quorum reads on every member and elects a new leader
 // after the leader is killed. A member whose peer certificate has another CN is refused

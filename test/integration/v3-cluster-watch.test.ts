@@ -1,4 +1,4 @@
-// Issue 5, item 10: a v3 watch on a follower sees every event of a write burst, in
+// A v3 watch on a follower sees every event of a write burst, in
 // revision order, with no gap and no duplicate, across a leader change (the leader is
 // killed with SIGKILL in the middle of the burst). Three real members, the JSON gateway.
 import { test, after } from "node:test";

@@ -1,4 +1,4 @@
-// Issue 5, item 4: thousands of v3 watch streams on one member are cheap — 1000
+// Thousands of v3 watch streams on one member are cheap — 1000
 // concurrent /v3/watch streams each get the one write's event, and a stream that stops
 // reading does not hold up the others.
 import { test, after } from "node:test";

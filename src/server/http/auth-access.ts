@@ -6,7 +6,7 @@
 //   password, otherwise 401 even where guest would have been allowed;
 // - a denied key request is a v2 error 110 (401, index 0); a denied admin request is
 //   `{"message":"Insufficient credentials"}` (401).
-// - with --client-cert-auth (issue 6) and no `Authorization` header, the caller is the
+// - with --client-cert-auth and no `Authorization` header, the caller is the
 //   user named by a Common Name of the verified client certificate chain (leaf first);
 //   a key request whose certificate names no user is the guest, an admin request is 401.
 //   Only here, for v2: the v3 gateway never takes a user from a certificate (spec 5.1).

@@ -1,4 +1,4 @@
-// --cors (issue 21). With etcd's default ("*") every response carries the CORS headers of
+// --cors. With etcd's default ("*") every response carries the CORS headers of
 // respond.ts and nothing here runs. With a list of origins, etcd's accessController adds
 // them only when the request's Origin is listed (compared as a string, exactly), with that
 // origin in Access-Control-Allow-Origin; other requests get none, OPTIONS included. The

@@ -68,7 +68,7 @@ export async function handleKeys(req: IncomingMessage, res: ServerResponse, keyP
   const now = preciseNow();
   const kr = parseKeyRequest(method, keyPath, form, now);
   const server = ctx.server;
-  // v2 access control (issue 3): after parameter errors, before the log, the store or a watch.
+  // v2 access control: after parameter errors, before the log, the store or a watch.
   const access = await authorizeKeyRequest(req, { server, key: keyPath, recursive: kr.kind === "write" ? kr.request.recursive : kr.recursive });
 
   switch (kr.kind) {

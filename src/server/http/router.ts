@@ -41,9 +41,9 @@ export interface RouterContext {
   server: KvServer;
   clusterId: string;
   watches: Set<ServerResponse>;
-  /** The v3 JSON gateway (issue 5): its backend, limits and open streams. */
+  /** The v3 JSON gateway: its backend, limits and open streams. */
   v3Gateway: V3GatewayContext;
-  /** /metrics (issue 21); absent: 404, as before. */
+  /** /metrics; absent: 404, as before. */
   metrics?: MemberMetrics;
 }
 
@@ -116,12 +116,12 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterConte
     req.resume();
     throw new HttpTextError(414, "Request-URI Too Long: the request line exceeds 4096 bytes");
   }
-  if (refuseUnlistedHost(req, res, ctx.server.config.hostWhitelist)) return; // issue 6: before CORS, routing, auth
-  // issue 6: the v3 gateway never takes a user from a certificate's Common Name (etcd says so with a 400).
+  if (refuseUnlistedHost(req, res, ctx.server.config.hostWhitelist)) return; // before CORS, routing, auth
+  // The v3 gateway never takes a user from a certificate's Common Name (etcd says so with a 400).
   const gatewayCn = { clientCertAuth: ctx.server.config.clientTls.clientCertAuth, v3AuthEnabled: ctx.server.v3auth.enabled };
   if (refuseGatewayCommonName(req, res, gatewayCn)) return;
   const config = ctx.server.config;
-  if (!allowsAnyOrigin(config.cors)) restrictCors(req, res, config.cors); // issue 21: --cors
+  if (!allowsAnyOrigin(config.cors)) restrictCors(req, res, config.cors); // --cors
   if (method === "OPTIONS") {
     req.resume();
     res.writeHead(200, { ...corsHeaders, "Content-Length": "0" });
@@ -146,7 +146,7 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterConte
     return;
   }
 
-  // issue 21: --enable-v2=false leaves etcd's basic handlers (/version, /health) and the v3 gateway.
+  // --enable-v2=false leaves etcd's basic handlers (/version, /health) and the v3 gateway.
   if (!config.enableV2 && (path === "/v2" || path.startsWith("/v2/"))) {
     req.resume();
     throw notFound();
@@ -176,16 +176,16 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterConte
       return handleMachines(req, res, ctx);
     case "/v2/members":
       checkMembersMethod(req);
-      await requireRootForWrite(req, ctx.server); // member writes need root when auth is on (issue 3)
+      await requireRootForWrite(req, ctx.server); // member writes need root when auth is on
       return handleMembers(req, res, "", ctx);
   }
   if (path.startsWith("/v2/members/")) {
     checkMembersMethod(req);
-    await requireRootForWrite(req, ctx.server); // issue 3
+    await requireRootForWrite(req, ctx.server);
     return handleMembers(req, res, path.slice("/v2/members".length), ctx);
   }
-  if (path.startsWith("/v2/auth/")) return handleAuth(req, res, path, rawQuery, ctx); // issue 3
-  const v3 = config.enableGrpcGateway ? v3Route(path) : undefined; // issue 21: --enable-grpc-gateway
+  if (path.startsWith("/v2/auth/")) return handleAuth(req, res, path, rawQuery, ctx);
+  const v3 = config.enableGrpcGateway ? v3Route(path) : undefined; // --enable-grpc-gateway
   if (v3 !== undefined) return handleV3(req, res, v3, ctx);
   req.resume();
   throw notFound();
