@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { hashPassword, verifyPassword, PasswordVerifier, DEFAULT_SCRYPT_COST } from "./password.ts";
+import { hashPassword, verifyPassword, PasswordVerifier, DEFAULT_SCRYPT_COST, scryptCostForBcrypt } from "./password.ts";
 
 // A cheap cost keeps the folder's tests fast; the default cost is exercised once below.
 const cheap = { cost: { log2N: 10, r: 8, p: 1 } };
@@ -34,6 +34,9 @@ const malformed = [
   "$scrypt$ln=30,r=8,p=1$c2FsdHNhbHRzYWx0$" + Buffer.alloc(32).toString("base64"),
   "$scrypt$ln=10,r=8,p=1$c2FsdA==$" + Buffer.alloc(32).toString("base64"),
   "$bcrypt$ln=10,r=8,p=1$c2FsdHNhbHRzYWx0$" + Buffer.alloc(32).toString("base64"),
+  "$scrypt$ln=7,r=8,p=1$c2FsdHNhbHRzYWx0$" + Buffer.alloc(32).toString("base64"),
+  "$scrypt$ln=10,r=8,p=1025$c2FsdHNhbHRzYWx0$" + Buffer.alloc(32).toString("base64"),
+  "$scrypt$ln=10,r=8,p=0$c2FsdHNhbHRzYWx0$" + Buffer.alloc(32).toString("base64"),
 ];
 
 for (const h of malformed) {
@@ -47,6 +50,36 @@ test("the default cost is scrypt N=2^14 and verifies", async () => {
   const h = await hashPassword("pw");
   assert.match(h, /^\$scrypt\$ln=14,r=8,p=1\$/);
   assert.equal(await verifyPassword("pw", h), true);
+});
+
+test("--bcrypt-cost maps to scrypt work that doubles per step: N first, then p once N reaches 2^16", () => {
+  const at = (c: number): string => {
+    const x = scryptCostForBcrypt(c);
+    return `ln=${x.log2N},r=${x.r},p=${x.p}`;
+  };
+  assert.equal(at(4), "ln=8,r=8,p=1");
+  assert.deepEqual(scryptCostForBcrypt(10), { ...DEFAULT_SCRYPT_COST }, "etcd's default cost is kvctl's default");
+  assert.equal(at(12), "ln=16,r=8,p=1");
+  assert.equal(at(13), "ln=16,r=8,p=2");
+  assert.equal(at(22), "ln=16,r=8,p=1024");
+  assert.equal(at(31), "ln=16,r=8,p=1024", "capped: costs above 22 hash as 22");
+  for (let c = 4; c < 22; c++) {
+    const a = scryptCostForBcrypt(c);
+    const b = scryptCostForBcrypt(c + 1);
+    assert.equal(2 ** b.log2N * b.p, 2 * 2 ** a.log2N * a.p, `cost ${c + 1} is twice the work of ${c}`);
+  }
+  for (const bad of [3, 32, 0, 10.5, Number.NaN]) assert.throws(() => scryptCostForBcrypt(bad), RangeError);
+});
+
+test("hashes made at any cost verify, whatever the cost new hashes use (the stored form carries it)", async () => {
+  const low = await hashPassword("pw", { cost: scryptCostForBcrypt(4) });
+  assert.match(low, /^\$scrypt\$ln=8,r=8,p=1\$/);
+  const wide = await hashPassword("pw", { cost: { log2N: 8, r: 8, p: 16 } });
+  assert.match(wide, /^\$scrypt\$ln=8,r=8,p=16\$/);
+  for (const h of [low, wide]) {
+    assert.equal(await verifyPassword("pw", h), true);
+    assert.equal(await verifyPassword("pW", h), false);
+  }
 });
 
 /** A verifier whose slow check is counted. */

@@ -1,8 +1,10 @@
-// Password hashing and verification for v2 auth users.
+// Password hashing and verification for v2 and v3 auth users.
 //
 // - Stored form: `$scrypt$ln=<log2 N>,r=<r>,p=<p>$<salt b64>$<key b64>` (PHC-style), a
-//   random 16-byte salt and a 32-byte derived key. It is computed at the HTTP edge before
-//   proposing, so the log, the snapshots and every member only ever see the hash.
+//   random 16-byte salt and a 32-byte derived key. The form carries its parameters, so a
+//   hash made at any cost (--bcrypt-cost, scryptCostForBcrypt) verifies under any other.
+//   It is computed at the HTTP edge before proposing, so the log, the snapshots and every
+//   member only ever see the hash.
 // - Comparison is constant-time (crypto.timingSafeEqual) on the derived keys.
 // - scrypt runs on libuv's thread pool (async, off the event loop). That pool also serves
 //   the WAL's file operations, so at most KDF_SLOTS derivations run at a time: a flood of
@@ -25,8 +27,31 @@ export interface ScryptCost {
   p: number;
 }
 
-/** N = 2^14, r = 8, p = 1: 16 MiB and tens of milliseconds per derivation. */
+/** N = 2^14, r = 8, p = 1: 16 MiB and tens of milliseconds per derivation (bcrypt cost 10's place). */
 export const DEFAULT_SCRYPT_COST: Readonly<ScryptCost> = Object.freeze({ log2N: 14, r: 8, p: 1 });
+
+/** bcrypt's MinCost and MaxCost (golang.org/x/crypto/bcrypt), the range etcd accepts. */
+export const BCRYPT_MIN_COST = 4;
+export const BCRYPT_MAX_COST = 31;
+/** Largest N used (64 MiB per derivation at r = 8; two run at a time): beyond it, p grows. */
+const MAX_LOG2N = 16;
+/** Largest p used: costs above 22 hash as 22 (minutes per derivation already). */
+const MAX_LOG2P = 10;
+
+/**
+ * The scrypt parameters standing for a bcrypt cost (etcd's --bcrypt-cost). Like bcrypt's,
+ * the work doubles with each step: N = 2^(cost + 4), so cost 10, etcd's default, is kvctl's
+ * default N = 2^14. Memory grows with N but not with p, so above N = 2^16 (cost 12) the
+ * doubling goes on in p instead, up to p = 2^10 (cost 22).
+ */
+export function scryptCostForBcrypt(cost: number): ScryptCost {
+  if (!Number.isInteger(cost) || cost < BCRYPT_MIN_COST || cost > BCRYPT_MAX_COST) {
+    throw new RangeError(`bcrypt cost ${cost} is outside ${BCRYPT_MIN_COST}..${BCRYPT_MAX_COST}`);
+  }
+  const log2Work = cost + 4;
+  const log2N = Math.min(log2Work, MAX_LOG2N);
+  return { log2N, r: DEFAULT_SCRYPT_COST.r, p: 2 ** Math.min(log2Work - log2N, MAX_LOG2P) };
+}
 
 const SALT_BYTES = 16;
 const KEY_BYTES = 32;
@@ -56,7 +81,8 @@ const kdfSlots = new Slots(KDF_SLOTS);
 
 function derive(password: Uint8Array, salt: Uint8Array, cost: ScryptCost): Promise<Buffer> {
   const N = 2 ** cost.log2N;
-  const maxmem = 256 * N * cost.r + (1 << 20);
+  // OpenSSL needs 128·r·(N + p) bytes and a little more; Node refuses anything above maxmem.
+  const maxmem = 128 * cost.r * (2 * N + cost.p) + (1 << 20);
   return kdfSlots.run(
     () =>
       new Promise<Buffer>((resolve, reject) => {
@@ -75,15 +101,16 @@ interface ParsedHash {
   key: Buffer;
 }
 
-const HASH_FORMAT = /^\$scrypt\$ln=(\d{1,2}),r=(\d{1,2}),p=(\d)\$([A-Za-z0-9+/]+={0,2})\$([A-Za-z0-9+/]+={0,2})$/;
+const HASH_FORMAT = /^\$scrypt\$ln=(\d{1,2}),r=(\d{1,2}),p=(\d{1,4})\$([A-Za-z0-9+/]+={0,2})\$([A-Za-z0-9+/]+={0,2})$/;
 
 /** Parses a stored hash; undefined when it is not one (or its cost is outside sane bounds). */
 function parseHash(encoded: string): ParsedHash | undefined {
   const m = HASH_FORMAT.exec(encoded);
   if (!m) return undefined;
   const cost = { log2N: Number(m[1]), r: Number(m[2]), p: Number(m[3]) };
-  // Bounds keep a corrupt or hostile image from asking for gigabytes of memory.
-  if (cost.log2N < 10 || cost.log2N > 20 || cost.r < 1 || cost.r > 16 || cost.p < 1 || cost.p > 4) return undefined;
+  // Bounds keep a corrupt or hostile image from asking for gigabytes of memory; they admit
+  // every cost scryptCostForBcrypt gives (N from 2^8, p up to 2^10) and older hashes (N up to 2^20).
+  if (cost.log2N < 8 || cost.log2N > 20 || cost.r < 1 || cost.r > 16 || cost.p < 1 || cost.p > 2 ** MAX_LOG2P) return undefined;
   const salt = Buffer.from(m[4]!, "base64");
   const key = Buffer.from(m[5]!, "base64");
   if (salt.length < 8 || key.length !== KEY_BYTES) return undefined;

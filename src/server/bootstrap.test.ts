@@ -4,10 +4,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseServeArgs } from "./config.ts";
-import { openMember, encodeConfState, resolvedUrls, type SnapshotImage } from "./bootstrap.ts";
+import { openMember, encodeConfState, resolvedUrls, v3AuthOptions, type SnapshotImage } from "./bootstrap.ts";
 import { createLogger } from "./logger.ts";
 import { V2Store } from "../store/v2/store.ts";
-import { V2AuthState } from "../auth/index.ts";
+import { V2AuthState, V3AuthState } from "../auth/index.ts";
 
 test("a restart after a crash mid snapshot install (snapshot saved, hard state not) starts from the snapshot", async () => {
   const dir = await mkdtemp(join(tmpdir(), "kvctl-bootstrap-"));
@@ -32,6 +32,38 @@ test("a restart after a crash mid snapshot install (snapshot saved, hard state n
     assert.equal(again.storage.initialState().hardState.commit, 10, "commit raised to the snapshot index");
     assert.ok(lines.some((l) => l.includes("raised the WAL commit index")), "the repair is logged");
     await again.wal.close();
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test("--auth-token-ttl sets the simple tokens' idle lifetime; 0 is etcd's 300 s", () => {
+  assert.deepEqual(v3AuthOptions({ authTokenTtl: 300 }), { tokenTtlMs: 300_000 });
+  assert.deepEqual(v3AuthOptions({ authTokenTtl: 2 }), { tokenTtlMs: 2000 });
+  assert.deepEqual(v3AuthOptions({ authTokenTtl: 0 }), { tokenTtlMs: 300_000 });
+});
+
+test("--auth-token-ttl reaches the token table of a new member and of one restarted from a snapshot", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "kvctl-bootstrap-"));
+  try {
+    const log = createLogger("error", () => undefined);
+    const fresh = await parseServeArgs(["--data-dir", dir, "--name", "m", "--auth-token-ttl", "7"], {}, () => undefined);
+    assert.ok(fresh);
+    const first = await openMember(fresh, log);
+    assert.equal(first.v3auth.tokens.ttlMs, 7000);
+    const image: SnapshotImage = { store: new V2Store().save(), membership: first.membership.toJSON(), v3auth: new V3AuthState().toImage() };
+    await first.snapshotter.save({ index: 1, term: 1, data: Buffer.from(JSON.stringify(image)), meta: encodeConfState({ voters: [first.memberId], learners: [] }) });
+    await first.wal.save({ term: 1, vote: 0, commit: 1 }, [{ term: 1, index: 1, type: 0, data: new Uint8Array() }]);
+    await first.wal.saveSnapshotRef({ index: 1, term: 1 });
+    await first.wal.close();
+    await first.v3db.close();
+    const restarted = await parseServeArgs(["--data-dir", dir, "--name", "m", "--auth-token-ttl", "11"], {}, () => undefined);
+    assert.ok(restarted);
+    const again = await openMember(restarted, log);
+    assert.equal(again.appliedIndex, 1, "restarted from the snapshot");
+    assert.equal(again.v3auth.tokens.ttlMs, 11_000);
+    await again.wal.close();
+    await again.v3db.close();
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

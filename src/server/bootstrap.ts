@@ -12,7 +12,7 @@ import { isIP } from "node:net";
 import { MemoryStorage, EntryType, type ConfState } from "../raft/index.ts";
 import { Wal, Snapshotter } from "../wal/index.ts";
 import { V2Store } from "../store/v2/store.ts";
-import { V2AuthState, V3AuthState, type V2AuthImage, type V3AuthImage } from "../auth/index.ts";
+import { DEFAULT_SIMPLE_TOKEN_TTL_MS, V2AuthState, V3AuthState, type V2AuthImage, type V3AuthImage, type V3AuthStateOptions } from "../auth/index.ts";
 import { V3KeySpace, type KeySpaceImage } from "../store/v3/index.ts";
 import { DEFAULT_COMMIT_DELAY_MS, MvccDb, type MvccDbOptions } from "../backend/index.ts";
 import { createAgent, peerGet, type PeerTlsClient } from "../transport/index.ts";
@@ -42,8 +42,16 @@ export interface SnapshotImage {
 }
 
 /** v3 access control from an image (empty when the image predates it). */
-export function restoreV3Auth(image: SnapshotImage): V3AuthState {
-  return image.v3auth === undefined ? new V3AuthState() : V3AuthState.fromImage(image.v3auth);
+export function restoreV3Auth(image: SnapshotImage, opts: V3AuthStateOptions = {}): V3AuthState {
+  return image.v3auth === undefined ? new V3AuthState(opts) : V3AuthState.fromImage(image.v3auth, opts);
+}
+
+/**
+ * The v3 auth options --auth-token-ttl gives: the idle lifetime of simple tokens. As in
+ * etcd (tokenSimple.enable), 0 means the default 300 s rather than tokens that never live.
+ */
+export function v3AuthOptions(config: Pick<ServerConfig, "authTokenTtl">): V3AuthStateOptions {
+  return { tokenTtlMs: config.authTokenTtl > 0 ? config.authTokenTtl * 1000 : DEFAULT_SIMPLE_TOKEN_TTL_MS };
 }
 
 /**
@@ -143,7 +151,7 @@ async function restart(config: ServerConfig, walDir: string, snapshotter: Snapsh
   const snap = await snapshotter.loadNewest();
   let store = new V2Store();
   let auth = new V2AuthState();
-  let v3auth = new V3AuthState();
+  let v3auth = new V3AuthState(v3AuthOptions(config));
   let image: SnapshotImage | undefined;
   let membership: Membership | undefined;
   let confState: ConfState = { voters: [], learners: [] };
@@ -152,7 +160,7 @@ async function restart(config: ServerConfig, walDir: string, snapshotter: Snapsh
     image = decodeSnapshotImage(snap.data);
     store = V2Store.recover(image.store);
     if (image.auth !== undefined) auth = V2AuthState.recover(image.auth);
-    v3auth = restoreV3Auth(image);
+    v3auth = restoreV3Auth(image, v3AuthOptions(config));
     membership = Membership.fromJSON(image.membership);
     confState = JSON.parse(Buffer.from(snap.meta).toString("utf8")) as ConfState;
     storage.applySnapshot({ data: snap.data, metadata: { index: snap.index, term: snap.term, confState } });
@@ -228,13 +236,13 @@ async function createNew(config: ServerConfig, walDir: string, snapshotter: Snap
   const membership = Membership.bootstrap(config.initialCluster, config.initialClusterToken);
   const me = membership.list().find((m) => m.name === config.name);
   if (!me) throw new Error(`couldn't find local name "${config.name}" in the initial cluster configuration`);
-  const m = await freshMember(walDir, snapshotter, membership, me.id, log, v3DbOptions(config), walOpts);
+  const m = await freshMember(walDir, snapshotter, membership, me.id, log, v3DbOptions(config), v3AuthOptions(config), walOpts);
   log.info("started new member", { memberId: me.id.toString(16), clusterId: membership.clusterId.toString(16), members: membership.ids().length });
   return { ...m, bootstrapPeers: membership.ids() };
 }
 
 /** An empty state machine and a new WAL whose metadata says who this member is. */
-async function freshMember(walDir: string, snapshotter: Snapshotter, membership: Membership, memberId: number, log: Logger, dbOpts: MvccDbOptions, walOpts: { segmentBytes?: number }): Promise<OpenedMember> {
+async function freshMember(walDir: string, snapshotter: Snapshotter, membership: Membership, memberId: number, log: Logger, dbOpts: MvccDbOptions, authOpts: V3AuthStateOptions, walOpts: { segmentBytes?: number }): Promise<OpenedMember> {
   const v3db = MvccDb.open(dbOpts);
   const meta: WalMetadata = { memberId, clusterId: membership.clusterId, members: membership.list() };
   const wal = await Wal.create(walDir, Buffer.from(JSON.stringify(meta)), { logger: log, ...walOpts });
@@ -246,7 +254,7 @@ async function freshMember(walDir: string, snapshotter: Snapshotter, membership:
     auth: new V2AuthState(),
     v3: new V3KeySpace({ backend: v3db }),
     v3db,
-    v3auth: new V3AuthState(),
+    v3auth: new V3AuthState(authOpts),
     membership,
     memberId,
     appliedIndex: 0,
@@ -303,7 +311,7 @@ async function joinExisting(config: ServerConfig, walDir: string, snapshotter: S
       if (!me) {
         throw new Error(`this member (peer URLs ${config.initialAdvertisePeerUrls.join(",")}) is not in the cluster: add it first with 'kvctl member add'`);
       }
-      const m = await freshMember(walDir, snapshotter, membership, me.id, log, v3DbOptions(config), walOpts);
+      const m = await freshMember(walDir, snapshotter, membership, me.id, log, v3DbOptions(config), v3AuthOptions(config), walOpts);
       log.info("joining existing cluster", { memberId: me.id.toString(16), clusterId: membership.clusterId.toString(16), via: url });
       return m;
     } catch (err) {

@@ -73,9 +73,9 @@ export interface ServerConfig {
   cors: string[];
   /** --auth-token: the v3 token provider and its options, validated as etcd's NewTokenProvider does. Wiring: v3 auth. */
   authToken: AuthTokenConfig;
-  /** --auth-token-ttl: lifetime of a simple token, in seconds. Wiring: v3 auth. */
+  /** --auth-token-ttl: idle lifetime of a simple token, in seconds (0: etcd's 300). Wiring: bootstrap.ts v3AuthOptions. */
   authTokenTtl: number;
-  /** --bcrypt-cost (4..31; etcd falls back to 10 with a warning otherwise). Wiring: auth password hashing. */
+  /** --bcrypt-cost (4..31; etcd falls back to 10 with a warning otherwise). Wiring: v3-service.ts hashes v3 passwords at scryptCostForBcrypt(bcryptCost). */
   bcryptCost: number;
   /** --wal-dir: the WAL's own directory, its segment files directly in it ("" = <data-dir>/member/wal; bootstrap.ts walDirOf). */
   walDir: string;
@@ -232,8 +232,8 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "host-whitelist", type: "string", default: "", describe: "Comma-separated acceptable hostnames from HTTP client requests, if server is not secure (empty means allow all)" },
 
   { section: "Auth", name: "auth-token", type: "string", default: "simple", describe: "v3 auth token type and options: 'simple' or 'jwt,sign-method=RS256,priv-key=...,pub-key=...,ttl=5m'" },
-  { name: "bcrypt-cost", type: "number", default: 10, describe: "Cost of the bcrypt hashing of auth passwords (4 to 31)", notice: notYet("passwords are hashed with kvctl's own KDF settings for now") },
-  { name: "auth-token-ttl", type: "number", default: 300, describe: "Time (in seconds) of the auth-token-ttl", notice: notYet("simple tokens keep kvctl's lifetime for now") },
+  { name: "bcrypt-cost", type: "number", default: 10, describe: "Cost of hashing v3 auth passwords, as bcrypt's: 4 to 31, each step doubles the work (kvctl's scrypt: N=2^(cost+4) up to 2^16, then p doubles, up to cost 22); others fall back to 10 with a warning, as in etcd" },
+  { name: "auth-token-ttl", type: "number", default: 300, describe: "Time (in seconds) a v3 simple token lives unused; each use renews it (0: 300; jwt tokens take ttl= instead)" },
 
   { section: "Profiling and Monitoring", name: "enable-pprof", type: "boolean", default: false, describe: "Enable runtime profiling via HTTP (not in kvctl: use node --cpu-prof or --inspect)", notice: "kvctl serves no /debug/pprof; profile it with node --cpu-prof or --inspect" },
   { name: "metrics", type: "string", default: "basic", describe: "Level of detail for exported metrics: 'basic' or 'extensive' (adds gRPC handling-time histograms)" },

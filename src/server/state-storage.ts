@@ -119,7 +119,8 @@ export class StateStorage implements StateMachine {
     this.store.recovery(image.store);
     this.auth.recovery(image.auth ?? new V2AuthState().save());
     await this.#installDb(index, image);
-    this.v3auth = restoreV3Auth(image);
+    // Tokens end with the state they were issued under; the lifetime (--auth-token-ttl) stays.
+    this.v3auth = restoreV3Auth(image, { tokenTtlMs: this.v3auth.tokens.ttlMs });
     this.membership = Membership.fromJSON(image.membership);
   }
 
