@@ -144,7 +144,7 @@ complete -c kvctl -n '__fish_seen_subcommand_from serve' -l discovery -x -d 'dis
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l discovery-fallback -x -d 'expected behavior when the discovery service fails'
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l discovery-proxy -x -d 'HTTP proxy to use for traffic to the discovery service'
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l strict-reconfig-check -d 'reject reconfiguration requests that would cause quorum loss'
-complete -c kvctl -n '__fish_seen_subcommand_from serve' -l pre-vote -d 'enable to run an additional Raft election phase'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l pre-vote -d 'run the Raft pre-vote phase (default true)'
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l auto-compaction-retention -x -d 'auto compaction retention for the v3 key space: a Go duration, or hours / revisions; 0 disables'
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l auto-compaction-mode -x -d 'interpret --auto-compaction-retention as periodic or revision'
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l enable-v2 -d 'accept etcd v2 client requests'

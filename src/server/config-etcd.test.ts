@@ -33,7 +33,7 @@ test("Go durations parse as time.ParseDuration, with its error texts", () => {
   assert.throws(() => parseGoDuration("m"), /time: invalid duration "m"/);
 });
 
-test("the new flags default to etcd's values (kvctl: --enable-v2 true, --logger zap)", async () => {
+test("the new flags default to etcd's values (kvctl: --enable-v2 true, --logger zap, --pre-vote true)", async () => {
   const c = await parse([]);
   assert.equal(c.enableV2, true);
   assert.equal(c.enableGrpcGateway, true);
@@ -50,7 +50,7 @@ test("the new flags default to etcd's values (kvctl: --enable-v2 true, --logger 
   assert.equal(c.bcryptCost, 10);
   assert.equal(c.quotaBackendBytes, 2147483648);
   assert.deepEqual(c.autoCompaction, { mode: "periodic", retention: 0 });
-  assert.equal(c.preVote, false);
+  assert.equal(c.preVote, true, "kvctl's default, as etcd 3.5's (etcd 3.4: false)");
   assert.equal(c.strictReconfigCheck, true);
   assert.equal(c.initialElectionTickAdvance, true);
   assert.equal(c.watchProgressNotifyIntervalMs, 600_000);
@@ -88,7 +88,7 @@ test("the new flags are parsed into the typed config", async () => {
     "--enable-v2=false", "--enable-grpc-gateway=false", "--wal-dir", "/w", "--max-wals", "0", "--max-snapshots=9",
     "--logger", "capnslog", "--log-outputs", "stdout", "--metrics", "extensive", "--listen-metrics-urls", "http://127.0.0.1:9100",
     "--cors", "http://a.example:80,HTTPS://b.example:443", "--auth-token", `jwt,sign-method=HS256,priv-key=${key},ttl=10m`,
-    "--auth-token-ttl", "60", "--bcrypt-cost", "12", "--pre-vote", "--strict-reconfig-check=false",
+    "--auth-token-ttl", "60", "--bcrypt-cost", "12", "--pre-vote=false", "--strict-reconfig-check=false",
     "--initial-election-tick-advance=false", "--experimental-watch-progress-notify-interval", "90s", "--force-new-cluster",
     "--client-crl-file", "/c.crl", "--client-cert-allowed-hostname", "client.example", "--peer-cert-allowed-hostname", "10.0.0.1",
     "--grpc-keepalive-timeout", "0", "--max-concurrent-streams", "100",
@@ -106,7 +106,7 @@ test("the new flags are parsed into the typed config", async () => {
   assert.deepEqual(c.authToken, { type: "jwt", signMethod: "HS256", publicKeyFile: "", privateKeyFile: key, ttlMs: 600_000 });
   assert.equal(c.authTokenTtl, 60);
   assert.equal(c.bcryptCost, 12);
-  assert.equal(c.preVote, true);
+  assert.equal(c.preVote, false);
   assert.equal(c.strictReconfigCheck, false);
   assert.equal(c.initialElectionTickAdvance, false);
   assert.equal(c.watchProgressNotifyIntervalMs, 90_000);

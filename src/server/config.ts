@@ -93,11 +93,15 @@ export interface ServerConfig {
    * (periodic) or a revision count (revision); 0 = off. Wiring: v3 store compactor.
    */
   autoCompaction: { mode: "periodic" | "revision"; retention: number };
-  /** --pre-vote (etcd's default false). kvctl's Raft runs pre-vote today either way. Wiring: kv-server.ts raft options. */
+  /**
+   * --pre-vote. kvctl's default is true (etcd 3.4's is false, etcd 3.5's true): a member
+   * partitioned away and back, or restarted, cannot depose a working leader, and the early
+   * campaign of the first election (first-election.ts) relies on it. Wiring: kv-server.ts raft options.
+   */
   preVote: boolean;
   /** --strict-reconfig-check: refuse member changes that would lose quorum. Wiring: membership in kv-server.ts. */
   strictReconfigCheck: boolean;
-  /** --initial-election-tick-advance: fast-forward election ticks on boot. Wiring: first-election / kv-server.ts. */
+  /** --initial-election-tick-advance: fast-forward election ticks on boot (false: wait a whole election timeout, as etcd). Wiring: first-election.ts firstElectionMode. */
   initialElectionTickAdvance: boolean;
   /** --experimental-watch-progress-notify-interval in milliseconds (0 = off). */
   watchProgressNotifyIntervalMs: number;
@@ -179,7 +183,7 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "snapshot-count", type: "number", default: 100000, describe: "Number of committed transactions to trigger a snapshot to disk" },
   { name: "heartbeat-interval", type: "number", default: 100, describe: "Time (in milliseconds) of a heartbeat interval" },
   { name: "election-timeout", type: "number", default: 1000, describe: "Time (in milliseconds) for an election to timeout" },
-  { name: "initial-election-tick-advance", type: "boolean", default: true, describe: "Whether to fast-forward initial election ticks on boot for faster election", notice: notYet("kvctl always fast-forwards its first election (first-election.ts)") },
+  { name: "initial-election-tick-advance", type: "boolean", default: true, describe: "Whether to fast-forward initial election ticks on boot for faster election (false: the first election waits a full election timeout)" },
   { name: "listen-peer-urls", type: "string", default: "http://127.0.0.1:2380", describe: "Comma-separated URLs to listen on for peer traffic" },
   { name: "listen-client-urls", type: "string", default: "http://127.0.0.1:2379", describe: "Comma-separated URLs to listen on for client traffic" },
   { name: "max-snapshots", type: "number", default: 5, describe: "Maximum number of snapshot files to retain (0 is unlimited)" },
@@ -206,7 +210,7 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "discovery-srv", type: "string", default: "", describe: "DNS domain used to bootstrap the initial cluster from SRV records (peer certificates must list it in their SAN)" },
   { name: "discovery-srv-name", type: "string", default: "", describe: "Service name suffix to query when using DNS discovery" },
   { name: "strict-reconfig-check", type: "boolean", default: true, describe: "Reject reconfiguration requests that would cause quorum loss", notice: notYet("kvctl checks member changes as it always has") },
-  { name: "pre-vote", type: "boolean", default: false, describe: "Enable to run an additional Raft election phase", notice: notYet("kvctl's Raft runs its pre-vote phase either way") },
+  { name: "pre-vote", type: "boolean", default: true, describe: "Enable to run an additional Raft election phase (kvctl's default is true, as etcd 3.5's; etcd 3.4's is false): a member cut off and back cannot depose a working leader" },
   { name: "auto-compaction-retention", type: "string", default: "0", describe: "Auto compaction retention for the v3 key space: a Go duration (1h, 30m), or hours (periodic) / revisions (revision); 0 disables" },
   { name: "auto-compaction-mode", type: "string", default: "periodic", describe: "Interpret --auto-compaction-retention as 'periodic' (time) or 'revision' (a revision count)" },
   { name: "enable-v2", type: "boolean", default: true, describe: "Accept etcd v2 client requests (kvctl's default is true; false answers /v2/... 404 as etcd does)" },

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { firstElectionStep } from "./first-election.ts";
+import { firstElectionMode, firstElectionStep } from "./first-election.ts";
 
 const three = [30, 10, 20];
 
@@ -22,4 +22,18 @@ test("five members: the lowest id waits for two peers, fast-forwarding its clock
 
 test("a member alone never campaigns from here (the server campaigns at once)", () => {
   assert.equal(firstElectionStep({ memberId: 7, voters: [7], peersUp: 0, advanced: false }), "wait");
+});
+
+test("the flags: --initial-election-tick-advance=false turns it all off; without pre-vote only etcd's fast-forward runs", () => {
+  assert.equal(firstElectionMode({ preVote: true, initialElectionTickAdvance: true }), "advance-and-campaign");
+  assert.equal(firstElectionMode({ preVote: false, initialElectionTickAdvance: true }), "advance");
+  assert.equal(firstElectionMode({ preVote: true, initialElectionTickAdvance: false }), "off");
+  assert.equal(firstElectionMode({ preVote: false, initialElectionTickAdvance: false }), "off");
+});
+
+test("without the early campaign the lowest id behaves like the others: fast-forward once, then done", () => {
+  const s = { memberId: 10, voters: three, earlyCampaign: false };
+  assert.equal(firstElectionStep({ ...s, peersUp: 0, advanced: false }), "wait");
+  assert.equal(firstElectionStep({ ...s, peersUp: 2, advanced: false }), "advance");
+  assert.equal(firstElectionStep({ ...s, peersUp: 2, advanced: true }), "done");
 });

@@ -33,7 +33,7 @@ import type { ServerConfig } from "./config.ts";
 import { ServerStats } from "./stats.ts";
 import { ServerMetrics } from "./metrics/server-metrics.ts";
 import { DiskWaitPolicy } from "./disk-wait.ts";
-import { firstElectionStep } from "./first-election.ts";
+import { firstElectionMode, firstElectionStep } from "./first-election.ts";
 import { createCompactor } from "./compactor.ts";
 
 /** How often the leader stamps its clock into the log while TTL keys exist (etcd: 500 ms). */
@@ -231,7 +231,7 @@ export class KvServer {
       maxSizePerMsg: 1024 * 1024,
       maxInflightMsgs: 256,
       checkQuorum: true,
-      preVote: true,
+      preVote: this.config.preVote,
       // After a split vote the candidates retry first (election-timing.test.ts: elections
       // over 3 election timeouts 0.25 % -> 0.03 % of leader deaths under a loaded network).
       quickCandidateRetry: true,
@@ -296,7 +296,11 @@ export class KvServer {
       this.#progressTimer = setInterval(() => this.watchHub.progress(this.v3.revision), this.config.watchProgressNotifyIntervalMs);
     }
     this.#startCompactor();
-    if (ids.length > 1) void this.#firstElection();
+    if (ids.length > 1) {
+      const mode = firstElectionMode(this.config);
+      if (mode === "off") this.#log.info("skipping initial election tick advance", { electionTicks: Math.round(this.config.electionTimeout / this.config.heartbeatInterval) });
+      else void this.#firstElection(mode === "advance-and-campaign");
+    }
   }
 
   /**
@@ -329,9 +333,9 @@ export class KvServer {
    * the election clock once a peer answers, so a cluster started together elects a leader
    * in a fraction of a second instead of after a whole election timeout; and a campaign by
    * the member with the lowest id once a quorum is up (pre-vote makes it harmless when it
-   * cannot win).
+   * cannot win, so `earlyCampaign` is false without it).
    */
-  async #firstElection(): Promise<void> {
+  async #firstElection(earlyCampaign: boolean): Promise<void> {
     // Learners neither vote nor campaign: only voters are probed and counted towards a quorum.
     const voterList = this.membership.list().filter((m) => m.isLearner !== true);
     const voters = voterList.map((m) => m.id);
@@ -351,7 +355,7 @@ export class KvServer {
       );
       if (this.#stopped || this.#lead !== 0) return;
       const peersUp = answers.filter((ok) => ok).length;
-      const step = firstElectionStep({ memberId: this.#memberId, voters, peersUp, advanced });
+      const step = firstElectionStep({ memberId: this.#memberId, voters, peersUp, advanced, earlyCampaign });
       if (step === "campaign") {
         this.#log.info("lowest member id with a quorum up: campaigning", { peersUp });
         this.#node.campaign();
@@ -363,7 +367,7 @@ export class KvServer {
         for (let i = 0; i < ticks; i++) this.#node.tick();
         this.#kick();
         advanced = true;
-        if (firstElectionStep({ memberId: this.#memberId, voters, peersUp, advanced }) === "done") return;
+        if (firstElectionStep({ memberId: this.#memberId, voters, peersUp, advanced, earlyCampaign }) === "done") return;
       }
       if (step === "done") return;
       await new Promise((r) => setTimeout(r, 50));
