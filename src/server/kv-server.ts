@@ -8,13 +8,14 @@
 // - A write is acknowledged (its waiter resolved) only after its entry was fsynced and
 //   applied: the WAL save of a Ready completes before that Ready's entries are applied,
 //   and a follower's messages (votes, acks) leave only after what they promise is on disk;
-//   the leader's appends go out in parallel with its own write, as in etcd.
+//   the leader's appends go out in parallel with its own write, as in etcd (ready-sends.ts:
+//   that rule, and the tuning of when bytes leave, kept apart).
 // - Only one Ready is in flight. While its fsync runs, new proposals accumulate in Raft's
 //   unstable log and go out together in the next Ready (group commit).
 // - Apply is deterministic (apply.ts); everything that varies (time, ids) is in the entry.
 // - A single member runs exactly this path: it is a cluster of one, with no shortcut.
 import { RawNode, ProposalDroppedError, EntryType, MessageType, ConfChangeType, decodeConfChange, type ConfChange, type ConfState, type Entry, type Message, type MemoryStorage, type Ready, type Snapshot, type Status } from "../raft/index.ts";
-import { PeerTransport, type PeerTlsClient, type SendOptions } from "../transport/index.ts";
+import { PeerTransport, type PeerTlsClient } from "../transport/index.ts";
 import type { Wal, Snapshotter } from "../wal/index.ts";
 import type { V2Store, V2Event } from "../store/v2/store.ts";
 import type { V2AuthState, V3AuthState } from "../auth/index.ts";
@@ -33,6 +34,7 @@ import type { ServerConfig } from "./config.ts";
 import { ServerStats } from "./stats.ts";
 import { ServerMetrics } from "./metrics/server-metrics.ts";
 import { DiskWaitPolicy } from "./disk-wait.ts";
+import { planSends } from "./ready-sends.ts";
 import { firstElectionMode, firstElectionStep } from "./first-election.ts";
 import { createCompactor } from "./compactor.ts";
 
@@ -48,24 +50,6 @@ interface MadeSnapshot {
   data: Buffer;
   confState: ConfState;
   startedAt: number;
-}
-
-/** Messages that make no promise about this member's persisted state (safe to send before its fsync). */
-function promisesNothing(m: Message): boolean {
-  return m.type === MessageType.MsgProp || m.type === MessageType.MsgReadIndex || m.type === MessageType.MsgHeartbeatResp;
-}
-
-/**
- * The messages to the members whose proposals these commands are first: each write wakes
- * its peer, and on few cores a peer woken first takes the CPU from the leader until it has
- * applied, while the member whose client waits for the commit had not heard of it yet
- * (traced: 180 us of a one-connection PUT sent to a follower).
- */
-function waitingFirst(msgs: Message[], commands: ReadonlyArray<{ m: number } | undefined>): Message[] {
-  const waiting = new Set<number>();
-  for (const c of commands) if (c !== undefined) waiting.add(c.m);
-  const first = msgs.filter((m) => waiting.has(m.to));
-  return first.length === 0 || first.length === msgs.length ? msgs : [...first, ...msgs.filter((m) => !waiting.has(m.to))];
 }
 
 /** The command a normal entry carries; undefined for conf changes and empty entries (a new leader's). */
@@ -617,49 +601,11 @@ export class KvServer {
       this.#commitIndex = rd.hardState.commit;
     }
     if (rd.snapshot && rd.snapshot.metadata.index > 0) await this.#installSnapshot(rd.snapshot);
-    // A leader may replicate before its own disk write completes (Raft thesis §10.2.1; etcd
-    // does the same): its entries count towards a quorum only once its own append is
-    // accounted, and nothing it sends promises its own durability. Everyone else persists
-    // first: a vote or an append acknowledgement promises that the state is on disk.
-    // A follower's forwarded requests (proposals, read-index requests) and heartbeat answers
-    // promise nothing about its disk either: they leave at once instead of waiting for this
-    // Ready's fsync (a proposal forwarded by a follower used to wait for one).
-    //
-    // When bytes leave matters on two cores: node:http holds what send() writes until this
-    // turn of the event loop ends, and `immediate` pushes it out at once.
-    // - Before a disk write, everything leaves first, so the peers' fsyncs run alongside
-    //   ours instead of starting after it.
-    // - A follower's acknowledgements after its fsync, and what it forwards (proposals,
-    //   read-index requests, heartbeat answers), leave at once: the leader waits on them.
-    // - A leader's commit broadcast (nothing to save) leaves after its own clients were
-    //   answered (deferred: node:http would write it before them, and the peers it wakes
-    //   take the CPU first; traced on two cores: 100-160 us of every one-connection write),
-    //   unless it commits a follower's proposal: that follower answers its client only once
-    //   it hears of the commit. Other messages with nothing to save (heartbeats, read-index
-    //   confirmations) leave at the end of the turn.
-    // - A follower's answer to a bare commit update (nothing to save) leaves after the
-    //   entries were applied and its own clients answered (deferred): the leader waits on
-    //   nothing in it, and nextTick would write it before the answers.
+    // Which messages may leave before the save, and when bytes leave: ready-sends.ts.
     const willSave = rd.entries.length > 0 || rd.mustSync;
     const commands = rd.committedEntries.map((e) => this.#commandOf(e));
-    // Nothing to save: messages nobody waits on leave after this Ready's clients are answered.
-    const afterAnswers: SendOptions = { deferred: rd.committedEntries.length > 0 };
-    let later = rd.messages;
-    if (this.isLeader) {
-      const followerWaits = commands.some((c) => c !== undefined && c.m !== this.#memberId);
-      if (rd.messages.length > 0) {
-        if (willSave) this.#transport.send(rd.messages, { immediate: true });
-        else if (followerWaits) this.#transport.send(waitingFirst(rd.messages, commands), { immediate: true });
-        else this.#transport.send(rd.messages, afterAnswers);
-      }
-      later = [];
-    } else if (rd.messages.length > 0) {
-      const now = rd.messages.filter(promisesNothing);
-      if (now.length > 0) {
-        this.#transport.send(now, { immediate: true });
-        later = rd.messages.filter((m) => !promisesNothing(m));
-      }
-    }
+    const sends = planSends({ isLeader: this.isLeader, memberId: this.#memberId, messages: rd.messages, willSave, proposers: commands.map((c) => c?.m) });
+    if (sends.beforeSave !== undefined) this.#transport.send(sends.beforeSave.messages, sends.beforeSave.options);
     if (willSave) {
       let onLoop = this.#diskWait.onLoop(performance.now(), this.#clientRequests, this.#proposals, rd.entries.length);
       if (onLoop) {
@@ -676,7 +622,7 @@ export class KvServer {
     }
     if (rd.hardState) this.#storage.setHardState(rd.hardState);
     if (rd.entries.length > 0) this.#storage.append(rd.entries);
-    if (later.length > 0) this.#transport.send(later, willSave ? { immediate: true } : afterAnswers);
+    if (sends.afterSave !== undefined) this.#transport.send(sends.afterSave.messages, sends.afterSave.options);
     for (const rs of rd.readStates) this.#reads.onReadState(rs.index, rs.requestCtx);
     const gate = this.#state.applyGate;
     if (gate !== undefined && rd.committedEntries.length > 0) await gate;
