@@ -99,7 +99,7 @@ export interface ServerConfig {
    * campaign of the first election (first-election.ts) relies on it. Wiring: kv-server.ts raft options.
    */
   preVote: boolean;
-  /** --strict-reconfig-check: refuse member changes that would lose quorum. Wiring: membership in kv-server.ts. */
+  /** --strict-reconfig-check: refuse member changes that would lose quorum (reconfig-check.ts; kv-server.ts addMember/removeMember). */
   strictReconfigCheck: boolean;
   /** --initial-election-tick-advance: fast-forward election ticks on boot (false: wait a whole election timeout, as etcd). Wiring: first-election.ts firstElectionMode. */
   initialElectionTickAdvance: boolean;
@@ -209,7 +209,7 @@ export const serveFlags: readonly FlagSpec[] = [
   // DNS SRV bootstrapping (issue 6); see discovery-srv.ts.
   { name: "discovery-srv", type: "string", default: "", describe: "DNS domain used to bootstrap the initial cluster from SRV records (peer certificates must list it in their SAN)" },
   { name: "discovery-srv-name", type: "string", default: "", describe: "Service name suffix to query when using DNS discovery" },
-  { name: "strict-reconfig-check", type: "boolean", default: true, describe: "Reject reconfiguration requests that would cause quorum loss", notice: notYet("kvctl checks member changes as it always has") },
+  { name: "strict-reconfig-check", type: "boolean", default: true, describe: "Reject reconfiguration requests that would cause quorum loss (a member add or remove without a quorum of started, connected members)" },
   { name: "pre-vote", type: "boolean", default: true, describe: "Enable to run an additional Raft election phase (kvctl's default is true, as etcd 3.5's; etcd 3.4's is false): a member cut off and back cannot depose a working leader" },
   { name: "auto-compaction-retention", type: "string", default: "0", describe: "Auto compaction retention for the v3 key space: a Go duration (1h, 30m), or hours (periodic) / revisions (revision); 0 disables" },
   { name: "auto-compaction-mode", type: "string", default: "periodic", describe: "Interpret --auto-compaction-retention as 'periodic' (time) or 'revision' (a revision count)" },

@@ -37,6 +37,7 @@ import { DiskWaitPolicy } from "./disk-wait.ts";
 import { planSends } from "./ready-sends.ts";
 import { firstElectionMode, firstElectionStep } from "./first-election.ts";
 import { createCompactor } from "./compactor.ts";
+import { ReconfigCheckError, checkAddMember, checkRemoveMember, type ReconfigRefusal, type ReconfigView } from "./reconfig-check.ts";
 
 /** How often the leader stamps its clock into the log while TTL keys exist (etcd: 500 ms). */
 const SYNC_INTERVAL_MS = 500;
@@ -406,6 +407,8 @@ export class KvServer {
 
   /** Adds a member with these peer URLs (etcd's member add; a learner does not vote); resolves with it. */
   async addMember(peerUrls: string[], opts: { learner?: boolean } = {}): Promise<Member> {
+    // etcd checks the quorum (mayAddMember) before it looks at the peer URLs (at apply).
+    if (this.config.strictReconfigCheck) this.#refuseIf(checkAddMember(this.#reconfigView(), opts.learner === true), { add: peerUrls });
     const wanted = new Set(peerUrls.map((u) => new URL(u).href));
     if (this.membership.list().some((m) => m.peerUrls.some((u) => wanted.has(new URL(u).href)))) {
       throw new HttpMessageError(409, "membership: peerURL exists");
@@ -456,7 +459,20 @@ export class KvServer {
 
   async removeMember(id: number): Promise<void> {
     if (!this.membership.get(id)) throw new HttpMessageError(404, `No such member: ${id.toString(16)}`);
+    if (this.config.strictReconfigCheck) this.#refuseIf(checkRemoveMember(this.#reconfigView(), id), { remove: id.toString(16) });
     await this.#proposeConfChange(ConfChangeType.RemoveNode, id);
+  }
+
+  /** What --strict-reconfig-check judges (reconfig-check.ts): the members, and our links to them. */
+  #reconfigView(): ReconfigView {
+    const members = this.membership.list().map((m) => ({ id: m.id, started: m.name !== "", isLearner: m.isLearner === true }));
+    return { selfId: this.#memberId, members, activeSince: (id) => this.#transport.activeSince(id), now: performance.now() };
+  }
+
+  #refuseIf(refusal: ReconfigRefusal | undefined, what: Record<string, unknown>): void {
+    if (refusal === undefined) return;
+    this.#log.warn("rejecting member change: it could leave the cluster without a quorum (--strict-reconfig-check)", { ...what, reason: refusal });
+    throw new ReconfigCheckError(refusal);
   }
 
   async updateMember(id: number, peerUrls: string[]): Promise<void> {

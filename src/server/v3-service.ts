@@ -7,7 +7,8 @@
 // them (the gateway does that, see http/v3-backend.ts); they are not checked again here.
 import { randomBytes } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { V3Error, V3Errors } from "../api/v3-errors.ts";
+import { GrpcCode, V3Error, V3Errors } from "../api/v3-errors.ts";
+import { ReconfigCheckError } from "./reconfig-check.ts";
 import {
   checkDeleteRangeRequest as checkDeleteRangePerm,
   checkLeaseKeys,
@@ -390,6 +391,9 @@ export class V3Service implements V3Backend {
     try {
       return await fn();
     } catch (err) {
+      // etcd 3.4 returns ErrNotEnoughStartedMembers as a plain error (code Unknown, the
+      // gateway's 500), while ErrUnhealthy is its gRPC status (Unavailable, 503).
+      if (err instanceof ReconfigCheckError) throw err.kind === "unhealthy" ? V3Errors.unhealthy() : new V3Error(GrpcCode.Unknown, err.message);
       if (err instanceof HttpMessageError) {
         if (err.status === 404) throw V3Errors.memberNotFound();
         if (err.status === 409) throw V3Errors.peerURLExist();

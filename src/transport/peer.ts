@@ -132,6 +132,8 @@ export class Peer {
   #active: boolean | undefined;
   /** The kind of the last failure logged (see failureKind). */
   #lastFailure = "";
+  /** When the link last became active (ctx.now()); undefined while it is not. */
+  #activeSince: number | undefined;
   #dropWarned = false;
   #stopped = false;
   /** connect() was called: keep a stream open even with nothing to send. */
@@ -232,6 +234,11 @@ export class Peer {
     const s = this.#stream;
     if (s?.raw !== undefined) this.#uncork(s);
     else s?.req.socket?.uncork();
+  }
+
+  /** Since when the link has been up (ctx.now() ms), undefined while it is down. */
+  get activeSince(): number | undefined {
+    return this.#activeSince;
   }
 
   stats(): PeerStats {
@@ -447,6 +454,7 @@ export class Peer {
     const reason = active ? "" : failureKind(err);
     if (this.#active === active && (active || reason === this.#lastFailure)) return;
     const wasKnown = this.#active !== undefined;
+    if (active !== this.#active) this.#activeSince = active ? this.#ctx.now() : undefined;
     this.#active = active;
     this.#lastFailure = reason;
     if (active) {

@@ -202,6 +202,14 @@ export class PeerTransport {
     return out;
   }
 
+  /**
+   * Since when (performance.now() ms) the link to member `id` has been up; undefined while
+   * it is down or unknown (etcd's Transport.ActiveSince, read by --strict-reconfig-check).
+   */
+  activeSince(id: number): number | undefined {
+    return this.#peers.get(id)?.activeSince;
+  }
+
   /** Member-wide counters and rates for /v2/stats/self. */
   selfStats(): SelfTransportStats {
     const now = performance.now();

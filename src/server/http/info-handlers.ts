@@ -5,6 +5,7 @@ import { Header } from "../../api/headers.ts";
 import type { V2MemberJSON } from "../../api/v2-types.ts";
 import type { KvServer } from "../kv-server.ts";
 import type { Member } from "../membership.ts";
+import { ReconfigCheckError } from "../reconfig-check.ts";
 import { HttpMessageError, HttpTextError, corsHeaders, methodNotAllowed, notFound, writeJson } from "./respond.ts";
 import { goJsonSyntaxError, goJsonKind } from "./go-json.ts";
 import type { OutgoingHttpHeaders } from "node:http";
@@ -221,6 +222,8 @@ async function withHeaders<T>(p: Promise<T>, headers: OutgoingHttpHeaders): Prom
     return await p;
   } catch (err) {
     if (err instanceof HttpMessageError) throw new HttpMessageError(err.status, err.message, { ...headers, ...err.headers });
+    // etcd's v2 members API answers a refused change (--strict-reconfig-check) as any unexpected error.
+    if (err instanceof ReconfigCheckError) throw new HttpMessageError(500, "Internal Server Error", headers);
     throw err;
   }
 }
