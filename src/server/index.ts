@@ -12,6 +12,7 @@ import { clientListenerTls, preparePeerTls } from "./tls/server-tls.ts";
 import { withSrvDomainCheck } from "./discovery-srv.ts";
 import { MemberMetrics } from "./metrics/member-metrics.ts";
 import { createMetricsRouter } from "./metrics/http.ts";
+import { notifyReady, notifyTargetFromEnv } from "./systemd-notify.ts";
 import type { ServerConfig } from "./config.ts";
 import type { Logger } from "./logger.ts";
 
@@ -70,6 +71,8 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       try {
         await kv.publish();
         log.info("published member attributes", { name: config.name, clientUrls: config.advertiseClientUrls });
+        // etcd tells systemd it is ready at this point (its ReadyNotify): joined and published.
+        notifyReady(notifyTargetFromEnv(process.env), log);
         return;
       } catch (err) {
         log.warn("failed to publish member attributes, retrying", { error: String(err) });

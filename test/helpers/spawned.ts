@@ -15,8 +15,8 @@ export interface Spawned {
   stop(): Promise<void>;
 }
 
-export function spawnServer(file: string, args: readonly string[], cwd: string): Spawned {
-  const child = spawn(file, args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
+export function spawnServer(file: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv = process.env): Spawned {
+  const child = spawn(file, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
   running.add(child);
   child.once("exit", () => running.delete(child));
   let out = "";
