@@ -20,6 +20,16 @@ async function parse(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Serve
 const refuses = (args: string[], re: RegExp, env: NodeJS.ProcessEnv = {}): Promise<void> =>
   assert.rejects(parseServeArgs(args, env, () => undefined), (err: unknown) => err instanceof ConfigError && re.test(err.message));
 
+test("--experimental-watch-progress-notify-interval: below 100ms is raised to it with etcd's warning; 0 keeps 10m", async () => {
+  // etcd 3.4's v3rpc sets its interval only for a value > 0: 0 or less leaves the 10 minutes.
+  assert.equal((await parse(["--experimental-watch-progress-notify-interval", "0"])).watchProgressNotifyIntervalMs, 600_000);
+  assert.equal((await parse(["--experimental-watch-progress-notify-interval", "250ms"])).watchProgressNotifyIntervalMs, 250);
+  const low = await parse(["--experimental-watch-progress-notify-interval", "10ms"]);
+  assert.equal(low.watchProgressNotifyIntervalMs, 100);
+  assert.ok(low.notices.some((n) => n.level === "warn" && n.msg === "adjusting watch progress notify interval to minimum period"));
+  assert.equal((await parse(["--experimental-watch-progress-notify-interval=-1s"])).watchProgressNotifyIntervalMs, 600_000);
+});
+
 test("Go durations parse as time.ParseDuration, with its error texts", () => {
   assert.equal(parseGoDuration("10m"), 600_000_000_000n);
   assert.equal(parseGoDuration("1h30m"), 5_400_000_000_000n);

@@ -103,7 +103,7 @@ export interface ServerConfig {
   strictReconfigCheck: boolean;
   /** --initial-election-tick-advance: fast-forward election ticks on boot (false: wait a whole election timeout, as etcd). Wiring: first-election.ts firstElectionMode. */
   initialElectionTickAdvance: boolean;
-  /** --experimental-watch-progress-notify-interval in milliseconds (0 = off). */
+  /** --experimental-watch-progress-notify-interval in milliseconds: at least 100; 0 or less is the default 10 min, as in etcd 3.4. Wiring: kv-server.ts timer, WatchHub.progress. */
   watchProgressNotifyIntervalMs: number;
   /** --force-new-cluster: restart as a one-member cluster keeping the data (bootstrap.ts, force-new-cluster.ts). */
   forceNewCluster: boolean;
@@ -264,7 +264,7 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "experimental-enable-lease-checkpoint-persist", type: "boolean", default: false, describe: "Persist lease checkpoints (needs --experimental-enable-lease-checkpoint)", notice: notYet("leases are not checkpointed") },
   { name: "experimental-compaction-batch-limit", type: "number", default: 1000, describe: "Maximum revisions deleted in each compaction batch", notice: notYet("kvctl compacts with its own batch size") },
   { name: "experimental-peer-skip-client-san-verification", type: "boolean", default: false, describe: "Skip verification of the SAN field in peer client certificates", notice: notYet("peer certificates' SANs are still checked") },
-  { name: "experimental-watch-progress-notify-interval", type: "duration", default: "10m", describe: "Duration of periodic watch progress notifications (Go duration; 0 disables)", notice: notYet("v3 watches send no periodic progress notifications yet") },
+  { name: "experimental-watch-progress-notify-interval", type: "duration", default: "10m", describe: "Duration of periodic watch progress notifications to v3 watchers created with progress_notify (Go duration, at least 100ms; 0 or less keeps the default 10m, as in etcd 3.4)" },
   { name: "experimental-warning-apply-duration", type: "duration", default: "100ms", describe: "A warning is logged when applying a request takes longer", notice: notYet("slow applies are not logged yet") },
 
   { section: "Unsafe", name: "force-new-cluster", type: "boolean", default: false, describe: "Force to create a new one-member cluster" },
@@ -580,7 +580,7 @@ export function buildConfig(v: Record<string, unknown>, explicit: ReadonlySet<st
     preVote: parseBool(label("pre-vote"), str("pre-vote")),
     strictReconfigCheck: parseBool(label("strict-reconfig-check"), str("strict-reconfig-check")),
     initialElectionTickAdvance: parseBool(label("initial-election-tick-advance"), str("initial-election-tick-advance")),
-    watchProgressNotifyIntervalMs: durationMs(label("experimental-watch-progress-notify-interval"), str("experimental-watch-progress-notify-interval")),
+    watchProgressNotifyIntervalMs: watchProgressInterval(durationMs(label("experimental-watch-progress-notify-interval"), str("experimental-watch-progress-notify-interval")), notices),
     forceNewCluster: parseBool(label("force-new-cluster"), str("force-new-cluster")),
     maxConcurrentStreams: goUint(label("max-concurrent-streams"), str("max-concurrent-streams"), 0xffffffff),
     grpcKeepAlive: {
@@ -820,6 +820,18 @@ export function jwtTokensOf(cfg: Extract<AuthTokenConfig, { type: "jwt" }>): V3J
   } catch (err) {
     throw new ConfigError((err as Error).message);
   }
+}
+
+/** etcd's minWatchProgressInterval (v3rpc.NewWatchServer): a shorter positive interval is raised to it, with a warning. */
+export const MIN_WATCH_PROGRESS_INTERVAL_MS = 100;
+/** etcd 3.4's progressReportInterval, which a value of 0 or less leaves in place (v3rpc only sets it when > 0). */
+export const DEFAULT_WATCH_PROGRESS_INTERVAL_MS = 600_000;
+
+function watchProgressInterval(ms: number, notices: ConfigNotice[]): number {
+  if (ms <= 0) return DEFAULT_WATCH_PROGRESS_INTERVAL_MS;
+  if (ms >= MIN_WATCH_PROGRESS_INTERVAL_MS) return ms;
+  notices.push({ level: "warn", msg: "adjusting watch progress notify interval to minimum period", fields: { "min-watch-progress-notify-interval": "100ms" } });
+  return MIN_WATCH_PROGRESS_INTERVAL_MS;
 }
 
 /** etcd's NewAuthStore: a cost outside bcrypt's 4..31 falls back to the default 10, with a warning. */

@@ -276,10 +276,10 @@ export class KvServer {
       this.#kick();
     }, this.config.heartbeatInterval);
     this.#syncTimer = setInterval(() => this.#maybeSync(), SYNC_INTERVAL_MS);
-    // v3 watchers created with progress_notify hear the current revision now and then.
-    if (this.config.watchProgressNotifyIntervalMs > 0) {
-      this.#progressTimer = setInterval(() => this.watchHub.progress(this.v3.revision), this.config.watchProgressNotifyIntervalMs);
-    }
+    // v3 watchers created with progress_notify hear the current revision every interval plus
+    // up to a tenth of it (etcd's jitter: members started together do not tick in step).
+    const every = this.config.watchProgressNotifyIntervalMs;
+    if (every > 0) this.#progressTimer = setInterval(() => this.watchHub.progress(this.v3.revision), every + Math.floor(Math.random() * (every / 10)));
     this.#startCompactor();
     if (ids.length > 1) {
       const mode = firstElectionMode(this.config);

@@ -223,6 +223,36 @@ test("progress goes only to watchers that asked; requestProgress to one", () => 
   assert.deepEqual(silent.msgs, [{ revision: 1, events: [] }]);
 });
 
+test("a progress tick is elided for a watcher that got events since the last tick (etcd's sendLoop)", () => {
+  const { store, hub, apply } = setup();
+  const busy = recorder();
+  const idle = recorder();
+  hub.watch(watchReq("w/busy", { progressNotify: true }), busy.sink);
+  hub.watch(watchReq("w/idle", { progressNotify: true }), idle.sink);
+  apply(store.put(putReq("w/busy", "1"))); // 2
+  hub.progress(2);
+  assert.deepEqual(busy.lines(), ["2: PUT w/busy=1"], "events since the last tick: no notification");
+  assert.deepEqual(idle.msgs, [{ revision: 2, events: [] }]);
+  hub.progress(2);
+  assert.deepEqual(busy.lines(), ["2: PUT w/busy=1", "2:"], "quiet for a whole interval: notified");
+  assert.equal(idle.msgs.length, 2);
+  apply(store.put(putReq("w/idle", "2"))); // 3
+  hub.progress(3);
+  assert.deepEqual(idle.lines(), ["2:", "2:", "3: PUT w/idle=2"]);
+  assert.deepEqual(busy.lines(), ["2: PUT w/busy=1", "2:", "3:"], "a revision that did not touch its keys: notified at the current one");
+});
+
+test("history replayed at creation counts as events for the first progress tick", () => {
+  const { store, hub, apply } = setup();
+  apply(store.put(putReq("h", "1"))); // 2
+  const r = recorder();
+  hub.watch(watchReq("h", { startRevision: 1, progressNotify: true }), r.sink);
+  hub.progress(2);
+  assert.deepEqual(r.lines(), ["2: PUT h=1"]);
+  hub.progress(2);
+  assert.deepEqual(r.lines(), ["2: PUT h=1", "2:"]);
+});
+
 test("notify rejects revisions out of order and duplicate ids are refused", () => {
   const { hub } = setup();
   const ev = (revision: number): RevisionEvents => ({ revision, events: [] });

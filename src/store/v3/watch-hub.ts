@@ -68,6 +68,8 @@ interface Watcher {
   /** The lowest revision this watcher still needs (etcd's minRev). */
   next: number;
   active: boolean;
+  /** Events went out since the last progress tick: the next notification is elided. */
+  sentEvents: boolean;
 }
 
 /** etcd's watchBatchMaxRevs: revisions per catch-up message. */
@@ -118,6 +120,7 @@ export class WatchHub {
       sink,
       next: req.startRevision > 0 ? req.startRevision : current + 1,
       active: true,
+      sentEvents: false,
     };
     this.#watchers.set(w.id, w);
     this.#group.add(w);
@@ -174,14 +177,25 @@ export class WatchHub {
     }
     for (const [w, events] of perWatcher) {
       w.next = changes.revision + 1;
-      if (w.active) this.#deliver(w, { revision: changes.revision, events });
+      if (w.active) this.#deliverEvents(w, { revision: changes.revision, events });
     }
   }
 
-  /** etcd's progress notify: an empty message at `revision` to every watcher that asked for them. */
+  /**
+   * One tick of etcd's progress notification (--experimental-watch-progress-notify-interval):
+   * an empty message at `revision` to every watcher created with progress_notify, except
+   * one that received events since the previous tick (etcd's sendLoop elides it: the events
+   * told the client as much). Watchers here have always caught up (the hub replays history
+   * inside watch()), so all are "synced" in etcd's sense.
+   */
   progress(revision: number): void {
     for (const w of [...this.#watchers.values()]) {
-      if (w.progressNotify && w.active) this.#deliver(w, { revision, events: [] });
+      if (!w.progressNotify || !w.active) continue;
+      if (w.sentEvents) {
+        w.sentEvents = false;
+        continue;
+      }
+      this.#deliver(w, { revision, events: [] });
     }
   }
 
@@ -214,15 +228,20 @@ export class WatchHub {
       if (events.length === 0) continue;
       batch.push(...events);
       if (++revs === REPLAY_BATCH_REVISIONS) {
-        this.#deliver(w, { revision: current, events: batch });
+        this.#deliverEvents(w, { revision: current, events: batch });
         if (!w.active) return;
         batch = [];
         revs = 0;
       }
     }
-    if (batch.length > 0) this.#deliver(w, { revision: current, events: batch });
+    if (batch.length > 0) this.#deliverEvents(w, { revision: current, events: batch });
     if (!w.active) return;
     w.next = current + 1;
+  }
+
+  #deliverEvents(w: Watcher, msg: WatchMessage): void {
+    w.sentEvents = true;
+    this.#deliver(w, msg);
   }
 
   /** Sends to one sink; a sink that throws loses its watcher (if registered). */
