@@ -46,6 +46,7 @@ function applyV3(sm: StateMachine, op: V3Op, at: { time: number; index: number }
       return { v3: sm.v3.leaseGrant({ id: op.id, ttl: op.ttl }, at.time) };
     case "leaseRevoke":
       return one(sm.v3.leaseRevoke(op.id));
+    // leaseRenew and leasePromote are only in older logs (lease-keeper.ts renews in memory).
     case "leaseRenew":
       return { v3: sm.v3.leaseRenew(op.id, at.time) };
     case "leasePromote":
@@ -104,8 +105,9 @@ export function applyCommand(sm: StateMachine, cmd: Command, index: number, opts
       }
     case "sync": {
       sm.store.deleteExpiredKeys(cmd.time);
-      if (!opts.v3) return { ok: true };
-      // The leader's clock also ends v3 leases: revoked through the log, the same on every member.
+      if (!opts.v3 || cmd.keysOnly === true) return { ok: true };
+      // An entry from an older log, where the leader's clock also ended v3 leases (by the
+      // expiry replicated with grants and renewals): replayed as it was first applied.
       const { changes } = sm.v3.expireLeases(cmd.time);
       return changes.length > 0 ? { ok: true, changes } : { ok: true };
     }

@@ -38,6 +38,7 @@ import { planSends } from "./ready-sends.ts";
 import { firstElectionMode, firstElectionStep } from "./first-election.ts";
 import { createCompactor } from "./compactor.ts";
 import { ReconfigCheckError, checkAddMember, checkRemoveMember, type ReconfigRefusal, type ReconfigView } from "./reconfig-check.ts";
+import { LeaseKeeper } from "./lease-keeper.ts";
 
 /** How often the leader stamps its clock into the log while TTL keys exist (etcd: 500 ms). */
 const SYNC_INTERVAL_MS = 500;
@@ -95,6 +96,8 @@ export class KvServer {
   /** v3 watchers on this member, fed by apply (survives snapshot installs). */
   readonly watchHub: WatchHub;
   readonly #v3History: WatchHistory;
+  /** Lease keepalives and expiry: the leader's in-memory deadlines (lease-keeper.ts). */
+  readonly leases: LeaseKeeper;
   #memberId = 0;
   #waits = new WaitRegistry<ApplyResult>();
   #confWaits = new WaitRegistry<ApplyResult>();
@@ -145,6 +148,7 @@ export class KvServer {
     this.#onRemoved = opts.onRemoved ?? (() => undefined);
     this.#peerTls = opts.peerTls;
     this.#walSegmentBytes = opts.walSegmentBytes;
+    this.leases = new LeaseKeeper(this, this.#log);
   }
 
   get memberId(): number {
@@ -276,6 +280,7 @@ export class KvServer {
       this.#kick();
     }, this.config.heartbeatInterval);
     this.#syncTimer = setInterval(() => this.#maybeSync(), SYNC_INTERVAL_MS);
+    this.leases.start();
     // v3 watchers created with progress_notify hear the current revision every interval plus
     // up to a tenth of it (etcd's jitter: members started together do not tick in step).
     const every = this.config.watchProgressNotifyIntervalMs;
@@ -549,8 +554,8 @@ export class KvServer {
   }
 
   #maybeSync(): void {
-    if (this.isLeader && (this.store.hasTtlKeys() || this.v3.leaseCount > 0)) {
-      this.propose({ t: "sync", time: Date.now() }).catch((err: unknown) => {
+    if (this.isLeader && this.store.hasTtlKeys()) {
+      this.propose({ t: "sync", time: Date.now(), keysOnly: true }).catch((err: unknown) => {
         this.#log.debug("sync proposal failed", { error: String(err) });
       });
     }
@@ -658,12 +663,8 @@ export class KvServer {
     this.#lead = lead;
     this.stats.leaderChanged(lead);
     if (previous !== 0) this.#log.info("leader changed", { from: previous.toString(16), to: lead.toString(16), term: this.#term });
-    if (lead !== 0 && lead === this.#memberId && this.v3.leaseCount > 0) {
-      // etcd's lessor Promote: a new leader gives every lease its TTL again plus an election
-      // timeout, so leases do not expire because the old leader could not renew them.
-      const op = { k: "leasePromote" as const, extendMs: this.config.electionTimeout };
-      this.propose({ t: "v3", time: Date.now(), op }).catch((err: unknown) => this.#log.debug("lease promote failed", { error: String(err) }));
-    }
+    // etcd's Demote; the promotion waits for the first entry of this member's term (#applyEntry).
+    if (lead !== this.#memberId) this.leases.demote();
     // A v2 key whose TTL ran out while there was no leader (a restart, an election) goes at
     // once, not at the next 500 ms tick: etcd's new leader answers 404 for it right away.
     if (lead !== 0 && lead === this.#memberId && this.store.hasTtlKeys()) this.#maybeSync();
@@ -692,7 +693,11 @@ export class KvServer {
     if (e.index <= this.#appliedIndex) return;
     const started = performance.now();
     if (e.type === EntryType.ConfChange) this.#applyConfChange(decodeConfChange(e.data));
-    else if (cmd?.t === "v3-head") {
+    else if (e.type === EntryType.Normal && e.data.length === 0) {
+      // A new leader's first entry: every entry of earlier terms (every grant) is applied, so
+      // the lessor can take over the leases (etcd promotes its lessor here too).
+      if (this.isLeader && e.term === this.#term) this.leases.promote();
+    } else if (cmd?.t === "v3-head") {
       // Applied already, in the database that came with a snapshot: the outcome is not known
       // here, so a client of this member waiting for it hears what a timeout says (etcd
       // leaves it waiting until its request times out).
@@ -700,6 +705,7 @@ export class KvServer {
     } else if (cmd !== undefined) {
       const result = applyCommand(this.#state, cmd, e.index, { v3: e.index > this.#state.v3Floor });
       if (result.ok && result.changes !== undefined) for (const c of result.changes) this.watchHub.notify(c);
+      if (cmd.t === "v3") this.leases.applied(cmd.op, result);
       if (cmd.m === this.#memberId) this.#waits.trigger(cmd.id, result);
       this.metrics.applied(cmd, result, performance.now() - started);
     }
@@ -860,6 +866,7 @@ export class KvServer {
     clearInterval(this.#syncTimer);
     clearInterval(this.#progressTimer);
     clearInterval(this.#compactTimer);
+    this.leases.stop();
     const stopped = new ServerUnavailableError("etcdserver: server stopped");
     this.#waits.failAll(stopped);
     this.#confWaits.failAll(stopped);

@@ -39,8 +39,13 @@ export interface MemberAttributes {
  */
 export type Command =
   | { t: "v2"; m: number; id: number; time: number; r: V2Request }
-  /** The leader's clock, replicated so that TTL expiry is the same on every member. */
-  | { t: "sync"; m: number; id: number; time: number }
+  /**
+   * The leader's clock, replicated so that TTL expiry is the same on every member.
+   * `keysOnly`: it expires v2 TTL keys only; v3 leases end by the revocations the leader
+   * proposes (lease-keeper.ts). Entries without it (older logs) also expire the v3 leases
+   * whose replicated expiry has passed, and still do when replayed.
+   */
+  | { t: "sync"; m: number; id: number; time: number; keysOnly?: true }
   | { t: "attr"; m: number; id: number; time: number; a: MemberAttributes }
   /** v2 access control: a user/role/enable change; passwords travel only as KDF hashes. */
   | { t: "auth"; m: number; id: number; time: number; op: V2AuthOp }

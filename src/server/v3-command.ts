@@ -12,9 +12,12 @@ export type V3Op =
   | { k: "compact"; r: CompactionRequest }
   | { k: "leaseGrant"; id: LeaseId; ttl: number }
   | { k: "leaseRevoke"; id: LeaseId }
-  /** A keepalive: through the log, so every member computes the same expiry from the entry's time. */
+  /**
+   * Older logs only: a keepalive through the log, and a new leader's extension of every
+   * lease. Keepalives and promotion now live in the leader's memory (lease-keeper.ts); these
+   * are never proposed, and applied as before when an old log is replayed.
+   */
   | { k: "leaseRenew"; id: LeaseId }
-  /** A new leader extends every lease (etcd's Promote): an election must not expire them. */
   | { k: "leasePromote"; extendMs: number }
   /** `info` is the caller (null without a token): apply checks the admin rules against the state it applies to. */
   | { k: "auth"; op: V3AuthOp; info: V3AuthInfo | null }

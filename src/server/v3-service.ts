@@ -219,21 +219,20 @@ export class V3Service implements V3Backend {
     return (await this.#propose({ k: "leaseRevoke", id })) as { revision: number };
   }
 
-  /** Keepalive: the granted TTL, or undefined for a lease that does not exist (any more). */
+  /**
+   * Keepalive: the granted TTL, or undefined for a lease that does not exist (any more).
+   * Renewed in the leader's memory, never through the log; a follower forwards it to the
+   * leader's peer port (lease-keeper.ts).
+   */
   async leaseKeepAlive(id: LeaseId, ctx: V3CallContext): Promise<number | undefined> {
     await this.authInfo(ctx);
-    try {
-      return (await this.#propose({ k: "leaseRenew", id })) as number;
-    } catch (err) {
-      if (err instanceof V3Error && err.code === V3Errors.leaseNotFound().code) return undefined;
-      throw err;
-    }
+    return this.#kv.leases.renew(id);
   }
 
+  /** The seconds left as the leader's deadlines say (a follower asks the leader, as etcd does). */
   async leaseTimeToLive(req: { id: LeaseId; keys: boolean }, ctx: V3CallContext): Promise<LeaseTimeToLiveResponse | undefined> {
     await this.authInfo(ctx);
-    await this.#read();
-    return this.#kv.v3.timeToLive(req.id, Date.now(), { keys: req.keys });
+    return this.#kv.leases.timeToLive(req.id, req.keys);
   }
 
   async leaseLeases(ctx: V3CallContext): Promise<LeaseStatus[]> {

@@ -82,6 +82,28 @@ export function peerGet(url: URL, opts: { agent: http.Agent; timeoutMs: number }
   });
 }
 
+/**
+ * A small POST to a peer's peer port (a keepalive or TTL question forwarded to the leader):
+ * the status and the whole body, or an error (connection failed, timed out, aborted).
+ */
+export function peerPost(
+  url: URL,
+  body: Uint8Array,
+  opts: { agent: http.Agent; timeoutMs: number; headers?: Record<string, string> },
+): Promise<{ status: number; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const headers = { ...opts.headers, "Content-Type": "application/protobuf", "Content-Length": String(body.length) };
+    const req = requestFn(url)(url, { method: "POST", agent: opts.agent, headers, signal: AbortSignal.timeout(Math.max(1, Math.ceil(opts.timeoutMs))) }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
 /** Bodies up to this size are sent as one buffer (one write); larger ones chunk by chunk. */
 const coalesceLimit = 1 << 20;
 

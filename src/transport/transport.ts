@@ -14,7 +14,7 @@ import type { AgentOptions, Agent, IncomingMessage, ServerResponse } from "node:
 import { performance } from "node:perf_hooks";
 import { MessageType, type Message } from "../raft/index.ts";
 import { createHandler, type Delivery } from "./handler.ts";
-import { createAgent, peerGet, type PeerTlsClient } from "./http-client.ts";
+import { createAgent, peerGet, peerPost, type PeerTlsClient } from "./http-client.ts";
 import { Peer, type PeerContext } from "./peer.ts";
 import { RateWindow, type PeerStats, type SelfTransportStats, type TransportObserver } from "./stats.ts";
 import { PeerHeader, defaultLimits, idHex, type SendOptions, type SnapshotAttachment, type TransportLimits, type TransportLogger } from "./types.ts";
@@ -54,6 +54,8 @@ export class PeerTransport {
   readonly #limits: TransportLimits;
   readonly #agent: Agent;
   readonly #snapshotAgent: Agent;
+  /** Requests forwarded to the leader (lease keepalives): many small POSTs, kept apart from Raft's stream. */
+  readonly #requestAgent: Agent;
   readonly #ctx: PeerContext;
   #peers = new Map<number, Peer>();
   #remotes = new Map<number, Peer>();
@@ -77,6 +79,7 @@ export class PeerTransport {
     this.#limits = { ...defaultLimits, ...opts.limits };
     this.#agent = createAgent(opts.agentOptions, opts.tls);
     this.#snapshotAgent = createAgent(opts.agentOptions, opts.tls);
+    this.#requestAgent = createAgent(opts.agentOptions, opts.tls);
     const base: Record<string, string> = {
       [PeerHeader.clusterId]: idHex(this.#clusterId),
       [PeerHeader.from]: idHex(this.#memberId),
@@ -195,6 +198,16 @@ export class PeerTransport {
     return peerGet(new URL(url), { agent: this.#snapshotAgent, timeoutMs });
   }
 
+  /**
+   * A POST on another member's peer port over the transport's TLS, carrying this member's
+   * cluster and member IDs (a request forwarded to the leader, such as a lease keepalive).
+   */
+  request(url: string, body: Uint8Array, timeoutMs: number): Promise<{ status: number; body: Buffer }> {
+    if (this.#stopped) return Promise.reject(new Error("transport stopped"));
+    const headers = { [PeerHeader.clusterId]: idHex(this.#clusterId), [PeerHeader.from]: idHex(this.#memberId) };
+    return peerPost(new URL(url), body, { agent: this.#requestAgent, timeoutMs, headers });
+  }
+
   /** Per-peer counters for /v2/stats/leader, keyed by hex member id (remotes excluded). */
   stats(): Record<string, PeerStats> {
     const out: Record<string, PeerStats> = {};
@@ -247,6 +260,7 @@ export class PeerTransport {
     await Promise.all(all.map((p) => p.stop()));
     this.#agent.destroy();
     this.#snapshotAgent.destroy();
+    this.#requestAgent.destroy();
   }
 
   #onDelivered(msgs: readonly Message[], sizes: readonly number[]): void {

@@ -86,13 +86,25 @@ test("a 3-member cluster on TLS with peer client-certificate auth replicates, re
     assert.equal((JSON.parse(r.body) as { node: { value: string } }).node.value, "1");
   }
 
-  // The leader dies; the two others (still on TLS with each other) elect a new one.
   let leader: Member | undefined;
   for (const m of members) {
     const s = JSON.parse((await get(m, "/v2/stats/self")).body) as { state: string };
     if (s.state === "StateLeader") leader = m;
   }
   assert.ok(leader);
+
+  // A keepalive on a follower is forwarded to the leader's peer port (/leases), over peer TLS.
+  const follower = members.find((m) => m !== leader)!;
+  const v3 = (path: string, body: unknown): Promise<{ status: number; body: string }> => request(follower.clientUrl, { method: "POST", path, body: JSON.stringify(body), tls });
+  const granted = await v3("/v3/lease/grant", { TTL: 5 });
+  assert.equal(granted.status, 200, granted.body);
+  const leaseId = (JSON.parse(granted.body) as { ID: string }).ID;
+  const kept = await v3("/v3/lease/keepalive", { ID: leaseId });
+  assert.match(kept.body, /"TTL":"5"/, `keepalive through a follower over peer TLS: ${kept.body}`);
+  const ttl = await v3("/v3/lease/timetolive", { ID: leaseId });
+  assert.match(ttl.body, /"grantedTTL":"5"/, ttl.body);
+
+  // The leader dies; the two others (still on TLS with each other) elect a new one.
   leader.proc!.kill("SIGKILL");
   const rest = members.filter((m) => m !== leader);
   const deadline = Date.now() + 10_000;

@@ -167,9 +167,9 @@ export function createRpcTable(gw: V3GatewayContext): RpcTable {
     return { header: hdr(b), leases: leases.map((l) => ({ ID: l.id })) };
   });
   streaming(t, Lease.method.leaseKeepAlive, (s, { ctx }) => {
-    // Each renewal is proposed as it arrives, so a client's pipelined keepalives share the
-    // log's batches (one fdatasync) instead of waiting for each other; the answers still
-    // go out in arrival order. The header is taken before the renewal (etcd).
+    // Each renewal starts as it arrives (on a follower, forwarded to the leader: pipelined
+    // keepalives do not wait for each other's round trip); the answers still go out in
+    // arrival order. The header is taken before the renewal (etcd).
     let queue: Promise<void> = Promise.resolve();
     s.onMessage((m) => {
       const h = hdr(b);

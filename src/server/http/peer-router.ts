@@ -1,11 +1,13 @@
 // The peer port: Raft messages between members (the transport's endpoints under /raft),
-// the membership a joining member reads before it starts (bootstrap.ts), and a hash of the
-// replicated state for checking that members converged (fault tests, operators). Nothing
-// else is served there.
+// the membership a joining member reads before it starts (bootstrap.ts), lease keepalives
+// and TTL questions forwarded to the leader (etcd's /leases, lease-keeper.ts), and a hash of
+// the replicated state for checking that members converged (fault tests, operators).
+// Nothing else is served there.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { KvServer } from "../kv-server.ts";
 import { PEER_MEMBERS_PATH } from "../bootstrap.ts";
 import { Header } from "../../api/headers.ts";
+import { PEER_LEASE_PATH } from "../lease-keeper.ts";
 
 /** GET: `{ appliedIndex, storeIndex, hash }` of this member's replicated state. */
 export const PEER_HASH_PATH = "/hash";
@@ -16,6 +18,10 @@ export function createPeerRouter(server: KvServer): (req: IncomingMessage, res: 
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     if (path === "/raft" || path.startsWith("/raft/")) {
       raft(req, res);
+      return;
+    }
+    if (path === PEER_LEASE_PATH || path.startsWith(PEER_LEASE_PATH + "/")) {
+      server.leases.handlePeer(req, res);
       return;
     }
     req.resume();

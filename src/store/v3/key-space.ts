@@ -175,19 +175,20 @@ export class V3KeySpace {
     return changes === undefined ? { response } : { response, changes };
   }
 
-  /** Keepalive: answers the granted TTL. */
+  /** Keepalive through the log: older logs only (the leader now renews in memory); answers the granted TTL. */
   leaseRenew(id: LeaseId, now: number): number {
     return this.#lessor.renew(id, now);
   }
 
-  /** etcd's lessor Promote (a new leader): every lease gets its full TTL again plus `extendMs`. */
+  /** etcd's lessor Promote through the log: older logs only; every lease gets its full TTL again plus `extendMs`. */
   leasePromote(now: number, opts: { extendMs: number }): void {
     this.#lessor.refreshAll(now, opts);
   }
 
   /**
    * Revokes every lease due at `now` (expiry <= now), by id; each revocation that deleted
-   * keys is one revision with its events.
+   * keys is one revision with its events. Older logs' SYNC entries only: the leader now
+   * proposes a revocation of each expired lease itself.
    */
   expireLeases(now: number): { revoked: LeaseId[]; changes: RevisionEvents[] } {
     const revoked = this.#lessor.expired(now);

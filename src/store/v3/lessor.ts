@@ -1,7 +1,9 @@
-// The lease table (etcd's lessor), pure: expiry is a number of ms since the epoch computed
-// from the time carried by the log entry that granted or renewed the lease, so every
-// member holds the same expiries. Nothing here expires by itself: the leader's clock,
-// applied through the log, decides (V3KeySpace.expireLeases).
+// The lease table (etcd's lessor), pure: which leases exist, their granted TTLs and keys,
+// the same on every member. When a lease expires is not decided here: the leader keeps
+// the deadlines in memory, renews them without the log and proposes the revocation of a
+// lease past its deadline (server/lease-keeper.ts). `expiry` (the entry's time + TTL at
+// grant) is replicated state for older logs, whose keepalives (`renew`), promotions
+// (`refreshAll`) and SYNC expiries (`expired`) went through the log and replay as before.
 //
 // Which keys use a lease is not part of the image: it follows from the live keys of the
 // store and is rebuilt on restore.

@@ -1,0 +1,345 @@
+// Lease keepalives and expiry as etcd 3.4 does them (etcdserver/v3_server.go LeaseRenew and
+// LeaseTimeToLive, lease/leasehttp, the lessor's expiry loop):
+//
+// - The leader renews in memory (lease-deadlines.ts): no log entry, no fsync, no apply. A
+//   member that does not lead forwards the keepalive, or the TTL question, to the leader's
+//   peer port (POST /leases, /leases/internal: etcd's paths and protobuf bodies) and retries
+//   until the request timeout, through elections.
+// - Only the leader decides expiry, from its deadlines: it proposes a LeaseRevoke of each
+//   lease past its deadline, and the revocation is applied like a client's, the same on
+//   every member. Followers never expire anything.
+// - A leader becomes the primary lessor when it applies the first entry of its term (all
+//   grants of earlier terms are applied by then): every lease gets now + TTL + an election
+//   timeout (etcd's Promote), since its keepalives may have gone to the old leader or found
+//   none. Losing leadership forgets every deadline (etcd's Demote).
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { performance } from "node:perf_hooks";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { V3Error, V3Errors } from "../api/v3-errors.ts";
+import type { LeaseGrantResponse, LeaseId, LeaseTimeToLiveResponse, V3KeySpace } from "../store/v3/index.ts";
+import type { ApplyResult } from "./apply.ts";
+import type { CommandBody } from "./request.ts";
+import type { Membership } from "./membership.ts";
+import type { Logger } from "./logger.ts";
+import type { V3Op } from "./v3-command.ts";
+import { LeaseDeadlines, NotPrimaryError } from "./lease-deadlines.ts";
+import {
+  LeaseKeepAliveRequestSchema,
+  LeaseKeepAliveResponseSchema,
+  LeaseTimeToLiveRequestSchema,
+  LeaseTimeToLiveResponseSchema,
+} from "./grpc/gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
+
+/** etcd's leasehttp paths on the peer port. */
+export const PEER_LEASE_PATH = "/leases";
+export const PEER_LEASE_INTERNAL_PATH = "/leases/internal";
+
+/** etcd's leasehttp applyTimeout: how long a new leader may take to become the primary lessor. */
+const PRIMARY_WAIT_MS = 1000;
+/** How often the leader looks for expired leases (etcd: every 500 ms). */
+const EXPIRY_CHECK_MS = 100;
+/** etcd's leaseRevokeRate / 2: revocations proposed per check at most. */
+const REVOKES_PER_CHECK = 500;
+/** etcd's lease.ErrLeaseNotFound text, answered by the peer endpoints with 404. */
+const LEASE_NOT_FOUND_TEXT = "lease not found";
+const NOT_PRIMARY_TEXT = "not a primary lessor";
+const APPLY_TIMEOUT_TEXT = "waiting for node to catch up its applied index has timed out";
+
+/** What the keeper needs of its member (KvServer). */
+export interface LeaseKeeperHost {
+  readonly memberId: number;
+  readonly leaderId: number;
+  readonly isLeader: boolean;
+  readonly requestTimeoutMs: number;
+  readonly config: { readonly electionTimeout: number };
+  readonly v3: V3KeySpace;
+  readonly membership: Membership;
+  readonly transport: { request(url: string, body: Uint8Array, timeoutMs: number): Promise<{ status: number; body: Buffer }> };
+  propose(body: CommandBody): Promise<ApplyResult>;
+}
+
+/** A forwarded request the leader could not serve yet (not primary, catching up): try again. */
+class RetryLaterError extends Error {}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(1, ms)));
+
+export class LeaseKeeper {
+  readonly #host: LeaseKeeperHost;
+  readonly #log: Logger;
+  readonly #table: LeaseDeadlines;
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+  /** Resolvers of callers waiting for this leader to become primary. */
+  #primaryWaiters: Array<() => void> = [];
+
+  constructor(host: LeaseKeeperHost, log: Logger, opts: { now?: () => number } = {}) {
+    this.#host = host;
+    this.#log = log;
+    // A monotonic clock: deadlines never leave this member, and a wall-clock step must not expire leases.
+    this.#table = new LeaseDeadlines({ now: opts.now ?? (() => performance.now()) });
+  }
+
+  start(): void {
+    this.#timer = setInterval(() => this.#expire(), EXPIRY_CHECK_MS);
+    this.#timer.unref();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    clearInterval(this.#timer);
+    this.#wakePrimaryWaiters();
+  }
+
+  /** This member leads and applied the first entry of its term. */
+  promote(): void {
+    const leases = this.#host.v3.leases();
+    this.#table.promote(leases, this.#host.config.electionTimeout);
+    if (leases.length > 0) this.#log.info("promoted to primary lessor: every lease refreshed", { leases: leases.length, extendMs: this.#host.config.electionTimeout });
+    this.#wakePrimaryWaiters();
+  }
+
+  /** This member no longer leads. */
+  demote(): void {
+    if (!this.#table.primary) return;
+    this.#table.demote();
+    this.#wakePrimaryWaiters();
+  }
+
+  /** Told of every applied v3 operation: grants start a deadline, revocations end one. */
+  applied(op: V3Op, result: ApplyResult): void {
+    if (op.k === "leaseGrant") {
+      const r = result.ok ? (result.v3 as LeaseGrantResponse | undefined) : undefined;
+      if (r !== undefined) this.#table.granted(r.id, r.ttl);
+    } else if (op.k === "leaseRevoke") {
+      this.#table.revoked(op.id);
+    }
+  }
+
+  /** A keepalive from a client of this member: the granted TTL, or undefined for a lease that is gone. */
+  async renew(id: LeaseId): Promise<number | undefined> {
+    return this.#leaderCall(
+      async () => {
+        const r = this.#table.renew(id);
+        return "ttl" in r ? r.ttl : undefined;
+      },
+      (url, timeoutMs) => this.#forwardRenew(url, id, timeoutMs),
+    );
+  }
+
+  /** LeaseTimeToLive as the leader sees it; undefined for a lease that does not exist. */
+  async timeToLive(id: LeaseId, keys: boolean): Promise<LeaseTimeToLiveResponse | undefined> {
+    const r = await this.#leaderCall(
+      async () => this.#localTimeToLive(id, keys),
+      (url, timeoutMs) => this.#forwardTimeToLive(url, id, keys, timeoutMs),
+    );
+    // The header is this member's, as etcd fills it after the forward.
+    return r === undefined ? undefined : { ...r, revision: this.#host.v3.revision };
+  }
+
+  /** POST /leases and /leases/internal on the peer port (etcd's leasehttp handler). */
+  handlePeer(req: IncomingMessage, res: ServerResponse): void {
+    const answer = (status: number, body: Uint8Array | string): void => {
+      if (res.headersSent || res.destroyed) return;
+      const bytes = typeof body === "string" ? Buffer.from(body + "\n") : body;
+      const type = typeof body === "string" ? "text/plain; charset=utf-8" : "application/protobuf";
+      res.writeHead(status, { "Content-Type": type, "Content-Length": bytes.length });
+      res.end(bytes);
+    };
+    if (req.method !== "POST") {
+      req.resume();
+      return answer(405, "Method Not Allowed");
+    }
+    const path = (req.url ?? "/").split("?")[0];
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("error", () => undefined);
+    req.on("end", () => {
+      const body = Buffer.concat(chunks);
+      this.#servePeer(path, body).then(
+        (r) => answer(r.status, r.body),
+        (err: unknown) => answer(500, String(err)),
+      );
+    });
+  }
+
+  async #servePeer(path: string | undefined, body: Buffer): Promise<{ status: number; body: Uint8Array | string }> {
+    if (path !== PEER_LEASE_PATH && path !== PEER_LEASE_INTERNAL_PATH) return { status: 400, body: `unknown request path ${JSON.stringify(path)}` };
+    let id: LeaseId;
+    let keys = false;
+    try {
+      if (path === PEER_LEASE_PATH) id = fromBinary(LeaseKeepAliveRequestSchema, body).ID;
+      else {
+        const inner = fromBinary(LeaseTimeToLiveRequestSchema, unwrapField1(body));
+        id = inner.ID;
+        keys = inner.keys;
+      }
+    } catch {
+      return { status: 400, body: "error unmarshalling request" };
+    }
+    if (!(await this.#waitPrimary(PRIMARY_WAIT_MS))) {
+      return this.#host.isLeader ? { status: 408, body: APPLY_TIMEOUT_TEXT } : { status: 400, body: NOT_PRIMARY_TEXT };
+    }
+    if (path === PEER_LEASE_PATH) {
+      const r = this.#table.renew(id);
+      if (!("ttl" in r)) return { status: 404, body: LEASE_NOT_FOUND_TEXT };
+      return { status: 200, body: toBinary(LeaseKeepAliveResponseSchema, create(LeaseKeepAliveResponseSchema, { ID: id, TTL: BigInt(r.ttl) })) };
+    }
+    const t = this.#localTimeToLive(id, keys);
+    if (t === undefined) return { status: 404, body: LEASE_NOT_FOUND_TEXT };
+    const inner = toBinary(
+      LeaseTimeToLiveResponseSchema,
+      create(LeaseTimeToLiveResponseSchema, { header: {}, ID: id, TTL: BigInt(t.ttl), grantedTTL: BigInt(t.grantedTtl), keys: t.keys }),
+    );
+    return { status: 200, body: wrapField1(inner) };
+  }
+
+  /** The leader's answer: existence, granted TTL and keys from the key space; seconds left from the deadlines. */
+  #localTimeToLive(id: LeaseId, keys: boolean): LeaseTimeToLiveResponse | undefined {
+    const r = this.#host.v3.timeToLive(id, Date.now(), { keys });
+    if (r === undefined) return undefined;
+    const ms = this.#table.remainingMs(id);
+    return ms === undefined ? r : { ...r, ttl: Math.trunc(ms / 1000) };
+  }
+
+  /**
+   * Runs `local` on the primary lessor (this member once it leads and is promoted), or
+   * `forward` against the leader's peer URLs, retrying through elections until the request
+   * timeout: then "no leader" when none is known, else "request timed out" (etcd's LeaseRenew).
+   */
+  async #leaderCall<T>(local: () => Promise<T>, forward: (url: string, timeoutMs: number) => Promise<T>): Promise<T> {
+    const deadline = performance.now() + this.#host.requestTimeoutMs;
+    for (;;) {
+      if (this.#stopped) throw V3Errors.stopped();
+      const left = deadline - performance.now();
+      if (this.#host.isLeader) {
+        if (this.#table.primary || (await this.#waitPrimary(Math.min(left, PRIMARY_WAIT_MS)))) {
+          try {
+            return await local();
+          } catch (err) {
+            if (!(err instanceof NotPrimaryError)) throw err;
+          }
+        }
+      } else {
+        const lead = this.#host.leaderId;
+        const leader = lead === 0 ? undefined : this.#host.membership.get(lead);
+        if (leader === undefined || leader.peerUrls.length === 0) {
+          if (left <= 0) throw V3Errors.noLeader();
+          await sleep(Math.min(left, 50));
+          continue;
+        }
+        for (const url of leader.peerUrls) {
+          if (this.#stopped) throw V3Errors.stopped();
+          const remaining = deadline - performance.now();
+          if (remaining <= 0) break;
+          try {
+            return await forward(url, remaining);
+          } catch (err) {
+            if (err instanceof V3Error) throw err;
+            this.#log.debug("lease request to the leader failed", { url, error: String(err) });
+            // Unreachable, not the leader any more, or not yet promoted: the next URL, then wait for the leader.
+          }
+        }
+      }
+      if (performance.now() >= deadline) throw this.#host.leaderId === 0 ? V3Errors.noLeader() : V3Errors.timeout();
+      await sleep(Math.min(deadline - performance.now(), 50));
+    }
+  }
+
+  async #forwardRenew(peerUrl: string, id: LeaseId, timeoutMs: number): Promise<number | undefined> {
+    const body = toBinary(LeaseKeepAliveRequestSchema, create(LeaseKeepAliveRequestSchema, { ID: id }));
+    const res = await this.#host.transport.request(joinPath(peerUrl, PEER_LEASE_PATH), body, timeoutMs);
+    if (res.status === 404) return undefined;
+    if (res.status !== 200) throw new RetryLaterError(`lease: unknown error(${res.body.toString("utf8").trim()})`);
+    const r = fromBinary(LeaseKeepAliveResponseSchema, res.body);
+    if (r.ID !== id) throw new RetryLaterError("lease: renew id mismatch");
+    return Number(r.TTL);
+  }
+
+  async #forwardTimeToLive(peerUrl: string, id: LeaseId, keys: boolean, timeoutMs: number): Promise<LeaseTimeToLiveResponse | undefined> {
+    const body = wrapField1(toBinary(LeaseTimeToLiveRequestSchema, create(LeaseTimeToLiveRequestSchema, { ID: id, keys })));
+    const res = await this.#host.transport.request(joinPath(peerUrl, PEER_LEASE_INTERNAL_PATH), body, timeoutMs);
+    if (res.status === 404) return undefined;
+    if (res.status !== 200) throw new RetryLaterError(`lease: unknown error(${res.body.toString("utf8").trim()})`);
+    const r = fromBinary(LeaseTimeToLiveResponseSchema, unwrapField1(res.body));
+    if (r.ID !== id) throw new RetryLaterError("lease: renew id mismatch");
+    return { revision: 0, id, ttl: Number(r.TTL), grantedTtl: Number(r.grantedTTL), keys: r.keys.map((k) => Buffer.from(k)) };
+  }
+
+  /** True once this member is the primary lessor; false when `ms` passed, it stopped leading, or stopped. */
+  async #waitPrimary(ms: number): Promise<boolean> {
+    const until = performance.now() + ms;
+    while (!this.#table.primary) {
+      const left = until - performance.now();
+      if (this.#stopped || !this.#host.isLeader || left <= 0) return false;
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(done, Math.min(left, 50));
+        const waiters = this.#primaryWaiters;
+        function done(): void {
+          clearTimeout(t);
+          resolve();
+        }
+        waiters.push(done);
+      });
+    }
+    return true;
+  }
+
+  #wakePrimaryWaiters(): void {
+    const ws = this.#primaryWaiters;
+    this.#primaryWaiters = [];
+    for (const w of ws) w();
+  }
+
+  /** The leader revokes what its deadlines say has expired; the revocations go through the log. */
+  #expire(): void {
+    if (!this.#host.isLeader || !this.#table.primary) return;
+    const next = this.#table.nextDeadline();
+    if (next === undefined || next > performance.now()) return;
+    for (const id of this.#table.due(REVOKES_PER_CHECK)) {
+      const op: V3Op = { k: "leaseRevoke", id };
+      this.#host.propose({ t: "v3", time: Date.now(), op }).then(
+        (r) => {
+          if (!r.ok && !(r.error instanceof V3Error && r.error.code === V3Errors.leaseNotFound().code)) {
+            this.#log.warn("failed to revoke an expired lease", { leaseId: id.toString(16), error: r.error.message });
+          }
+        },
+        // Not applied (leadership lost, timeout): the table offers it again after the retry interval.
+        (err: unknown) => this.#log.warn("failed to revoke an expired lease", { leaseId: id.toString(16), error: String(err) }),
+      );
+    }
+  }
+}
+
+function joinPath(base: string, path: string): string {
+  return base.replace(/\/+$/, "") + path;
+}
+
+/** etcd's leasepb.LeaseInternalRequest/Response: the message as field 1 (length-delimited). */
+function wrapField1(inner: Uint8Array): Buffer {
+  const len: number[] = [];
+  let n = inner.length;
+  while (n >= 0x80) {
+    len.push((n & 0x7f) | 0x80);
+    n >>>= 7;
+  }
+  len.push(n);
+  return Buffer.concat([Buffer.from([0x0a, ...len]), inner]);
+}
+
+/** Field 1 of a message holding one length-delimited field 1 (an empty message when absent). */
+function unwrapField1(outer: Uint8Array): Uint8Array {
+  if (outer.length === 0) return outer;
+  if (outer[0] !== 0x0a) throw new Error("expected field 1");
+  let len = 0;
+  let shift = 0;
+  let i = 1;
+  for (;;) {
+    const b = outer[i++];
+    if (b === undefined || shift > 28) throw new Error("bad length");
+    len |= (b & 0x7f) << shift;
+    if ((b & 0x80) === 0) break;
+    shift += 7;
+  }
+  if (i + len > outer.length) throw new Error("truncated");
+  return outer.subarray(i, i + len);
+}

@@ -1,0 +1,157 @@
+// Lease keepalives renewed in the leader's memory (lease-keeper.ts), on three real members
+// over the JSON gateway (and gRPC through etcdctl when it is installed): a follower forwards
+// keepalives to the leader, keepalives add nothing to the log, only the leader expires
+// leases (revoking them through the log, so every member deletes their keys), and a new
+// leader gives every lease its TTL again instead of expiring the ones it never saw renewed.
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { startCluster, type ClusterMember, type TestCluster } from "../helpers/cluster.ts";
+import { until } from "../helpers/http.ts";
+import { etcdctl, installed } from "../helpers/grpc.ts";
+
+let cluster: TestCluster | undefined;
+after(async () => {
+  await cluster?.stop();
+});
+
+const ELECTION_MS = 500;
+const b64 = (s: string): string => Buffer.from(s).toString("base64");
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+async function post(url: string, path: string, body: unknown): Promise<Record<string, unknown>> {
+  const r = await fetch(url + path, { method: "POST", body: JSON.stringify(body), signal: AbortSignal.timeout(15_000) });
+  const text = await r.text();
+  assert.equal(r.status, 200, `${path}: ${text}`);
+  return JSON.parse(text) as Record<string, unknown>;
+}
+
+async function grant(m: ClusterMember, ttl: number): Promise<string> {
+  const r = await post(m.clientUrl, "/v3/lease/grant", { TTL: ttl });
+  return r["ID"] as string;
+}
+
+/** One keepalive on the gateway's stream endpoint: the result line, or the error chunk. */
+async function keepAlive(m: ClusterMember, id: string): Promise<{ result?: { TTL?: string }; message?: string }> {
+  const r = await fetch(m.clientUrl + "/v3/lease/keepalive", { method: "POST", body: JSON.stringify({ ID: id }), signal: AbortSignal.timeout(20_000) });
+  const line = (await r.text()).trim().split("\n")[0] ?? "";
+  return JSON.parse(line) as { result?: { TTL?: string }; message?: string };
+}
+
+async function timeToLive(m: ClusterMember, id: string): Promise<number> {
+  return Number((await post(m.clientUrl, "/v3/lease/timetolive", { ID: id }))["TTL"]);
+}
+
+/** Whether `key` exists on member `m`, read locally (serializable). */
+async function has(m: ClusterMember, key: string): Promise<boolean> {
+  const r = await post(m.clientUrl, "/v3/kv/range", { key: b64(key), serializable: true });
+  return Number(r["count"] ?? 0) > 0;
+}
+
+async function raftIndex(m: ClusterMember): Promise<{ committed: number; applied: number }> {
+  const s = await post(m.clientUrl, "/v3/maintenance/status", {});
+  return { committed: Number(s["raftIndex"]), applied: Number(s["raftAppliedIndex"]) };
+}
+
+function alive(m: ClusterMember): boolean {
+  return m.process !== undefined && m.process.exitCode === null && m.process.signalCode === null;
+}
+
+test("three members: keepalives through a follower, expiry by the leader, a leader's death", { timeout: 120_000 }, async (t) => {
+  cluster = await startCluster(3, ["--heartbeat-interval", "50", "--election-timeout", String(ELECTION_MS)]);
+  let leader = await cluster.leader();
+  assert.ok(leader);
+  const followers = cluster.members.filter((m) => m !== leader);
+  const f0 = followers[0]!;
+  const f1 = followers[1]!;
+
+  await t.test("a lease kept alive through a follower outlives its TTL, and the keepalives add nothing to the log", async () => {
+    const id = await grant(f0, 2);
+    await post(f0.clientUrl, "/v3/kv/put", { key: b64("kept"), value: b64("v"), lease: id });
+    await until(async () => (await has(f1, "kept")) && (await has(leader!, "kept")), 5000, "the put applied everywhere");
+    const before = await Promise.all(cluster!.members.map(raftIndex));
+    const started = Date.now();
+    let keepalives = 0;
+    while (Date.now() - started < 5000) {
+      const r = await keepAlive(f0, id);
+      assert.equal(r.result?.TTL, "2", JSON.stringify(r));
+      keepalives++;
+      await sleep(400);
+    }
+    assert.ok(await has(f1, "kept"), "kept alive for 5 s with a TTL of 2 s");
+    const ttl = await timeToLive(f1, id);
+    assert.ok(ttl >= 1 && ttl <= 2, `TimeToLive on a follower answers the leader's ${ttl}`);
+    if (installed("etcdctl")) {
+      const r = await etcdctl(f1.clientUrl, ["lease", "keep-alive", "--once", BigInt(id).toString(16)]);
+      assert.match(r.stdout, /keepalived with TTL\(2\)/, r.stderr);
+      keepalives++;
+    }
+    const afterIdx = await Promise.all(cluster!.members.map(raftIndex));
+    for (let i = 0; i < afterIdx.length; i++) {
+      assert.ok(afterIdx[i]!.committed - before[i]!.committed <= 1, `member ${i}: ${keepalives} keepalives moved the commit index ${before[i]!.committed} -> ${afterIdx[i]!.committed}`);
+      assert.ok(afterIdx[i]!.applied - before[i]!.applied <= 1, `member ${i}: applied ${before[i]!.applied} -> ${afterIdx[i]!.applied}`);
+    }
+  });
+
+  await t.test("a lease not kept alive expires within TTL + an election timeout, its keys gone on every member", async () => {
+    const id = await grant(f1, 2);
+    const granted = Date.now();
+    await post(f1.clientUrl, "/v3/kv/put", { key: b64("doomed"), value: b64("v"), lease: id });
+    await until(async () => (await Promise.all(cluster!.members.map((m) => has(m, "doomed")))).every(Boolean), 5000, "the put applied everywhere");
+    await sleep(1000);
+    assert.ok(await has(leader!, "doomed"), "not expired before its TTL");
+    await until(async () => !(await has(leader!, "doomed")), 5000, "the leader's revocation");
+    const expiredAfter = Date.now() - granted;
+    assert.ok(expiredAfter >= 2000 && expiredAfter <= 2000 + ELECTION_MS + 1000, `expired after ${expiredAfter} ms`);
+    await until(async () => !(await has(f0, "doomed")) && !(await has(f1, "doomed")), 2000, "the keys gone on the followers");
+    assert.equal(await timeToLive(f0, id), -1);
+    const r = await keepAlive(f1, id);
+    assert.ok(r.result !== undefined && r.result.TTL === undefined, `a keepalive of a revoked lease answers no TTL (etcd's 0): ${JSON.stringify(r)}`);
+  });
+
+  await t.test("killing the leader does not expire a lease kept alive through a follower", async () => {
+    const id = await grant(f0, 2);
+    await post(f0.clientUrl, "/v3/kv/put", { key: b64("survivor"), value: b64("v"), lease: id });
+    await until(async () => has(f0, "survivor"), 5000, "the put applied on f0");
+    let stop = false;
+    // Errors are allowed while there is no leader; an answer without the TTL means the lease was gone.
+    const gone: string[] = [];
+    const loop = (async () => {
+      while (!stop) {
+        try {
+          const r = await keepAlive(f0, id);
+          if (r.result !== undefined && r.result.TTL !== "2") gone.push(JSON.stringify(r));
+        } catch {
+          // the request timed out during the election
+        }
+        await sleep(300);
+      }
+    })();
+    await sleep(600);
+    await cluster!.kill(leader!, "SIGKILL");
+    await until(async () => {
+      const l = await cluster!.leader();
+      if (l === undefined) return false;
+      leader = l;
+      return true;
+    }, 10_000, "a new leader");
+    await sleep(5000);
+    stop = true;
+    await loop;
+    assert.ok(await has(f0, "survivor"), "the kept-alive lease survived the leader's death");
+    assert.ok(await has(f1, "survivor"));
+    assert.deepEqual(gone, [], "no keepalive found the lease gone");
+    // Left alone, the new leader expires it.
+    await until(async () => !(await has(f0, "survivor")) && !(await has(f1, "survivor")), 2000 + ELECTION_MS + 3000, "expiry by the new leader");
+  });
+
+  await t.test("with no leader, a keepalive fails with etcdserver: no leader", async () => {
+    const id = await grant(f0, 30);
+    const other = cluster!.members.find((m) => m !== f0 && alive(m));
+    assert.ok(other);
+    await cluster!.kill(other, "SIGKILL");
+    // A leader that lost its quorum steps down after an election timeout (check-quorum).
+    await until(async () => (await post(f0.clientUrl, "/v3/maintenance/status", {}))["leader"] === undefined, 5000, "f0 to have no leader");
+    const r = await keepAlive(f0, id);
+    assert.equal(r.message, "etcdserver: no leader", JSON.stringify(r));
+  });
+});
