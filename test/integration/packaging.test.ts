@@ -10,12 +10,14 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, kvctlBin, repoRoot } from "../helpers/server.ts";
 import { until } from "../helpers/http.ts";
+import { notifySocket, withinMs } from "../helpers/notify-socket.ts";
 
 /** The [Service] settings of a unit: Environment= lines, EnvironmentFile, ExecStart. */
-export function parseUnit(text: string): { env: Record<string, string>; envFile: string | undefined; execStart: string } {
+export function parseUnit(text: string): { env: Record<string, string>; envFile: string | undefined; execStart: string; type: string } {
   const env: Record<string, string> = {};
   let envFile: string | undefined;
   let execStart = "";
+  let type = "simple";
   for (const raw of text.split("\n")) {
     const line = raw.trim();
     const m = /^(\w+)=(.*)$/.exec(line);
@@ -26,8 +28,9 @@ export function parseUnit(text: string): { env: Record<string, string>; envFile:
       env[value.slice(0, eq)] = value.slice(eq + 1).replace(/%H/g, hostname());
     } else if (key === "EnvironmentFile") envFile = value.replace(/^-/, "");
     else if (key === "ExecStart") execStart = value;
+    else if (key === "Type") type = value;
   }
-  return { env, envFile, execStart };
+  return { env, envFile, execStart, type };
 }
 
 /** systemd's EnvironmentFile syntax: VAR=value lines, # comments. */
@@ -60,8 +63,12 @@ async function startAsUnit(unitFile: string, envText: (ports: { client: number; 
   const words = execWords(unit.execStart, env);
   assert.match(words[0]!, /\/kvctl$/, "ExecStart runs kvctl");
   assert.equal(words[1], "serve");
-  const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("KV_") && !k.startsWith("ETCD_")));
-  const child = spawn(process.execPath, [kvctlBin, ...words.slice(1)], { env: { ...baseEnv, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("KV_") && !k.startsWith("ETCD_") && k !== "NOTIFY_SOCKET"));
+  // Type=notify: systemd starts the binary itself with NOTIFY_SOCKET and waits for READY=1.
+  const notify = unit.type === "notify" ? notifySocket(join(dir, "notify")) : undefined;
+  if (notify !== undefined) await notify.bound;
+  const notifyEnv = notify === undefined ? {} : { NOTIFY_SOCKET: join(dir, "notify") };
+  const child = spawn(kvctlBin, words.slice(1), { env: { ...baseEnv, ...env, ...notifyEnv }, stdio: ["ignore", "pipe", "pipe"] });
   let log = "";
   child.stdout.on("data", (b: Buffer) => (log += b.toString()));
   child.stderr.on("data", (b: Buffer) => (log += b.toString()));
@@ -70,6 +77,7 @@ async function startAsUnit(unitFile: string, envText: (ports: { client: number; 
       const r = await fetch(`http://127.0.0.1:${client}/health`).catch(() => undefined);
       return r?.status === 200;
     }, 20_000, `member started by ${unitFile}: ${log}`);
+    if (notify !== undefined) assert.equal(await withinMs(notify.message, 20_000, () => `no READY=1 from ${unitFile}: ${log}`), `READY=1\nMAINPID=${child.pid}\n`);
     const put = await fetch(`http://127.0.0.1:${client}/v2/keys/unit`, { method: "PUT", body: new URLSearchParams({ value: "ok" }) });
     assert.equal(put.status, 201);
     const members = (await (await fetch(`http://127.0.0.1:${client}/v2/members`)).json()) as { members: { name: string }[] };
@@ -78,6 +86,7 @@ async function startAsUnit(unitFile: string, envText: (ports: { client: number; 
     const gone = new Promise((r) => child.once("exit", r));
     child.kill("SIGTERM");
     await gone;
+    notify?.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }
