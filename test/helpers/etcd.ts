@@ -19,6 +19,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { kvctlBin, repoRoot } from "./server.ts";
+import { runProcess, type ProcessResult } from "./run-process.ts";
 import { singleMemberFlags, spawnServer } from "./spawned.ts";
 
 export interface V3Server {
@@ -117,11 +118,7 @@ export async function startV3Server(kind: "etcd" | "kvctl"): Promise<V3Server> {
   }
 }
 
-export interface RunResult {
-  stdout: string;
-  stderr: string;
-  code: number | null;
-}
+export type RunResult = ProcessResult;
 
 export interface RunOptions {
   input?: string;
@@ -137,18 +134,7 @@ function cleanEnv(extra: Record<string, string> | undefined): NodeJS.ProcessEnv 
 }
 
 function run(file: string, args: readonly string[], opts: Omit<RunOptions, "env"> & { env: NodeJS.ProcessEnv }): Promise<RunResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { cwd: repoRoot, env: opts.env, stdio: ["pipe", "pipe", "pipe"], timeout: opts.timeoutMs ?? 15_000 });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => (stdout += c.toString("utf8")));
-    child.stderr.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ stdout, stderr, code }));
-    // A command that never reads stdin may exit before the write lands.
-    child.stdin.on("error", () => {});
-    child.stdin.end(opts.input ?? "");
-  });
+  return runProcess(file, args, { cwd: repoRoot, env: opts.env, ...(opts.input === undefined ? {} : { input: opts.input }), ...(opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs }) });
 }
 
 /** The node arguments that start kvctl (see the header). */

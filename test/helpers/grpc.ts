@@ -2,12 +2,13 @@
 // 3.4 and `kvctl serve` started side by side on ports of the v3 range (etcd.ts), driven
 // by `ETCDCTL_API=3 etcdctl` over gRPC. kvctl runs as etcd.ts's kvctlCommand() says
 // (bin/kvctl, or the sources with KVCTL_TEST_FROM_SOURCE=1).
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { kvctlCommand, rangePort } from "./etcd.ts";
 import { repoRoot } from "./server.ts";
+import { runProcess, type ProcessResult } from "./run-process.ts";
 import { singleMemberFlags, spawnServer } from "./spawned.ts";
 
 export interface GrpcTestServer {
@@ -54,30 +55,12 @@ export async function waitGrpcReady(s: GrpcTestServer, global: readonly string[]
   }
 }
 
-export interface EtcdctlResult {
-  stdout: string;
-  stderr: string;
-  code: number | null;
-}
+export type EtcdctlResult = ProcessResult;
 
 /** `ETCDCTL_API=3 etcdctl --endpoints <endpoint> <args>`. */
 export function etcdctl(endpoint: string, args: readonly string[], opts: { input?: string; timeoutMs?: number } = {}): Promise<EtcdctlResult> {
-  return new Promise((resolve, reject) => {
-    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("ETCDCTL_")));
-    const child = spawn("etcdctl", [`--endpoints=${endpoint}`, ...args], {
-      env: { ...env, ETCDCTL_API: "3" },
-      stdio: ["pipe", "pipe", "pipe"],
-      timeout: opts.timeoutMs ?? 15_000,
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => (stdout += c.toString("utf8")));
-    child.stderr.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ stdout, stderr, code }));
-    child.stdin.on("error", () => {});
-    child.stdin.end(opts.input ?? "");
-  });
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("ETCDCTL_")));
+  return runProcess("etcdctl", [`--endpoints=${endpoint}`, ...args], { env: { ...env, ETCDCTL_API: "3" }, ...opts });
 }
 
 /** etcdctl's error line (the last line of stderr that starts with "Error:"). */

@@ -12,6 +12,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { runProcess, type ProcessResult } from "./run-process.ts";
 
 export const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 export const kvctlBin = join(repoRoot, "bin", "kvctl");
@@ -183,13 +184,8 @@ export async function startServer(opts: StartServerOptions = {}): Promise<TestSe
   return server;
 }
 
-export interface KvctlResult {
-  stdout: string;
-  stderr: string;
-  /** Exit code; null when killed by a signal. */
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
+/** Exit code null when killed by a signal. */
+export type KvctlResult = ProcessResult;
 
 export interface RunKvctlOptions {
   /** Replaces the environment's KV_* / ETCDCTL_* variables (others are inherited). */
@@ -205,21 +201,7 @@ export function runKvctl(args: readonly string[], opts: RunKvctlOptions = {}): P
   const base = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !k.startsWith("KV_") && !k.startsWith("ETCDCTL_") && k !== "NO_COLOR"),
   );
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [kvctlBin, ...args], {
-      cwd: repoRoot,
-      env: { ...base, ...opts.env },
-      stdio: ["pipe", "pipe", "pipe"],
-      timeout: opts.timeoutMs ?? 15_000,
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => (stdout += c.toString("utf8")));
-    child.stderr.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
-    child.on("error", reject);
-    child.on("close", (code, signal) => resolve({ stdout, stderr, code, signal }));
-    child.stdin.end(opts.input ?? "");
-  });
+  return runProcess(process.execPath, [kvctlBin, ...args], { cwd: repoRoot, env: { ...base, ...opts.env }, ...(opts.input === undefined ? {} : { input: opts.input }), ...(opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs }) });
 }
 
 export interface RunningKvctl {
