@@ -17,8 +17,10 @@ const certs = new CertDir();
 const root = mkdtempSync(join(tmpdir(), "kvctl-tls-cluster-"));
 const procs: ChildProcess[] = [];
 after(async () => {
-  for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill("SIGKILL");
-  await new Promise((r) => setTimeout(r, 100));
+  const live = procs.filter((p) => p.exitCode === null && p.signalCode === null);
+  const exited = live.map((p) => new Promise((r) => p.once("exit", r)));
+  for (const p of live) p.kill("SIGKILL");
+  await Promise.all(exited);
   rmSync(root, { recursive: true, force: true });
   certs.remove();
 });
@@ -124,7 +126,8 @@ test("a 3-member cluster on TLS with peer client-certificate auth replicates, re
 
   // The old leader comes back with a certificate of another CN: its peers refuse it.
   start(leader, "intruder");
-  await new Promise((r) => setTimeout(r, 1500));
-  const refused = rest.some((m) => m.log.join("").includes("CommonName authentication failed"));
+  const refusedBy = (): boolean => rest.some((m) => m.log.join("").includes("CommonName authentication failed"));
+  for (const deadline = Date.now() + 10_000; !refusedBy() && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 50));
+  const refused = refusedBy();
   assert.ok(refused, `a peer logs the CN refusal:\n${rest.map((m) => m.log.join("").slice(-1500)).join("\n")}`);
 });
