@@ -46,7 +46,14 @@ test("no source file imports across a forbidden edge", () => {
     for (const m of text.matchAll(importRe)) {
       const spec = m[1] ?? m[2]!;
       if (!spec.startsWith(".")) continue;
-      const to = area(resolve(dirname(file), spec));
+      const target = resolve(dirname(file), spec);
+      const to = area(target);
+      // Test helpers are shared by the unit tests of every area (src/prng.test-helper.ts);
+      // no code that runs in a member or the CLI may import one.
+      if (target.endsWith(".test-helper.ts")) {
+        if (!file.endsWith(".test-helper.ts")) violations.push(`${relative(root, file)} -> ${spec} (runtime code imports a test helper)`);
+        continue;
+      }
       if (to === from) continue;
       const isServeCommand = relative(src, file) === "cli/commands/serve.ts" && to === "server";
       if (isServeCommand) continue;
