@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { hasPerlSocket, notifySocket, withinMs } from "../helpers/notify-socket.ts";
+import { freePort } from "../helpers/server.ts";
 import { singleMemberFlags, spawnServer } from "../helpers/spawned.ts";
 
 const repo = join(import.meta.dirname, "..", "..");
@@ -18,8 +19,8 @@ test("bin/kvctl serve under NOTIFY_SOCKET tells the socket READY=1 from the proc
   const socketPath = join(dir, "notify");
   const r = notifySocket(socketPath);
   await r.bound;
-  const url = "http://127.0.0.1:34871";
-  const server = spawnServer(join(repo, "bin", "kvctl"), ["serve", ...singleMemberFlags(join(dir, "data"), url, "http://127.0.0.1:34872")], repo, { ...process.env, NOTIFY_SOCKET: socketPath });
+  const url = `http://127.0.0.1:${await freePort()}`;
+  const server = spawnServer(join(repo, "bin", "kvctl"), ["serve", ...singleMemberFlags(join(dir, "data"), url, `http://127.0.0.1:${await freePort()}`)], repo, { ...process.env, NOTIFY_SOCKET: socketPath });
   try {
     const msg = await withinMs(r.message, 20_000, () => `no READY=1 within 20 s:\n${server.log()}`);
     assert.equal(msg, `READY=1\nMAINPID=${server.child.pid}\n`, "one datagram, from the PID the unit's ExecStart started (the launcher execs, never forks)");
@@ -32,10 +33,10 @@ test("bin/kvctl serve under NOTIFY_SOCKET tells the socket READY=1 from the proc
 });
 
 test("without NOTIFY_SOCKET nothing is sent and nothing is logged about systemd", async () => {
-  const url = "http://127.0.0.1:34873";
+  const url = `http://127.0.0.1:${await freePort()}`;
   const env = { ...process.env };
   delete env["NOTIFY_SOCKET"];
-  const server = spawnServer(join(repo, "bin", "kvctl"), ["serve", ...singleMemberFlags(join(dir, "data2"), url, "http://127.0.0.1:34874")], repo, env);
+  const server = spawnServer(join(repo, "bin", "kvctl"), ["serve", ...singleMemberFlags(join(dir, "data2"), url, `http://127.0.0.1:${await freePort()}`)], repo, env);
   try {
     for (let i = 0; i < 100 && !server.log().includes("published member attributes"); i++) await new Promise((res) => setTimeout(res, 100));
     assert.match(server.log(), /published member attributes/);
