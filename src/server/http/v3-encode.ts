@@ -260,7 +260,7 @@ export interface WatchResponseFields {
   compactRevision?: number;
   cancelReason?: string;
   fragment?: boolean;
-  events?: V3Event[];
+  events?: readonly V3Event[];
 }
 
 export function encodeWatchResponse(w: WatchResponseFields): JsonObject {

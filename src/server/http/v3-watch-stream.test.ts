@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { V3Errors } from "../../api/v3-errors.ts";
 import { call, startV3Server, StreamClient, until, type V3TestServer } from "./v3-test-server.test-helper.ts";
-import { DUPLICATE_WATCH_ID, fragments } from "./v3-watch-stream.ts";
+import { DUPLICATE_WATCH_ID, fragments } from "./v3-watch-session.ts";
 
 let s: V3TestServer;
 before(async () => {

@@ -1,0 +1,137 @@
+// The transport-neutral watch session, driven through a recording wire: the rules both the
+// gateway and gRPC rely on, without either encoding.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { V3Errors } from "../../api/v3-errors.ts";
+import type { V3Event } from "../../store/v3/index.ts";
+import { FakeV3Backend } from "./v3-fake-backend.test-helper.ts";
+import type { WatchCreateMsg } from "./v3-decode.ts";
+import { DUPLICATE_WATCH_ID, WatchSession, slowReaderReason, type WatchControl, type WatchWire } from "./v3-watch-session.ts";
+
+type Sent = { control: WatchControl } | { events: { revision: number; watchId: number; events: readonly V3Event[]; fragment: boolean } };
+
+class RecordingWire implements WatchWire {
+  readonly sent: Sent[] = [];
+  unsent = 0;
+  overflowed: number | undefined;
+  failed: unknown;
+  control(r: WatchControl): void {
+    this.sent.push({ control: r });
+  }
+  events(revision: number, watchId: number, events: readonly V3Event[], fragment: boolean): void {
+    this.sent.push({ events: { revision, watchId, events, fragment } });
+  }
+  overflow(limit: number): void {
+    this.overflowed = limit;
+  }
+  fail(err: unknown): void {
+    this.failed = err;
+  }
+}
+
+const create = (key: string, opts: { watchId?: number; startRevision?: number; fragment?: boolean } = {}): WatchCreateMsg => ({
+  create: { key: Buffer.from(key), rangeEnd: Buffer.alloc(0), startRevision: opts.startRevision ?? 0, prevKv: false, filters: { noPut: false, noDelete: false }, progressNotify: false },
+  watchId: opts.watchId ?? 0,
+  fragment: opts.fragment ?? false,
+});
+
+function setup(opts: { maxRequestBytes?: number; streamBufferBytes?: number } = {}): { backend: FakeV3Backend; wire: RecordingWire; session: WatchSession } {
+  const backend = new FakeV3Backend();
+  const wire = new RecordingWire();
+  const gw = { backend, maxRequestBytes: opts.maxRequestBytes ?? 1.5 * 1024 * 1024, maxTxnOps: 128, streamBufferBytes: opts.streamBufferBytes ?? 1000 };
+  return { backend, wire, session: new WatchSession(gw, { token: undefined }, wire) };
+}
+
+const flush = (): Promise<void> => new Promise((r) => setImmediate(r));
+const put = (b: FakeV3Backend, key: string, value: string): Promise<unknown> => b.put({ key: Buffer.from(key), value: Buffer.from(value), lease: 0n, prevKv: false, ignoreValue: false, ignoreLease: false }, { token: undefined });
+
+test("created goes out before replayed events; IDs automatic from 0, explicit kept, duplicate refused; progress is -1", async () => {
+  const { backend, wire, session } = setup();
+  await put(backend, "a", "1");
+  session.enqueue(create("a", { startRevision: 1 }));
+  session.enqueue(create("b", { watchId: 5 }));
+  session.enqueue(create("c", { watchId: 5 }));
+  session.enqueue(create("d"));
+  session.enqueue({ progress: true });
+  session.enqueue({ none: true });
+  await flush();
+  const kinds = wire.sent.map((s) => ("control" in s ? `c${s.control.watchId}${s.control.created === true ? "+" : ""}${s.control.canceled === true ? "x" : ""}` : `e${s.events.watchId}`));
+  assert.deepEqual(kinds, ["c0+", "e0", "c5+", "c-1+x", "c1+", "c-1"]);
+  const dup = wire.sent[3]!;
+  assert.ok("control" in dup && dup.control.cancelReason === DUPLICATE_WATCH_ID);
+  assert.equal(session.size, 3);
+  session.close();
+  assert.equal(backend.watchers.size, 0, "close cancels every watcher");
+});
+
+test("a refused create answers -1 created+canceled and does not use up the automatic ID", async () => {
+  const { backend, wire, session } = setup();
+  backend.refuseWatch = V3Errors.permissionDenied();
+  session.enqueue(create("a"));
+  await flush();
+  backend.refuseWatch = undefined;
+  session.enqueue(create("a"));
+  await flush();
+  const [refused, ok] = wire.sent;
+  assert.ok(refused !== undefined && "control" in refused);
+  assert.equal(refused.control.watchId, -1);
+  assert.match(refused.control.cancelReason ?? "", /^rpc error: code = PermissionDenied desc = etcdserver: permission denied$/);
+  assert.ok(ok !== undefined && "control" in ok && ok.control.watchId === 0 && ok.control.created === true);
+});
+
+test("a compacted start answers canceled with compact_revision and header revision 0; the ID stays taken", async () => {
+  const { backend, wire, session } = setup();
+  backend.revision = 10;
+  backend.compactRevision = 5;
+  session.enqueue(create("a", { startRevision: 2 }));
+  session.enqueue(create("b"));
+  await flush();
+  const c = wire.sent.map((s) => ("control" in s ? s.control : undefined));
+  assert.deepEqual([c[0]?.created, c[0]?.watchId], [true, 0]);
+  assert.deepEqual([c[1]?.canceled, c[1]?.compactRevision, c[1]?.header.revision, c[1]?.watchId], [true, 5, 0, 0]);
+  assert.equal(c[2]?.watchId, 1);
+});
+
+test("cancel answers canceled; an unknown ID gets no answer", async () => {
+  const { wire, session } = setup();
+  session.enqueue(create("a"));
+  session.enqueue({ cancel: 0 });
+  session.enqueue({ cancel: 7 });
+  await flush();
+  assert.equal(wire.sent.length, 2);
+  const last = wire.sent[1]!;
+  assert.ok("control" in last && last.control.canceled === true && last.control.watchId === 0);
+});
+
+test("fragment: a large revision goes out in parts, all but the last flagged", async () => {
+  const { backend, wire, session } = setup({ maxRequestBytes: 300 });
+  const kv = (k: string): V3Event => ({ type: 0, kv: { key: Buffer.from(k), createRevision: 2, modRevision: 2, version: 1, value: Buffer.alloc(200, 97), lease: 0n } });
+  backend.revision = 2;
+  backend.history.push({ revision: 2, events: [kv("k1"), kv("k2"), kv("k3")] });
+  session.enqueue({ ...create("k", { startRevision: 1, fragment: true }), create: { ...create("k").create, startRevision: 1, rangeEnd: Buffer.from([0]) } });
+  await flush();
+  const parts = wire.sent.flatMap((s) => ("events" in s ? [s.events] : []));
+  assert.deepEqual(parts.map((p) => [p.events.length, p.fragment]), [[1, true], [1, true], [1, false]]);
+  assert.ok("control" in wire.sent[0]!, "created first");
+});
+
+test("a slow reader: over the limit the fed watcher is canceled with a reason, over twice the stream overflows", async () => {
+  const { backend, wire, session } = setup({ streamBufferBytes: 1000 });
+  session.enqueue(create("a"));
+  session.enqueue(create("b"));
+  await flush();
+  wire.unsent = 1500;
+  await put(backend, "a", "1");
+  const last = wire.sent.at(-1)!;
+  assert.ok("control" in last);
+  assert.deepEqual([last.control.watchId, last.control.canceled, last.control.cancelReason], [0, true, slowReaderReason(1000)]);
+  assert.equal(session.size, 1);
+  wire.unsent = 2500;
+  await put(backend, "b", "1");
+  assert.equal(wire.overflowed, 1000);
+  assert.equal(session.closed, true);
+  assert.equal(backend.watchers.size, 0);
+  const n = wire.sent.length;
+  await put(backend, "b", "2");
+  assert.equal(wire.sent.length, n, "nothing is written after the session closed");
+});

@@ -1,0 +1,260 @@
+// One Watch stream's watchers, as etcd's serverWatchStream, for both transports: the JSON
+// gateway (v3-watch-stream.ts) and gRPC (../grpc/watch.ts) decode their requests into
+// WatchRequestMsg and hand the session a WatchWire that encodes responses in their format.
+// Everything else — watch IDs, the order of answers, fragments, compaction and refusal
+// answers, slow readers — is decided here, once.
+//
+// The stream owns its watch IDs: automatic ones count from 0 and skip IDs in use; an
+// explicit ID in use is refused with etcd's cancel_reason. Requests are handled one after
+// another in arrival order (a create waits for the backend before the next request).
+//
+// Invariants:
+// - a watcher's `created` goes out before any of its events (messages the hub delivers
+//   while the registration is in flight are held, then flushed in order);
+// - a progress request is answered with watch ID -1 after every earlier request: the hub
+//   replays a watcher's history inside its creation, so by then every watcher caught up;
+// - close() cancels every watcher of the stream (the transport calls it when the call
+//   ends, for whatever reason); half-closing the request side keeps them, as etcd;
+// - the bytes the wire holds unsent stay bounded: past `streamBufferBytes` the watcher
+//   being fed is canceled with a cancel_reason, past twice that the stream is ended.
+import { V3Error } from "../../api/v3-errors.ts";
+import type { V3Event, WatchMessage } from "../../store/v3/index.ts";
+import type { V3CallContext, V3GatewayContext, V3Header, V3WatchRegistration } from "./v3-backend.ts";
+import type { WatchCreateMsg, WatchRequestMsg } from "./v3-decode.ts";
+import { eventSize, varintLen } from "./v3-proto-size.ts";
+
+export const DEFAULT_STREAM_BUFFER_BYTES = 8 << 20;
+
+/** etcd's (mvcc) refusal of an explicit watch ID already in use on the stream. */
+export const DUPLICATE_WATCH_ID = "mvcc: duplicate watch ID provided on the WatchStream";
+
+/** Our cancel_reason for a watcher dropped because its client does not read fast enough. */
+export function slowReaderReason(limit: number): string {
+  return `etcdserver: watch canceled: the client reads too slowly (more than ${limit} bytes unsent)`;
+}
+
+/** gRPC's name for a code, as status.Error prints it ("rpc error: code = X desc = ..."). */
+const GRPC_CODE_NAMES = [
+  "OK", "Canceled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound", "AlreadyExists", "PermissionDenied",
+  "ResourceExhausted", "FailedPrecondition", "Aborted", "OutOfRange", "Unimplemented", "Internal", "Unavailable", "DataLoss", "Unauthenticated",
+];
+
+/** etcd 3.4.23 puts the gRPC status error's text in the cancel_reason of a refused watch. */
+export function refusedWatchReason(err: unknown): string {
+  if (err instanceof V3Error) return `rpc error: code = ${GRPC_CODE_NAMES[err.code] ?? `Code(${err.code})`} desc = ${err.message}`;
+  return `rpc error: code = Unknown desc = ${err instanceof Error ? err.message : String(err)}`;
+}
+
+/** A WatchResponse without events: created, canceled (refused, compacted, slow), progress. */
+export interface WatchControl {
+  header: V3Header;
+  /** -1: the stream's (a progress answer, a refused create). */
+  watchId: number;
+  created?: boolean;
+  canceled?: boolean;
+  compactRevision?: number;
+  cancelReason?: string;
+}
+
+/** What a transport provides: its encoding of the two kinds of response, and its buffer. */
+export interface WatchWire {
+  control(r: WatchControl): void;
+  /**
+   * Events of one hub message. The same `events` array (and `revision`) is handed to every
+   * watcher of the stream, and of other streams, that gets that message unfragmented: a
+   * wire may encode it once and reuse the bytes.
+   */
+  events(revision: number, watchId: number, events: readonly V3Event[], fragment: boolean): void;
+  /** Bytes written and not yet taken by the client. */
+  readonly unsent: number;
+  /** The client fell more than twice the limit behind: end the call (the session is closed). */
+  overflow(limit: number): void;
+  /** Handling a request failed unexpectedly: end the call (the session is closed). */
+  fail(err: unknown): void;
+}
+
+interface Watcher {
+  readonly id: number;
+  readonly fragment: boolean;
+  /** Set once the backend registered it; undefined while in flight. */
+  reg: V3WatchRegistration | undefined;
+  /** Messages the hub delivered before `created` went out. */
+  held: WatchMessage[] | undefined;
+  /** The hub sent its final message (compaction): the ID stays taken until canceled, as in etcd. */
+  done: boolean;
+}
+
+export class WatchSession {
+  readonly #gw: V3GatewayContext;
+  readonly #ctx: V3CallContext;
+  readonly #wire: WatchWire;
+  readonly #limit: number;
+  readonly #watchers = new Map<number, Watcher>();
+  #nextId = 0;
+  #queue: Promise<void> = Promise.resolve();
+  #closed = false;
+
+  constructor(gw: V3GatewayContext, ctx: V3CallContext, wire: WatchWire) {
+    this.#gw = gw;
+    this.#ctx = ctx;
+    this.#wire = wire;
+    this.#limit = gw.streamBufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES;
+  }
+
+  /** Watchers currently registered (tests, metrics). */
+  get size(): number {
+    return this.#watchers.size;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Handles a request after the ones before it. */
+  enqueue(msg: WatchRequestMsg): void {
+    this.#queue = this.#queue
+      .then(() => this.#handle(msg))
+      .catch((err: unknown) => {
+        // A bug or a dead connection: end the call rather than leave it hanging.
+        if (this.#closed) return;
+        this.close();
+        this.#wire.fail(err);
+      });
+  }
+
+  /** Cancels every watcher; idempotent. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const w of this.#watchers.values()) w.reg?.cancel();
+    this.#watchers.clear();
+  }
+
+  async #handle(msg: WatchRequestMsg): Promise<void> {
+    if (this.#closed) return;
+    if ("create" in msg) return this.#create(msg);
+    if ("cancel" in msg) return this.#cancel(msg.cancel);
+    // etcd 3.4 answers a progress request at once, for the whole stream (watch_id -1).
+    if ("progress" in msg) this.#control({ header: this.#gw.backend.header(), watchId: -1 });
+    // An empty request: etcd ignores it.
+  }
+
+  async #create(m: WatchCreateMsg): Promise<void> {
+    const backend = this.#gw.backend;
+    let id = m.watchId;
+    const auto = id === 0;
+    if (auto) {
+      while (this.#watchers.has(this.#nextId)) this.#nextId++;
+      id = this.#nextId;
+    } else if (this.#watchers.has(id)) {
+      this.#control({ header: backend.header(), watchId: -1, created: true, canceled: true, cancelReason: DUPLICATE_WATCH_ID });
+      return;
+    }
+    const w: Watcher = { id, fragment: m.fragment, reg: undefined, held: [], done: false };
+    this.#watchers.set(id, w);
+    if (auto) this.#nextId++;
+    let reg: V3WatchRegistration;
+    try {
+      reg = await backend.watch(m.create, { send: (msg) => this.#onMessage(w, msg) }, this.#ctx);
+    } catch (err) {
+      // Refused before anything was registered: the ID is not used up (etcd checks first).
+      this.#watchers.delete(id);
+      if (auto) this.#nextId = id;
+      this.#control({ header: backend.header(), watchId: -1, created: true, canceled: true, cancelReason: refusedWatchReason(err) });
+      return;
+    }
+    if (this.#closed || this.#watchers.get(id) !== w) {
+      reg.cancel();
+      return;
+    }
+    w.reg = reg;
+    this.#control({ header: backend.header(), watchId: id, created: true });
+    const held = w.held ?? [];
+    w.held = undefined;
+    for (const msg of held) if (this.#watchers.get(id) === w) this.#deliver(w, msg);
+  }
+
+  #cancel(id: number): void {
+    const w = this.#watchers.get(id);
+    if (w === undefined) return; // etcd: an unknown ID gets no answer
+    w.reg?.cancel();
+    this.#watchers.delete(id);
+    this.#control({ header: this.#gw.backend.header(), watchId: id, canceled: true });
+  }
+
+  #onMessage(w: Watcher, msg: WatchMessage): void {
+    if (this.#closed || this.#watchers.get(w.id) !== w) return;
+    if (w.held !== undefined) {
+      w.held.push(msg);
+      return;
+    }
+    this.#deliver(w, msg);
+  }
+
+  #deliver(w: Watcher, msg: WatchMessage): void {
+    if (w.done) return;
+    if (msg.canceled === true) {
+      // etcd's compaction answer has no header revision (the response's Revision is 0).
+      w.done = true;
+      const header = { ...this.#gw.backend.header(msg.revision), revision: 0 };
+      this.#control({ header, watchId: w.id, canceled: true, compactRevision: msg.compactRevision ?? 0 });
+      return;
+    }
+    if (msg.events.length === 0) {
+      this.#control({ header: this.#gw.backend.header(msg.revision), watchId: w.id }); // progress notification
+    } else if (w.fragment) {
+      for (const part of fragments(msg.events, this.#gw.maxRequestBytes, varintLen(w.id) + 64)) {
+        if (!this.#closed) this.#wire.events(msg.revision, w.id, part.events, part.more);
+      }
+    } else if (!this.#closed) {
+      this.#wire.events(msg.revision, w.id, msg.events, false);
+    }
+    this.#checkBacklog(w);
+  }
+
+  /** Cancels `w` (or the whole stream) when the client does not keep up. */
+  #checkBacklog(w: Watcher): void {
+    const pending = this.#wire.unsent;
+    if (pending <= this.#limit) return;
+    if (pending > 2 * this.#limit) {
+      this.close();
+      this.#wire.overflow(this.#limit);
+      return;
+    }
+    w.reg?.cancel();
+    this.#watchers.delete(w.id);
+    this.#control({ header: this.#gw.backend.header(), watchId: w.id, canceled: true, cancelReason: slowReaderReason(this.#limit) });
+  }
+
+  #control(r: WatchControl): void {
+    if (!this.#closed) this.#wire.control(r);
+  }
+}
+
+/**
+ * etcd's sendFragments: a response of at least `maxBytes` (protobuf size) with two or more
+ * events is split into responses just under the limit (each at least one event), all but
+ * the last flagged `fragment`. `overhead` approximates the header and watch ID.
+ */
+export function fragments(events: V3Event[], maxBytes: number, overhead: number): Array<{ events: V3Event[]; more: boolean }> {
+  const sizes = events.map((e) => {
+    const s = eventSize(e);
+    return 1 + varintLen(s) + s;
+  });
+  const total = overhead + sizes.reduce((a, b) => a + b, 0);
+  if (total < maxBytes || events.length < 2) return [{ events, more: false }];
+  const out: Array<{ events: V3Event[]; more: boolean }> = [];
+  let i = 0;
+  while (i < events.length) {
+    let size = overhead + 2; // + the fragment flag
+    const part: V3Event[] = [];
+    while (i < events.length) {
+      if (part.length > 0 && size + sizes[i]! >= maxBytes) break;
+      size += sizes[i]!;
+      part.push(events[i]!);
+      i++;
+    }
+    out.push({ events: part, more: i < events.length });
+  }
+  return out;
+}
