@@ -99,7 +99,7 @@ export interface ServerConfig {
    * campaign of the first election (first-election.ts) relies on it. Wiring: kv-server.ts raft options.
    */
   preVote: boolean;
-  /** --strict-reconfig-check: refuse member changes that would lose quorum (reconfig-check.ts; kv-server.ts addMember/removeMember). */
+  /** --strict-reconfig-check: refuse member changes that would lose quorum (reconfig-check.ts, used by member-admin.ts). */
   strictReconfigCheck: boolean;
   /** --initial-election-tick-advance: fast-forward election ticks on boot (false: wait a whole election timeout, as etcd). Wiring: first-election.ts firstElectionMode. */
   initialElectionTickAdvance: boolean;

@@ -14,7 +14,14 @@
 //   unstable log and go out together in the next Ready (group commit).
 // - Apply is deterministic (apply.ts); everything that varies (time, ids) is in the entry.
 // - A single member runs exactly this path: it is a cluster of one, with no shortcut.
-import { RawNode, ProposalDroppedError, EntryType, MessageType, ConfChangeType, decodeConfChange, type ConfChange, type ConfState, type Entry, type Message, type MemoryStorage, type Ready, type Snapshot, type Status } from "../raft/index.ts";
+//
+// The jobs around the loop have modules of their own, each given a narrow view of the
+// member: proposing and waiting (proposals.ts), membership administration and conf-change
+// apply (member-admin.ts), snapshots made, recorded and installed (snapshot-flow.ts),
+// leadership hand-over (leadership.ts), the first election (first-election.ts), lease
+// keepalives and expiry (lease-keeper.ts), what leaves before a save (ready-sends.ts), and
+// the state machine's storage (state-storage.ts).
+import { RawNode, EntryType, decodeConfChange, type ConfState, type Entry, type Message, type MemoryStorage, type Ready, type Status } from "../raft/index.ts";
 import { PeerTransport, type PeerTlsClient } from "../transport/index.ts";
 import type { Wal, Snapshotter } from "../wal/index.ts";
 import type { V2Store, V2Event } from "../store/v2/store.ts";
@@ -22,12 +29,11 @@ import type { V2AuthState, V3AuthState } from "../auth/index.ts";
 import { WatchHub, type V3KeySpace, type WatchHistory } from "../store/v3/index.ts";
 import { V3Errors } from "../api/v3-errors.ts";
 import { applyCommand, type ApplyResult } from "./apply.ts";
-import { decodeCommand, encodeCommand, peekKeySpaceCommand, type Command, type CommandBody, type KeySpaceCommandHead } from "./request.ts";
-import { memberIdFor, type Membership, type Member } from "./membership.ts";
-import { WaitRegistry, requestIdGenerator } from "./wait.ts";
-import { HttpMessageError, ServerUnavailableError } from "./http/respond.ts";
+import { decodeCommand, peekKeySpaceCommand, type Command, type CommandBody, type KeySpaceCommandHead } from "./request.ts";
+import type { Membership } from "./membership.ts";
+import { ServerUnavailableError } from "./http/respond.ts";
 import { ReadIndexBatcher } from "./read-index.ts";
-import { openMember, encodeConfState, v3DbOptions, PEER_MEMBERS_PATH } from "./bootstrap.ts";
+import { openMember, v3DbOptions, PEER_MEMBERS_PATH } from "./bootstrap.ts";
 import { StateStorage } from "./state-storage.ts";
 import { raftLogger, type Logger } from "./logger.ts";
 import type { ServerConfig } from "./config.ts";
@@ -37,33 +43,18 @@ import { DiskWaitPolicy } from "./disk-wait.ts";
 import { planSends } from "./ready-sends.ts";
 import { firstElectionMode, firstElectionStep } from "./first-election.ts";
 import { createCompactor } from "./compactor.ts";
-import { ReconfigCheckError, checkAddMember, checkRemoveMember, type ReconfigRefusal, type ReconfigView } from "./reconfig-check.ts";
 import { LeaseKeeper } from "./lease-keeper.ts";
+import { Proposals } from "./proposals.ts";
+import { MemberAdmin } from "./member-admin.ts";
+import { SnapshotFlow } from "./snapshot-flow.ts";
+import { Leadership } from "./leadership.ts";
 
 /** How often the leader stamps its clock into the log while TTL keys exist (etcd: 500 ms). */
 const SYNC_INTERVAL_MS = 500;
-/** Entries kept in memory after a snapshot so slow followers catch up without one (etcd: 5000). */
-const SNAPSHOT_CATCHUP_ENTRIES = 5000;
-
-/** A snapshot made in the background whose file is saved (see #recordSnapshot). */
-interface MadeSnapshot {
-  index: number;
-  term: number;
-  data: Buffer;
-  confState: ConfState;
-  startedAt: number;
-}
 
 /** The command a normal entry carries; undefined for conf changes and empty entries (a new leader's). */
 function commandOf(e: Entry): Command | undefined {
   return e.type === EntryType.Normal && e.data.length > 0 ? decodeCommand(e.data) : undefined;
-}
-
-/** The context of a membership change entry: who proposed it (for the waiter) and the member. */
-interface ConfChangeContext {
-  proposer: number;
-  reqId: number;
-  member?: Member;
 }
 
 export interface KvServerOptions {
@@ -99,22 +90,21 @@ export class KvServer {
   /** Lease keepalives and expiry: the leader's in-memory deadlines (lease-keeper.ts). */
   readonly leases: LeaseKeeper;
   #memberId = 0;
-  #waits = new WaitRegistry<ApplyResult>();
-  #confWaits = new WaitRegistry<ApplyResult>();
-  #nextId!: () => number;
+  /** Proposing and waiting for apply (proposals.ts). */
+  #proposals!: Proposals;
+  /** etcd's member add / promote / remove / update, and conf-change apply (member-admin.ts). */
+  #members!: MemberAdmin;
+  /** Snapshots made, recorded and installed (snapshot-flow.ts). */
+  #snapshots!: SnapshotFlow;
+  /** Leadership hand-over on stop and MoveLeader (leadership.ts). */
+  #leadership!: Leadership;
   #reads!: ReadIndexBatcher;
   /** Where WAL saves wait for their fdatasync, from these two counters (disk-wait.ts). */
   readonly #diskWait = new DiskWaitPolicy();
   #clientRequests = 0;
-  #proposals = 0;
 
-  /** Invariant: appliedIndex <= commitIndex; snapshotIndex <= appliedIndex. */
+  /** Invariant: appliedIndex <= commitIndex; the last snapshot's index <= appliedIndex. */
   #appliedIndex = 0;
-  #snapshotIndex = 0;
-  /** The snapshot being made in the background (#startSnapshot); at most one. */
-  #snapshotJob: { cancelled: boolean } | undefined;
-  /** A snapshot whose file is saved, for the raft loop to record in the WAL (#recordSnapshot). */
-  #snapshotMade: MadeSnapshot | undefined;
   #confState: ConfState = { voters: [], learners: [] };
   #lead = 0;
   #term = 0;
@@ -127,8 +117,6 @@ export class KvServer {
   #syncTimer: NodeJS.Timeout | undefined;
   #progressTimer: NodeJS.Timeout | undefined;
   #compactTimer: NodeJS.Timeout | undefined;
-  /** Proposals waiting for a leader to be known. */
-  #leaderWaiters: Array<() => void> = [];
 
   constructor(opts: KvServerOptions) {
     // The hub reads history through the field, so a snapshot install (a new key space) is seen.
@@ -209,7 +197,6 @@ export class KvServer {
     this.#state = new StateStorage(m, { db: v3DbOptions(this.config), dataDir: this.config.dataDir, quotaBackendBytes: this.config.quotaBackendBytes, logger: this.#log });
     this.#memberId = m.memberId;
     this.#appliedIndex = m.appliedIndex;
-    this.#snapshotIndex = m.appliedIndex;
     this.#confState = m.confState;
     this.#node = new RawNode({
       id: this.#memberId,
@@ -266,7 +253,7 @@ export class KvServer {
     });
     for (const peer of this.membership.list()) if (peer.id !== this.#memberId) this.#transport.addPeer(peer.id, peer.peerUrls);
 
-    this.#nextId = requestIdGenerator(Date.now());
+    this.#wireParts(m.appliedIndex);
     this.stats.start(this.config.name, this.#memberId);
     await this.#drain();
     // A cluster of one needs no election timeout: campaign at once (etcd fast-forwards its ticks).
@@ -291,6 +278,72 @@ export class KvServer {
       if (mode === "off") this.#log.info("skipping initial election tick advance", { electionTicks: Math.round(this.config.electionTimeout / this.config.heartbeatInterval) });
       else void this.#firstElection(mode === "advance-and-campaign");
     }
+  }
+
+  /** The parts with one job each, given what they need of this member (narrow hosts). */
+  #wireParts(snapshotIndex: number): void {
+    const server = this;
+    const log = this.#log;
+    this.#proposals = new Proposals(
+      {
+        memberId: this.#memberId,
+        requestTimeoutMs: this.requestTimeoutMs,
+        metrics: this.metrics,
+        stopped: () => this.#stopped,
+        propose: (data) => this.#node.propose(data),
+        proposeConfChange: (cc) => this.#node.proposeConfChange(cc),
+        kick: () => this.#kick(),
+      },
+      Date.now(),
+    );
+    this.#members = new MemberAdmin({
+      memberId: this.#memberId,
+      strictReconfigCheck: this.config.strictReconfigCheck,
+      log,
+      membership: () => this.membership,
+      store: () => this.store,
+      transport: () => this.#transport,
+      proposals: () => this.#proposals,
+      applyToRaft: (cc) => this.#node.applyConfChange(cc),
+      removed: () => this.#removedFromCluster(),
+    });
+    this.#snapshots = new SnapshotFlow(
+      {
+        log,
+        snapshotCount: this.config.snapshotCount,
+        maxWals: this.config.maxWals,
+        maxSnapshots: this.config.maxSnapshots,
+        state: () => this.#state,
+        wal: () => this.#wal,
+        snapshotter: () => this.#snapshotter,
+        storage: () => this.#storage,
+        appliedIndex: () => this.#appliedIndex,
+        confState: () => this.#confState,
+        reportSnapshotFailed: (to) => this.#node.reportSnapshot(to, true),
+        installed: (index, confState) => {
+          // Watchers catch up from the new key space (or end, if what they need was compacted).
+          this.watchHub.restore(this.#v3History);
+          for (const m of this.membership.list()) if (m.id !== this.#memberId) this.#transport.updatePeer(m.id, m.peerUrls);
+          this.#confState = confState;
+          this.#appliedIndex = index;
+        },
+        kick: () => this.#kick(),
+        fatal: (err) => this.#fatal(err),
+      },
+      snapshotIndex,
+    );
+    this.#leadership = new Leadership({
+      memberId: this.#memberId,
+      electionTimeoutMs: this.config.electionTimeout,
+      log,
+      leaderId: () => server.#lead,
+      status: () => this.#node.status(),
+      confState: () => this.#confState,
+      transferLeader: (to) => {
+        this.#node.transferLeader(to);
+        this.#kick();
+      },
+    });
   }
 
   /**
@@ -379,10 +432,8 @@ export class KvServer {
   }
 
   /** Proposes a command and resolves with its apply result. */
-  async propose(body: CommandBody): Promise<ApplyResult> {
-    const id = this.#nextId();
-    const cmd = { ...body, m: this.#memberId, id } as Command;
-    return this.#proposeAndWait(this.#waits, id, () => this.#node.propose(encodeCommand(cmd)));
+  propose(body: CommandBody): Promise<ApplyResult> {
+    return this.#proposals.propose(body);
   }
 
   /** Proposes a v2 request; resolves with its event or throws its V2Error. */
@@ -410,27 +461,9 @@ export class KvServer {
     return { appliedIndex: this.#appliedIndex, storeIndex: this.store.index, hash: this.#state.hash() };
   }
 
-  /** Adds a member with these peer URLs (etcd's member add; a learner does not vote); resolves with it. */
-  async addMember(peerUrls: string[], opts: { learner?: boolean } = {}): Promise<Member> {
-    // etcd checks the quorum (mayAddMember) before it looks at the peer URLs (at apply).
-    if (this.config.strictReconfigCheck) this.#refuseIf(checkAddMember(this.#reconfigView(), opts.learner === true), { add: peerUrls });
-    const wanted = new Set(peerUrls.map((u) => new URL(u).href));
-    if (this.membership.list().some((m) => m.peerUrls.some((u) => wanted.has(new URL(u).href)))) {
-      throw new HttpMessageError(409, "membership: peerURL exists");
-    }
-    const member: Member = { id: memberIdFor(peerUrls, `${this.membership.clusterId.toString(16)}/${Date.now()}`), name: "", peerUrls, clientUrls: [] };
-    if (opts.learner === true) member.isLearner = true;
-    await this.#proposeConfChange(opts.learner === true ? ConfChangeType.AddLearnerNode : ConfChangeType.AddNode, member.id, member);
-    return member;
-  }
-
-  /** Makes a learner a voter (etcd's member promote). */
-  async promoteMember(id: number): Promise<void> {
-    const m = this.membership.get(id);
-    if (!m) throw new HttpMessageError(404, `No such member: ${id.toString(16)}`);
-    if (m.isLearner !== true) throw new HttpMessageError(412, "etcdserver: can only promote a learner member");
-    const { isLearner: _learner, ...voter } = m;
-    await this.#proposeConfChange(ConfChangeType.AddNode, id, voter);
+  /** etcd's member administration: add, promote, remove, update (member-admin.ts). */
+  get members(): MemberAdmin {
+    return this.#members;
   }
 
   /** The v3 database file's size and the part of it in use (etcd's dbSize, dbSizeInUse). */
@@ -460,85 +493,6 @@ export class KvServer {
   /** etcd's backend quota: would a v3 write of `cost` bytes keep the database under --quota-backend-bytes? */
   quotaAvailable(cost: number): boolean {
     return this.#state.quotaAvailable(cost);
-  }
-
-  async removeMember(id: number): Promise<void> {
-    if (!this.membership.get(id)) throw new HttpMessageError(404, `No such member: ${id.toString(16)}`);
-    if (this.config.strictReconfigCheck) this.#refuseIf(checkRemoveMember(this.#reconfigView(), id), { remove: id.toString(16) });
-    await this.#proposeConfChange(ConfChangeType.RemoveNode, id);
-  }
-
-  /** What --strict-reconfig-check judges (reconfig-check.ts): the members, and our links to them. */
-  #reconfigView(): ReconfigView {
-    const members = this.membership.list().map((m) => ({ id: m.id, started: m.name !== "", isLearner: m.isLearner === true }));
-    return { selfId: this.#memberId, members, activeSince: (id) => this.#transport.activeSince(id), now: performance.now() };
-  }
-
-  #refuseIf(refusal: ReconfigRefusal | undefined, what: Record<string, unknown>): void {
-    if (refusal === undefined) return;
-    this.#log.warn("rejecting member change: it could leave the cluster without a quorum (--strict-reconfig-check)", { ...what, reason: refusal });
-    throw new ReconfigCheckError(refusal);
-  }
-
-  async updateMember(id: number, peerUrls: string[]): Promise<void> {
-    const m = this.membership.get(id);
-    if (!m) throw new HttpMessageError(404, `No such member: ${id.toString(16)}`);
-    await this.#proposeConfChange(ConfChangeType.UpdateNode, id, { ...m, peerUrls });
-  }
-
-  async #proposeConfChange(type: ConfChange["type"], nodeId: number, member?: Member): Promise<void> {
-    const reqId = this.#nextId();
-    const ctx: ConfChangeContext = member ? { proposer: this.#memberId, reqId, member } : { proposer: this.#memberId, reqId };
-    const res = await this.#proposeAndWait(this.#confWaits, reqId, () =>
-      this.#node.proposeConfChange({ type, nodeId, context: Buffer.from(JSON.stringify(ctx)) }),
-    );
-    if (!res.ok) throw res.error;
-  }
-
-  async #proposeAndWait(registry: WaitRegistry<ApplyResult>, id: number, proposeFn: () => void): Promise<ApplyResult> {
-    if (this.#stopped) throw new ServerUnavailableError("etcdserver: server stopped");
-    this.#proposals++;
-    this.metrics.proposalStarted();
-    const result = registry.register(id);
-    const deadline = Date.now() + this.requestTimeoutMs;
-    for (;;) {
-      try {
-        proposeFn();
-        break;
-      } catch (err) {
-        if (!(err instanceof ProposalDroppedError)) {
-          registry.fail(id, err);
-          break;
-        }
-        if (Date.now() >= deadline) {
-          registry.fail(id, new ServerUnavailableError("etcdserver: request timed out"));
-          break;
-        }
-        await this.#waitForLeader(deadline - Date.now());
-      }
-    }
-    this.#kick();
-    const timer = setTimeout(() => registry.fail(id, new ServerUnavailableError("etcdserver: request timed out")), this.requestTimeoutMs);
-    let failed = true;
-    try {
-      const r = await result;
-      failed = false;
-      return r;
-    } finally {
-      clearTimeout(timer);
-      this.metrics.proposalEnded(failed);
-    }
-  }
-
-  #waitForLeader(ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const t = setTimeout(done, Math.max(1, ms));
-      function done(): void {
-        clearTimeout(t);
-        resolve();
-      }
-      this.#leaderWaiters.push(done);
-    });
   }
 
   #receive(msgs: Message[]): void {
@@ -583,52 +537,28 @@ export class KvServer {
           await this.#processReady(this.#node.ready());
         }
         // WAL calls must not overlap: the snapshot is recorded here, between Readys.
-        if (this.#snapshotMade !== undefined && !this.#stopped) await this.#recordSnapshot();
+        if (this.#snapshots.pending && !this.#stopped) await this.#snapshots.record();
       } while (this.#drainAgain && !this.#stopped);
     } finally {
       this.#draining = false;
     }
   }
 
-  /**
-   * A snapshot Raft picked from storage was made before `to` joined (a member added after
-   * this member's last snapshot, e.g. after --force-new-cluster): `to` would ignore it, as
-   * it is not in its configuration, and ask again forever. etcd sends a snapshot made at
-   * that moment; here it is held back, reported failed (Raft retries), and a new snapshot,
-   * which holds the member, is made for the retry.
-   */
-  #withoutStaleSnapshots(msgs: Message[]): Message[] {
-    let stale = false;
-    const out = msgs.filter((m) => {
-      if (m.type !== MessageType.MsgSnap || m.snapshot === undefined) return true;
-      const cs = m.snapshot.metadata.confState;
-      if (cs.voters.includes(m.to) || cs.learners.includes(m.to)) return true;
-      stale = true;
-      this.#node.reportSnapshot(m.to, true);
-      return false;
-    });
-    if (stale && this.#snapshotJob === undefined && this.#snapshotMade === undefined) {
-      this.#log.info("making a snapshot for a member added after the last one", { snapshotIndex: this.#snapshotIndex, appliedIndex: this.#appliedIndex });
-      this.#startSnapshot();
-    }
-    return stale ? out : msgs;
-  }
-
   async #processReady(rd: Ready): Promise<void> {
     if (rd.softState) this.#onLeader(rd.softState.lead);
-    if (rd.messages.length > 0) rd.messages = this.#withoutStaleSnapshots(rd.messages);
+    if (rd.messages.length > 0) rd.messages = this.#snapshots.withoutStale(rd.messages);
     if (rd.hardState) {
       this.#term = rd.hardState.term;
       this.#commitIndex = rd.hardState.commit;
     }
-    if (rd.snapshot && rd.snapshot.metadata.index > 0) await this.#installSnapshot(rd.snapshot);
+    if (rd.snapshot && rd.snapshot.metadata.index > 0) await this.#snapshots.install(rd.snapshot);
     // Which messages may leave before the save, and when bytes leave: ready-sends.ts.
     const willSave = rd.entries.length > 0 || rd.mustSync;
     const commands = rd.committedEntries.map((e) => this.#commandOf(e));
     const sends = planSends({ isLeader: this.isLeader, memberId: this.#memberId, messages: rd.messages, willSave, proposers: commands.map((c) => c?.m) });
     if (sends.beforeSave !== undefined) this.#transport.send(sends.beforeSave.messages, sends.beforeSave.options);
     if (willSave) {
-      let onLoop = this.#diskWait.onLoop(performance.now(), this.#clientRequests, this.#proposals, rd.entries.length);
+      let onLoop = this.#diskWait.onLoop(performance.now(), this.#clientRequests, this.#proposals.count, rd.entries.length);
       if (onLoop) {
         await new Promise<void>((resolve) => setImmediate(resolve));
         onLoop = this.#diskWait.stillQuiet(this.#clientRequests);
@@ -654,7 +584,7 @@ export class KvServer {
     void this.#state.applied(this.#appliedIndex)?.then(() => this.metrics.backendCommitted(performance.now() - commitStart));
     this.#reads.release();
     this.#node.advance(rd);
-    if (this.#snapshotJob === undefined && this.#appliedIndex - this.#snapshotIndex >= this.config.snapshotCount) this.#startSnapshot();
+    this.#snapshots.maybeStart();
   }
 
   #onLeader(lead: number): void {
@@ -669,9 +599,7 @@ export class KvServer {
     // once, not at the next 500 ms tick: etcd's new leader answers 404 for it right away.
     if (lead !== 0 && lead === this.#memberId && this.store.hasTtlKeys()) this.#maybeSync();
     if (lead !== 0) {
-      const ws = this.#leaderWaiters;
-      this.#leaderWaiters = [];
-      for (const w of ws) w();
+      this.#proposals.leaderKnown();
       this.#reads.retry();
     }
   }
@@ -692,7 +620,7 @@ export class KvServer {
   #applyEntry(e: Entry, cmd: Command | KeySpaceCommandHead | undefined): void {
     if (e.index <= this.#appliedIndex) return;
     const started = performance.now();
-    if (e.type === EntryType.ConfChange) this.#applyConfChange(decodeConfChange(e.data));
+    if (e.type === EntryType.ConfChange) this.#confState = this.#members.apply(decodeConfChange(e.data));
     else if (e.type === EntryType.Normal && e.data.length === 0) {
       // A new leader's first entry: every entry of earlier terms (every grant) is applied, so
       // the lessor can take over the leases (etcd promotes its lessor here too).
@@ -701,43 +629,15 @@ export class KvServer {
       // Applied already, in the database that came with a snapshot: the outcome is not known
       // here, so a client of this member waiting for it hears what a timeout says (etcd
       // leaves it waiting until its request times out).
-      if (cmd.m === this.#memberId) this.#waits.trigger(cmd.id, { ok: false, error: V3Errors.timeout() });
+      if (cmd.m === this.#memberId) this.#proposals.applied(cmd.id, { ok: false, error: V3Errors.timeout() });
     } else if (cmd !== undefined) {
       const result = applyCommand(this.#state, cmd, e.index, { v3: e.index > this.#state.v3Floor });
       if (result.ok && result.changes !== undefined) for (const c of result.changes) this.watchHub.notify(c);
       if (cmd.t === "v3") this.leases.applied(cmd.op, result);
-      if (cmd.m === this.#memberId) this.#waits.trigger(cmd.id, result);
+      if (cmd.m === this.#memberId) this.#proposals.applied(cmd.id, result);
       this.metrics.applied(cmd, result, performance.now() - started);
     }
     this.#appliedIndex = e.index;
-  }
-
-  #applyConfChange(cc: ConfChange): void {
-    this.#confState = this.#node.applyConfChange(cc);
-    // etcd records membership in the v2 store, so a conf change consumes a v2 index.
-    this.store.consumeIndex();
-    const ctx = cc.context.length > 0 ? (JSON.parse(Buffer.from(cc.context).toString("utf8")) as ConfChangeContext) : undefined;
-    switch (cc.type) {
-      case ConfChangeType.AddNode:
-      case ConfChangeType.AddLearnerNode:
-        if (ctx?.member) this.membership.add(ctx.member);
-        if (cc.nodeId !== this.#memberId && ctx?.member) this.#transport.addPeer(cc.nodeId, ctx.member.peerUrls);
-        break;
-      case ConfChangeType.UpdateNode:
-        if (ctx?.member) {
-          this.membership.add(ctx.member);
-          if (cc.nodeId !== this.#memberId) this.#transport.updatePeer(cc.nodeId, ctx.member.peerUrls);
-        }
-        break;
-      case ConfChangeType.RemoveNode:
-        this.membership.remove(cc.nodeId);
-        if (cc.nodeId === this.#memberId) this.#removedFromCluster();
-        else {
-          this.#transport.removePeer(cc.nodeId);
-        }
-        break;
-    }
-    if (ctx && ctx.proposer === this.#memberId) this.#confWaits.trigger(ctx.reqId, { ok: true });
   }
 
   #removedNotified = false;
@@ -750,126 +650,30 @@ export class KvServer {
     queueMicrotask(() => this.#onRemoved());
   }
 
-  async #installSnapshot(snap: Snapshot): Promise<void> {
-    // A snapshot from the leader replaces the whole state machine (followers only); one
-    // this member was making of its older state is abandoned.
-    if (this.#snapshotJob !== undefined) this.#snapshotJob.cancelled = true;
-    this.#snapshotMade = undefined;
-    const ref = { index: snap.metadata.index, term: snap.metadata.term };
-    await this.#snapshotter.save({ ...ref, data: snap.data, meta: encodeConfState(snap.metadata.confState) });
-    await this.#wal.saveSnapshotRef(ref);
-    this.#storage.applySnapshot(snap);
-    await this.#state.install(ref.index, snap.data);
-    // Watchers catch up from the new key space (or end, if what they need was compacted).
-    this.watchHub.restore(this.#v3History);
-    for (const m of this.membership.list()) if (m.id !== this.#memberId) this.#transport.updatePeer(m.id, m.peerUrls);
-    this.#confState = snap.metadata.confState;
-    this.#appliedIndex = ref.index;
-    this.#snapshotIndex = ref.index;
-    this.#log.info("installed snapshot from the leader", ref);
-  }
-
-  /**
-   * Takes a snapshot of the state at the applied index without stopping the member: the
-   * v2 store is copied on write and written a slice at a time, the other parts (small) are
-   * taken now, the v3 key space is its database (flushed first), and the file is written
-   * while Raft goes on. A snapshot of 300k v2 keys took up to 1.5 s in one piece, long
-   * enough for followers to start an election.
-   */
-  #startSnapshot(): void {
-    const index = this.#appliedIndex;
-    const job = { cancelled: false };
-    this.#snapshotJob = job;
-    const startedAt = performance.now();
-    const term = this.#storage.term(index);
-    const confState = { voters: [...this.#confState.voters], learners: [...this.#confState.learners] };
-    const end = (): void => {
-      if (this.#snapshotJob === job) this.#snapshotJob = undefined;
-    };
-    void this.#state
-      .snapshotData(() => job.cancelled)
-      .then(async (data) => {
-        if (data === undefined || job.cancelled) return end();
-        await this.#snapshotter.save({ index, term, data, meta: encodeConfState(confState) });
-        if (job.cancelled) return end();
-        this.#snapshotMade = { index, term, data, confState, startedAt };
-        this.#kick();
-      })
-      // As etcd: a snapshot that cannot be saved means the disk is failing.
-      .catch((err: unknown) => this.#fatal(err));
-  }
-
-  /** Makes the saved snapshot Raft's, records it in the WAL and drops what it replaces. */
-  async #recordSnapshot(): Promise<void> {
-    const s = this.#snapshotMade as MadeSnapshot;
-    this.#snapshotMade = undefined;
-    this.#snapshotJob = undefined;
-    // A snapshot installed from the leader meanwhile is newer: this one is not needed.
-    if (s.index <= this.#snapshotIndex) return;
-    this.#storage.createSnapshot(s.index, s.confState, s.data);
-    await this.#wal.saveSnapshotRef({ index: s.index, term: s.term });
-    this.#snapshotIndex = s.index;
-    const compactTo = s.index - SNAPSHOT_CATCHUP_ENTRIES;
-    if (compactTo > this.#storage.firstIndex()) this.#storage.compact(compactTo);
-    // --max-wals as etcd's purge: old segments beyond the count go, once no snapshot needs them.
-    await this.#wal.releaseTo(s.index, { maxFiles: this.config.maxWals });
-    if (this.config.maxSnapshots > 0) await this.#snapshotter.purge(this.config.maxSnapshots);
-    this.#log.info("saved snapshot", { index: s.index, term: s.term, bytes: s.data.length, ms: Math.round(performance.now() - s.startedAt) });
-  }
-
   #fatal(err: unknown): void {
     // A failed WAL write or a broken invariant: carrying on could acknowledge lost writes.
     this.#log.error("fatal error in the raft loop; stopping", { error: err instanceof Error ? err.stack : String(err) });
     process.exit(1);
   }
 
-  /**
-   * Hands leadership to the most up-to-date follower before this member stops, so the
-   * cluster does not wait an election timeout (etcd does the same on graceful shutdown).
-   */
-  async transferLeadership(): Promise<void> {
-    if (!this.isLeader) return;
-    const progress = this.#node.status().progress;
-    if (!progress) return;
-    let best = 0;
-    let bestMatch = -1;
-    for (const [n, p] of progress) {
-      if (n !== this.#memberId && p.match > bestMatch && this.#confState.voters.includes(n)) {
-        best = n;
-        bestMatch = p.match;
-      }
-    }
-    if (best === 0) return;
-    this.#log.info("transferring leadership before stopping", { to: best.toString(16) });
-    this.#node.transferLeader(best);
-    this.#kick();
-    const deadline = Date.now() + 2 * this.config.electionTimeout;
-    while (this.isLeader && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-  }
-
   /** Hands leadership to `target` (etcd's MoveLeader); resolves when it leads or after two election timeouts. */
-  async transferLeadershipTo(target: number): Promise<void> {
-    this.#node.transferLeader(target);
-    this.#kick();
-    const deadline = Date.now() + 2 * this.config.electionTimeout;
-    while (this.#lead !== target && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    if (this.#lead !== target) throw new ServerUnavailableError("etcdserver: request timed out");
+  transferLeadershipTo(target: number): Promise<void> {
+    return this.#leadership.moveTo(target);
   }
 
   /** Stops ticking, fails pending requests, closes the peer links and the WAL. */
   async stop(): Promise<void> {
     if (this.#stopped) return;
-    await this.transferLeadership().catch(() => undefined);
+    await this.#leadership.handOver().catch(() => undefined);
     this.#stopped = true;
-    if (this.#snapshotJob !== undefined) this.#snapshotJob.cancelled = true;
+    this.#snapshots.cancel();
     clearInterval(this.#tickTimer);
     clearInterval(this.#syncTimer);
     clearInterval(this.#progressTimer);
     clearInterval(this.#compactTimer);
     this.leases.stop();
     const stopped = new ServerUnavailableError("etcdserver: server stopped");
-    this.#waits.failAll(stopped);
-    this.#confWaits.failAll(stopped);
+    this.#proposals.failAll(stopped);
     this.#reads.failAll(stopped);
     // Let an in-flight Ready finish its fsync before closing the file.
     while (this.#draining) await new Promise((r) => setTimeout(r, 5));

@@ -363,25 +363,25 @@ export class V3Service implements V3Backend {
       if (!/^https?:\/\/[^/]+/.test(u)) throw V3Errors.memberBadURLs();
     }
     if (req.peerUrls.length === 0) throw V3Errors.memberBadURLs();
-    const member = await this.#membership(() => this.#kv.addMember(req.peerUrls, { learner: req.isLearner }));
+    const member = await this.#membership(() => this.#kv.members.add(req.peerUrls, { learner: req.isLearner }));
     return { member: this.#member(member), members: this.#members() };
   }
 
   async memberRemove(id: string, ctx: V3CallContext): Promise<V3Member[]> {
     await this.#admin(ctx);
-    await this.#membership(() => this.#kv.removeMember(parseMemberId(id)));
+    await this.#membership(() => this.#kv.members.remove(parseMemberId(id)));
     return this.#members();
   }
 
   async memberUpdate(req: { id: string; peerUrls: string[] }, ctx: V3CallContext): Promise<V3Member[]> {
     await this.#admin(ctx);
-    await this.#membership(() => this.#kv.updateMember(parseMemberId(req.id), req.peerUrls));
+    await this.#membership(() => this.#kv.members.update(parseMemberId(req.id), req.peerUrls));
     return this.#members();
   }
 
   async memberPromote(id: string, ctx: V3CallContext): Promise<V3Member[]> {
     await this.#admin(ctx);
-    await this.#membership(() => this.#kv.promoteMember(parseMemberId(id)));
+    await this.#membership(() => this.#kv.members.promote(parseMemberId(id)));
     return this.#members();
   }
 

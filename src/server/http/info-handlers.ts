@@ -192,7 +192,7 @@ export async function handleMembers(req: IncomingMessage, res: ServerResponse, s
   }
   if (method === "POST") {
     const urls = await readMemberRequest(req, headers);
-    const m = await withHeaders(s.addMember(urls), headers);
+    const m = await withHeaders(s.members.add(urls), headers);
     writeJson(res, 201, headers, JSON.stringify(memberJSON(m)) + "\n");
     return;
   }
@@ -210,8 +210,8 @@ export async function handleMembers(req: IncomingMessage, res: ServerResponse, s
   const urls = method === "PUT" ? await readMemberRequest(req, headers) : (req.resume(), []);
   const numeric = Number(parsedId);
   if (BigInt(numeric) !== parsedId || !s.membership.get(numeric)) throw new HttpMessageError(404, `No such member: ${parsedId.toString(16)}`, headers);
-  if (method === "DELETE") await withHeaders(s.removeMember(numeric), headers);
-  else await withHeaders(s.updateMember(numeric, urls), headers);
+  if (method === "DELETE") await withHeaders(s.members.remove(numeric), headers);
+  else await withHeaders(s.members.update(numeric, urls), headers);
   res.writeHead(204, { ...corsHeaders, ...headers });
   res.end();
 }

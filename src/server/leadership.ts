@@ -1,0 +1,63 @@
+// Handing leadership over: to the most up-to-date voter before a graceful stop (etcd does
+// the same, so the cluster does not wait an election timeout), or to a chosen member
+// (etcd's MoveLeader). Both wait at most two election timeouts.
+import type { ConfState, Status } from "../raft/index.ts";
+import { ServerUnavailableError } from "./http/respond.ts";
+import type { Logger } from "./logger.ts";
+
+/** What a leadership transfer needs of its member. */
+export interface LeadershipHost {
+  readonly memberId: number;
+  readonly electionTimeoutMs: number;
+  readonly log: Logger;
+  leaderId(): number;
+  status(): Status;
+  confState(): ConfState;
+  /** Raft's transferLeader, then a run of the Ready loop. */
+  transferLeader(to: number): void;
+}
+
+/** The voter (not `self`) whose log matches the leader's furthest; 0 for none. */
+export function bestTransferee(self: number, status: Status, confState: ConfState): number {
+  let best = 0;
+  let bestMatch = -1;
+  for (const [n, p] of status.progress ?? []) {
+    if (n !== self && p.match > bestMatch && confState.voters.includes(n)) {
+      best = n;
+      bestMatch = p.match;
+    }
+  }
+  return best;
+}
+
+export class Leadership {
+  readonly #host: LeadershipHost;
+
+  constructor(host: LeadershipHost) {
+    this.#host = host;
+  }
+
+  /** Before stopping: hands leadership to the best follower, if this member leads. */
+  async handOver(): Promise<void> {
+    const h = this.#host;
+    if (h.leaderId() !== h.memberId) return;
+    const best = bestTransferee(h.memberId, h.status(), h.confState());
+    if (best === 0) return;
+    h.log.info("transferring leadership before stopping", { to: best.toString(16) });
+    h.transferLeader(best);
+    await this.#until(() => h.leaderId() !== h.memberId);
+  }
+
+  /** Hands leadership to `target` (etcd's MoveLeader); resolves when it leads, else times out. */
+  async moveTo(target: number): Promise<void> {
+    const h = this.#host;
+    h.transferLeader(target);
+    if (!(await this.#until(() => h.leaderId() === target))) throw new ServerUnavailableError("etcdserver: request timed out");
+  }
+
+  async #until(done: () => boolean): Promise<boolean> {
+    const deadline = Date.now() + 2 * this.#host.electionTimeoutMs;
+    while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    return done();
+  }
+}

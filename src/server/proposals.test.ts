@@ -1,0 +1,94 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { ProposalDroppedError, type Status } from "../raft/index.ts";
+import { bestTransferee } from "./leadership.ts";
+import { ServerMetrics } from "./metrics/server-metrics.ts";
+import { Proposals, type ProposalHost } from "./proposals.ts";
+import { decodeCommand } from "./request.ts";
+
+function host(over: Partial<ProposalHost> = {}): ProposalHost & { sent: Uint8Array[] } {
+  const sent: Uint8Array[] = [];
+  return {
+    memberId: 7,
+    requestTimeoutMs: 200,
+    metrics: new ServerMetrics(),
+    stopped: () => false,
+    propose: (data) => void sent.push(data),
+    proposeConfChange: () => {},
+    kick: () => {},
+    sent,
+    ...over,
+  };
+}
+
+test("a proposal carries this member and a fresh id; apply's result reaches only its waiter", async () => {
+  const h = host();
+  const p = new Proposals(h, 1000);
+  const a = p.propose({ t: "sync", time: 1 });
+  const b = p.propose({ t: "sync", time: 2 });
+  const [ca, cb] = h.sent.map((d) => decodeCommand(d));
+  assert.equal(ca?.m, 7);
+  assert.notEqual(ca?.id, cb?.id);
+  p.applied(cb!.id, { ok: true });
+  p.applied(ca!.id, { ok: true });
+  assert.deepEqual(await Promise.all([a, b]), [{ ok: true }, { ok: true }]);
+  assert.equal(p.count, 2);
+});
+
+test("a proposal dropped for want of a leader goes again once one is known", async () => {
+  let leader = false;
+  const h = host({
+    propose: (data) => {
+      if (!leader) throw new ProposalDroppedError("no leader");
+      h.sent.push(data);
+    },
+  });
+  const p = new Proposals(h, 1000);
+  const r = p.propose({ t: "sync", time: 1 });
+  await new Promise((res) => setImmediate(res));
+  assert.equal(h.sent.length, 0);
+  leader = true;
+  p.leaderKnown();
+  await new Promise((res) => setImmediate(res));
+  assert.equal(h.sent.length, 1);
+  p.applied(decodeCommand(h.sent[0]!)!.id, { ok: true });
+  assert.deepEqual(await r, { ok: true });
+});
+
+test("every waiter ends: timeout, stop, and a stopped member refuses at once", async () => {
+  const h = host({ requestTimeoutMs: 30 });
+  const p = new Proposals(h, 1000);
+  await assert.rejects(p.propose({ t: "sync", time: 1 }), /request timed out/);
+  const pending = p.propose({ t: "sync", time: 2 });
+  p.failAll(new Error("etcdserver: server stopped"));
+  await assert.rejects(pending, /server stopped/);
+  const stopped = new Proposals(host({ stopped: () => true }), 1000);
+  await assert.rejects(stopped.propose({ t: "sync", time: 3 }), /server stopped/);
+});
+
+test("a conf change resolves when this member applies it; another proposer's does not wake it", async () => {
+  let context: Uint8Array | undefined;
+  const p = new Proposals(host({ proposeConfChange: (cc) => void (context = cc.context) }), 1000);
+  const done = p.proposeConfChange(2, 9);
+  const ctx = JSON.parse(Buffer.from(context!).toString()) as { proposer: number; reqId: number };
+  p.confApplied({ proposer: 8, reqId: ctx.reqId });
+  let settled = false;
+  void done.then(() => (settled = true));
+  await new Promise((res) => setImmediate(res));
+  assert.equal(settled, false);
+  p.confApplied(ctx);
+  await done;
+});
+
+test("leadership goes to the voter furthest along, never to a learner or to itself", () => {
+  const progress = new Map([
+    [1, { match: 90 }],
+    [2, { match: 80 }],
+    [3, { match: 95 }],
+    [4, { match: 99 }],
+  ]) as unknown as NonNullable<Status["progress"]>;
+  const status = { progress } as Status;
+  assert.equal(bestTransferee(1, status, { voters: [1, 2, 3], learners: [4] }), 3);
+  assert.equal(bestTransferee(1, status, { voters: [1], learners: [4] }), 0);
+  assert.equal(bestTransferee(1, {} as Status, { voters: [1, 2], learners: [] }), 0);
+});

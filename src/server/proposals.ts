@@ -1,0 +1,137 @@
+// Proposing and waiting: a command or a membership change goes into Raft with a request id,
+// and its proposer waits for apply to trigger that id with the result (wait.ts).
+//
+// Invariants:
+// - A proposal dropped because no leader is known is retried when one is, until the
+//   request timeout (etcd: 5 s + 2 election timeouts); then "request timed out".
+// - Every waiter ends: with its apply result, the timeout, or "server stopped" (failAll).
+// - Only the proposing member has a waiter: apply on the others triggers nothing.
+import { ProposalDroppedError, type ConfChange } from "../raft/index.ts";
+import type { ApplyResult } from "./apply.ts";
+import { encodeCommand, type Command, type CommandBody } from "./request.ts";
+import type { Member } from "./membership.ts";
+import { WaitRegistry, requestIdGenerator } from "./wait.ts";
+import { ServerUnavailableError } from "./http/respond.ts";
+import type { ServerMetrics } from "./metrics/server-metrics.ts";
+
+/** The context of a membership change entry: who proposed it (for the waiter) and the member. */
+export interface ConfChangeContext {
+  proposer: number;
+  reqId: number;
+  member?: Member;
+}
+
+/** What the proposer needs of the member's Raft node and run loop. */
+export interface ProposalHost {
+  readonly memberId: number;
+  readonly requestTimeoutMs: number;
+  readonly metrics: ServerMetrics;
+  stopped(): boolean;
+  /** Hands bytes to Raft; throws ProposalDroppedError while no leader is known. */
+  propose(data: Uint8Array): void;
+  proposeConfChange(cc: ConfChange): void;
+  /** Runs the Ready loop (the proposal goes out in the next Ready). */
+  kick(): void;
+}
+
+export class Proposals {
+  readonly #host: ProposalHost;
+  readonly #waits = new WaitRegistry<ApplyResult>();
+  readonly #confWaits = new WaitRegistry<ApplyResult>();
+  readonly #nextId: () => number;
+  /** Proposals waiting for a leader to be known. */
+  #leaderWaiters: Array<() => void> = [];
+  /** Proposals made since the start (disk-wait.ts reads it). */
+  count = 0;
+
+  constructor(host: ProposalHost, nowMs: number) {
+    this.#host = host;
+    this.#nextId = requestIdGenerator(nowMs);
+  }
+
+  /** Proposes a command and resolves with its apply result. */
+  propose(body: CommandBody): Promise<ApplyResult> {
+    const id = this.#nextId();
+    const cmd = { ...body, m: this.#host.memberId, id } as Command;
+    return this.#proposeAndWait(this.#waits, id, () => this.#host.propose(encodeCommand(cmd)));
+  }
+
+  /** Proposes a membership change; resolves once this member applied it. */
+  async proposeConfChange(type: ConfChange["type"], nodeId: number, member?: Member): Promise<void> {
+    const reqId = this.#nextId();
+    const ctx: ConfChangeContext = member ? { proposer: this.#host.memberId, reqId, member } : { proposer: this.#host.memberId, reqId };
+    const res = await this.#proposeAndWait(this.#confWaits, reqId, () =>
+      this.#host.proposeConfChange({ type, nodeId, context: Buffer.from(JSON.stringify(ctx)) }),
+    );
+    if (!res.ok) throw res.error;
+  }
+
+  /** Apply's answer to the proposer of command `id` (on the proposing member). */
+  applied(id: number, result: ApplyResult): void {
+    this.#waits.trigger(id, result);
+  }
+
+  /** Apply of a membership change this member proposed. */
+  confApplied(ctx: ConfChangeContext): void {
+    if (ctx.proposer === this.#host.memberId) this.#confWaits.trigger(ctx.reqId, { ok: true });
+  }
+
+  /** A leader is known: dropped proposals go again. */
+  leaderKnown(): void {
+    const ws = this.#leaderWaiters;
+    this.#leaderWaiters = [];
+    for (const w of ws) w();
+  }
+
+  failAll(err: unknown): void {
+    this.#waits.failAll(err);
+    this.#confWaits.failAll(err);
+  }
+
+  async #proposeAndWait(registry: WaitRegistry<ApplyResult>, id: number, proposeFn: () => void): Promise<ApplyResult> {
+    const host = this.#host;
+    if (host.stopped()) throw new ServerUnavailableError("etcdserver: server stopped");
+    this.count++;
+    host.metrics.proposalStarted();
+    const result = registry.register(id);
+    const deadline = Date.now() + host.requestTimeoutMs;
+    for (;;) {
+      try {
+        proposeFn();
+        break;
+      } catch (err) {
+        if (!(err instanceof ProposalDroppedError)) {
+          registry.fail(id, err);
+          break;
+        }
+        if (Date.now() >= deadline) {
+          registry.fail(id, new ServerUnavailableError("etcdserver: request timed out"));
+          break;
+        }
+        await this.#waitForLeader(deadline - Date.now());
+      }
+    }
+    host.kick();
+    const timer = setTimeout(() => registry.fail(id, new ServerUnavailableError("etcdserver: request timed out")), host.requestTimeoutMs);
+    let failed = true;
+    try {
+      const r = await result;
+      failed = false;
+      return r;
+    } finally {
+      clearTimeout(timer);
+      host.metrics.proposalEnded(failed);
+    }
+  }
+
+  #waitForLeader(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const t = setTimeout(done, Math.max(1, ms));
+      function done(): void {
+        clearTimeout(t);
+        resolve();
+      }
+      this.#leaderWaiters.push(done);
+    });
+  }
+}
