@@ -29,7 +29,9 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   const peerTls = withSrvDomainCheck(await preparePeerTls(config, log), config.discoverySrv);
   let stop: () => Promise<void> = async () => undefined;
   // A member removed from the cluster stops, as etcd's does.
-  const kv = new KvServer({ config, logger: log, onRemoved: () => void stop().then(() => process.exit(0)), ...(peerTls === undefined ? {} : { peerTls }) });
+  // KV_TRACE_WRITES=N (a debugging aid, not an etcd flag): every Nth write traced end to end.
+  const traceWritesEvery = Number(process.env["KV_TRACE_WRITES"] ?? 0);
+  const kv = new KvServer({ config, logger: log, onRemoved: () => void stop().then(() => process.exit(0)), traceWritesEvery, ...(peerTls === undefined ? {} : { peerTls }) });
   await kv.start();
   // Prometheus metrics: counters the server feeds, the peers' traffic, gRPC calls.
   const metrics = new MemberMetrics(kv, { level: config.metrics });
@@ -50,7 +52,10 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     metrics.attachGrpc(grpc);
     const toGrpc = grpc;
     // Plain key reads skip node:http (fast-lane.ts); everything else goes through the router.
-    listeners = await listen(config.listenClientUrls, createRouter(routes), log, { tls: clientTls, fast: keysFastGet(routes), grpc: (socket) => toGrpc.accept(socket) });
+    const router = createRouter(routes);
+    const tracer = kv.tracer;
+    const handler: typeof router = tracer.enabled ? (req, res) => tracer.around(req, res, () => router(req, res)) : router;
+    listeners = await listen(config.listenClientUrls, handler, log, { tls: clientTls, fast: keysFastGet(routes), grpc: (socket) => toGrpc.accept(socket) });
     // --listen-metrics-urls: /metrics and /health only, as etcd's metrics mux.
     if (config.listenMetricsUrls.length > 0) {
       const metricsListeners = await listen(config.listenMetricsUrls, createMetricsRouter(kv, metrics), log, { tls: clientTls });

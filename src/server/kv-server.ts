@@ -48,6 +48,7 @@ import { Proposals } from "./proposals.ts";
 import { MemberAdmin } from "./member-admin.ts";
 import { SnapshotFlow } from "./snapshot-flow.ts";
 import { Leadership } from "./leadership.ts";
+import { TracePhase, WriteTracer } from "./write-trace.ts";
 
 /** How often the leader stamps its clock into the log while TTL keys exist (etcd: 500 ms). */
 const SYNC_INTERVAL_MS = 500;
@@ -66,6 +67,8 @@ export interface KvServerOptions {
   peerTls?: PeerTlsClient;
   /** WAL segment size (not a flag; tests use small segments to see --max-wals at work). */
   walSegmentBytes?: number;
+  /** Trace every Nth client write (KV_TRACE_WRITES; 0 or absent: off). */
+  traceWritesEvery?: number;
 }
 
 export class KvServer {
@@ -89,6 +92,8 @@ export class KvServer {
   readonly #v3History: WatchHistory;
   /** Lease keepalives and expiry: the leader's in-memory deadlines (lease-keeper.ts). */
   readonly leases: LeaseKeeper;
+  /** KV_TRACE_WRITES=N: every Nth client write followed end to end (write-trace.ts). */
+  readonly tracer: WriteTracer;
   #memberId = 0;
   /** Proposing and waiting for apply (proposals.ts). */
   #proposals!: Proposals;
@@ -137,6 +142,7 @@ export class KvServer {
     this.#peerTls = opts.peerTls;
     this.#walSegmentBytes = opts.walSegmentBytes;
     this.leases = new LeaseKeeper(this, this.#log);
+    this.tracer = new WriteTracer(opts.traceWritesEvery ?? 0, this.#log);
   }
 
   get memberId(): number {
@@ -293,6 +299,7 @@ export class KvServer {
         propose: (data) => this.#node.propose(data),
         proposeConfChange: (cc) => this.#node.proposeConfChange(cc),
         kick: () => this.#kick(),
+        tracer: this.tracer,
       },
       Date.now(),
     );
@@ -545,6 +552,8 @@ export class KvServer {
   }
 
   async #processReady(rd: Ready): Promise<void> {
+    const tracing = this.tracer.active;
+    if (tracing) this.tracer.phase(TracePhase.ready);
     if (rd.softState) this.#onLeader(rd.softState.lead);
     if (rd.messages.length > 0) rd.messages = this.#snapshots.withoutStale(rd.messages);
     if (rd.hardState) {
@@ -563,7 +572,9 @@ export class KvServer {
         await new Promise<void>((resolve) => setImmediate(resolve));
         onLoop = this.#diskWait.stillQuiet(this.#clientRequests);
       }
+      if (tracing) this.tracer.phase(TracePhase.walWrite);
       const syncMs = await this.#wal.save(rd.hardState ?? null, rd.entries, { onLoop });
+      if (tracing) this.tracer.phase(TracePhase.fsynced);
       this.metrics.walSynced(syncMs);
       if (onLoop) this.#diskWait.took(performance.now(), syncMs);
     } else if (rd.hardState) {
@@ -634,7 +645,10 @@ export class KvServer {
       const result = applyCommand(this.#state, cmd, e.index, { v3: e.index > this.#state.v3Floor });
       if (result.ok && result.changes !== undefined) for (const c of result.changes) this.watchHub.notify(c);
       if (cmd.t === "v3") this.leases.applied(cmd.op, result);
-      if (cmd.m === this.#memberId) this.#proposals.applied(cmd.id, result);
+      if (cmd.m === this.#memberId) {
+        if (this.tracer.active) this.tracer.applied(cmd.id);
+        this.#proposals.applied(cmd.id, result);
+      }
       this.metrics.applied(cmd, result, performance.now() - started);
     }
     this.#appliedIndex = e.index;

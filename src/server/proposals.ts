@@ -13,6 +13,7 @@ import type { Member } from "./membership.ts";
 import { WaitRegistry, requestIdGenerator } from "./wait.ts";
 import { ServerUnavailableError } from "./http/respond.ts";
 import type { ServerMetrics } from "./metrics/server-metrics.ts";
+import type { WriteTracer } from "./write-trace.ts";
 
 /** The context of a membership change entry: who proposed it (for the waiter) and the member. */
 export interface ConfChangeContext {
@@ -32,6 +33,8 @@ export interface ProposalHost {
   proposeConfChange(cc: ConfChange): void;
   /** Runs the Ready loop (the proposal goes out in the next Ready). */
   kick(): void;
+  /** Follows sampled writes (write-trace.ts). */
+  readonly tracer?: WriteTracer;
 }
 
 export class Proposals {
@@ -53,7 +56,10 @@ export class Proposals {
   propose(body: CommandBody): Promise<ApplyResult> {
     const id = this.#nextId();
     const cmd = { ...body, m: this.#host.memberId, id } as Command;
-    return this.#proposeAndWait(this.#waits, id, () => this.#host.propose(encodeCommand(cmd)));
+    return this.#proposeAndWait(this.#waits, id, () => {
+      this.#host.propose(encodeCommand(cmd));
+      this.#host.tracer?.proposed(id);
+    });
   }
 
   /** Proposes a membership change; resolves once this member applied it. */

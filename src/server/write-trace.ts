@@ -1,0 +1,120 @@
+// Where one write's time goes, end to end: with KV_TRACE_WRITES=N every Nth client write
+// (PUT, POST, DELETE on the client port) is followed from the moment its request reaches
+// the router through propose, the Ready that carries it, the WAL write and its fdatasync,
+// apply, and the moment the response is written, and logged as one line of offsets in
+// microseconds. Off (N unset or 0) it costs one branch per Ready and per request.
+//
+// The request and its proposal are tied through AsyncLocalStorage, entered only for the
+// sampled requests; a proposal's later phases are found by its request id.
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Logger } from "./logger.ts";
+
+/** The phases in the order a write passes them. */
+export const TracePhase = {
+  received: "received",
+  proposed: "proposed",
+  ready: "ready",
+  walWrite: "wal write",
+  fsynced: "fsynced",
+  applied: "applied",
+  responded: "responded",
+} as const;
+export type TracePhase = (typeof TracePhase)[keyof typeof TracePhase];
+
+/** One traced write: the time of each phase, first occurrence only. */
+export class WriteTrace {
+  readonly what: string;
+  readonly #t0: number;
+  readonly #marks = new Map<string, number>();
+
+  constructor(what: string, t0: number) {
+    this.what = what;
+    this.#t0 = t0;
+    this.#marks.set(TracePhase.received, t0);
+  }
+
+  /** A phase, or any step a handler names (note()). */
+  mark(phase: TracePhase | string, at: number): void {
+    if (!this.#marks.has(phase)) this.#marks.set(phase, at);
+  }
+
+  has(phase: TracePhase | string): boolean {
+    return this.#marks.has(phase);
+  }
+
+  /** Each phase's offset from the request's arrival, in µs, in the order they happened. */
+  offsets(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [phase, at] of [...this.#marks].sort((a, b) => a[1] - b[1])) out[phase] = Math.round((at - this.#t0) * 1000);
+    return out;
+  }
+}
+
+const WRITE_METHODS = new Set(["PUT", "POST", "DELETE"]);
+
+export class WriteTracer {
+  readonly #every: number;
+  readonly #log: Logger;
+  readonly #now: () => number;
+  #seen = 0;
+  readonly #als = new AsyncLocalStorage<WriteTrace>();
+  /** Traced proposals by request id, until applied. */
+  readonly #pending = new Map<number, WriteTrace>();
+
+  /** @param every trace one write in `every` (0: off) */
+  constructor(every: number, log: Logger, now: () => number = () => performance.now()) {
+    this.#every = Number.isInteger(every) && every > 0 ? every : 0;
+    this.#log = log;
+    this.#now = now;
+  }
+
+  get enabled(): boolean {
+    return this.#every > 0;
+  }
+
+  /** Proposals being followed (the run loop marks its phases only when there are some). */
+  get active(): boolean {
+    return this.#pending.size > 0;
+  }
+
+  /** Runs the handler of a request, traced when it is a sampled write. */
+  around(req: IncomingMessage, res: ServerResponse, handle: () => void): void {
+    if (this.#every === 0 || !WRITE_METHODS.has(req.method ?? "") || ++this.#seen % this.#every !== 0) {
+      handle();
+      return;
+    }
+    const trace = new WriteTrace(`${req.method} ${(req.url ?? "").split("?")[0]}`, this.#now());
+    res.once("finish", () => {
+      trace.mark(TracePhase.responded, this.#now());
+      this.#log.info("write trace", { request: trace.what, us: trace.offsets() });
+    });
+    this.#als.run(trace, handle);
+  }
+
+  /** A step of the traced request the caller is in, named by the caller (no-op otherwise). */
+  note(step: string): void {
+    this.#als.getStore()?.mark(step, this.#now());
+  }
+
+  /** A command with request id `id` was handed to Raft (in the request's async context). */
+  proposed(id: number): void {
+    const trace = this.#als.getStore();
+    if (trace === undefined) return;
+    trace.mark(TracePhase.proposed, this.#now());
+    this.#pending.set(id, trace);
+  }
+
+  /** A run-loop phase reached by every traced proposal not yet past it. */
+  phase(phase: TracePhase): void {
+    const at = this.#now();
+    for (const t of this.#pending.values()) t.mark(phase, at);
+  }
+
+  applied(id: number): void {
+    const trace = this.#pending.get(id);
+    if (trace === undefined) return;
+    trace.mark(TracePhase.applied, this.#now());
+    this.#pending.delete(id);
+  }
+}
