@@ -17,7 +17,8 @@
 # kvctl runs as installed (node dist/bundle/cli/main.js; `node scripts/bundle.mjs` first), or
 # the bundle KVCTL_MAIN names. KVCTL_BEFORE=<another build's main.js> adds that build as a
 # third server, measured in the same rounds (columns "before").
-# Ports 46379-46382 (three members: 46300-46311); every process started is stopped by its PID.
+# Ports 24640-24645 (three members: 24640-24657), inside the bench's range (24600-24699) and
+# below the kernel's ephemeral ports; every process started is stopped by its PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=20000; C=8; M=8; ROUNDS=3; MEMBERS=1; ONLY=""; ROWS="put,range,range-s,watch,keepalive"; WATCHERS=1000
@@ -81,11 +82,11 @@ declare -A LEADER
 port() { echo "${LEADER[$1]}"; }
 for kind in "${KINDS[@]}"; do
   if [ "$MEMBERS" = 1 ]; then
-    case $kind in etcd) cp=46379 ;; kvctl) cp=46381 ;; before) cp=46383 ;; esac
+    case $kind in etcd) cp=24640 ;; kvctl) cp=24642 ;; before) cp=24644 ;; esac
     start "$kind" "$cp" $((cp + 1))
     LEADER[$kind]=$cp
   else
-    case $kind in etcd) b=46300 ;; kvctl) b=46306 ;; before) b=46312 ;; esac
+    case $kind in etcd) b=24640 ;; kvctl) b=24646 ;; before) b=24652 ;; esac
     cluster="m0=http://127.0.0.1:$((b + 1)),m1=http://127.0.0.1:$((b + 3)),m2=http://127.0.0.1:$((b + 5))"
     for i in 0 1 2; do start "$kind" $((b + 2 * i)) $((b + 2 * i + 1)) "m$i" "$cluster"; done
     eps="127.0.0.1:$b,127.0.0.1:$((b + 2)),127.0.0.1:$((b + 4))"

@@ -4,7 +4,7 @@ import { test } from "node:test";
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { KeyValue, V3Event } from "../../store/v3/index.ts";
 import * as cv from "./convert.ts";
-import { encodePutResponse, encodeRangeResponse, encodeWatchEvents, headerFields } from "./fast-codec.ts";
+import { encodePutResponse, encodeRangeResponse, encodeWatchEvents, headerFields, WatchEventsFramer } from "./fast-codec.ts";
 import { PutResponseSchema, RangeResponseSchema, WatchResponseSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
 
 const kv = (key: string, value: string, n: number, lease: bigint): KeyValue => ({
@@ -66,4 +66,30 @@ test("WatchResponse with events: the same bytes as toBinary (types, prev_kv, fra
       }
     }
   }
+});
+
+test("WatchEventsFramer: each watcher's framed message is toBinary's, the shared part encoded once per turn", async () => {
+  const all = kvsCases.flat();
+  const events: V3Event[] = [{ type: 0, kv: all[3]!, prevKv: all[1]! }];
+  const framer = new WatchEventsFramer();
+  let headerCalls = 0;
+  const h = headers[1]!;
+  const headerOf = (revision: number): typeof h => {
+    headerCalls++;
+    return { ...h, revision };
+  };
+  for (const [id, fragment] of [[0, false], [1, true], [300, false], [2 ** 40, false]] as const) {
+    // A list of its own per watcher, the same event objects (as the hub hands them out).
+    const framed = framer.frame(7, headerOf, id, [...events], fragment);
+    const want = toBinary(WatchResponseSchema, create(WatchResponseSchema, { header: cv.header({ ...h, revision: 7 }), watchId: BigInt(id), events: events.map(cv.event), fragment }));
+    assert.equal(framed[0], 0);
+    assert.equal(framed.readUInt32BE(1), want.length);
+    assert.deepEqual(new Uint8Array(framed.subarray(5)), want);
+  }
+  assert.equal(headerCalls, 1, "one header for the four watchers");
+  framer.frame(8, headerOf, 1, events, false);
+  assert.equal(headerCalls, 2, "another revision: encoded again");
+  await Promise.resolve();
+  framer.frame(8, headerOf, 1, events, false);
+  assert.equal(headerCalls, 3, "the shared bytes do not outlive the turn");
 });

@@ -7,6 +7,7 @@
 // compares the two.
 import type { KeyValue, PutResponse, RangeResponse, V3Event } from "../../store/v3/index.ts";
 import type { V3Header } from "../http/v3-backend.ts";
+import { MESSAGE_PREFIX_BYTES } from "./frames.ts";
 
 /** A response header as its numbers (ids already parsed), ready to encode many times. */
 export interface HeaderFields {
@@ -226,26 +227,70 @@ function encodeEvents(events: readonly V3Event[]): Buffer {
   return out.buf;
 }
 
-// The hub hands the same events to every watcher of a key: encoded once for all of them.
-let lastEvents: { events: readonly V3Event[]; bytes: Buffer } | undefined;
-
 /**
  * A WatchResponse carrying events (header=1, watch_id=2, fragment=7, events=11), as
  * toBinary writes it, `reserve` free bytes in front.
  */
 export function encodeWatchEvents(h: HeaderFields, watchId: number, events: readonly V3Event[], fragment: boolean, reserve = 0): Buffer {
-  if (lastEvents?.events !== events) lastEvents = { events, bytes: encodeEvents(events) };
-  const ev = lastEvents.bytes;
   const hs = headerSize(h);
-  const total = msgFieldSize(hs) + intFieldSize(watchId) + (fragment ? 2 : 0) + ev.length;
+  const head = new Out(Buffer.allocUnsafe(msgFieldSize(hs)));
+  head.header(0x0a, h, hs);
+  return watchMessage(head.buf, watchId, fragment, encodeEvents(events), reserve);
+}
+
+/** header field + watch_id + fragment + events field, `reserve` free bytes in front. */
+function watchMessage(head: Buffer, watchId: number, fragment: boolean, events: Buffer, reserve: number): Buffer {
+  const total = head.length + intFieldSize(watchId) + (fragment ? 2 : 0) + events.length;
   const out = new Out(Buffer.allocUnsafe(reserve + total));
-  out.at = reserve;
-  out.header(0x0a, h, hs);
+  out.buf.set(head, reserve);
+  out.at = reserve + head.length;
   out.intField(0x10, watchId);
   if (fragment) {
     out.buf[out.at++] = 0x38;
     out.buf[out.at++] = 1;
   }
-  out.buf.set(ev, out.at);
+  out.buf.set(events, out.at);
   return out.buf;
+}
+
+function sameEvents(a: readonly V3Event[], b: readonly V3Event[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/**
+ * WatchResponses of one hub message for every watcher that gets it. The hub hands each
+ * watcher the same event objects (in its own list) with the same header revision, and
+ * only watch_id differs between their responses: the header and the events are encoded
+ * once, and each watcher's message is one buffer (gRPC's 5-byte prefix included) made of
+ * copies. Profiled on 1,000 watchers of one key, per watcher and write: the header's
+ * V3Header and bigint ids, the events' encoding, and a second copy to add the prefix were
+ * half of the gRPC layer's time before the HTTP/2 write itself.
+ *
+ * The shared bytes live until the current turn's microtasks run: a fan-out is one
+ * synchronous notify(), and a later message with the same events (a replay) re-reads the
+ * header, whose term may have changed.
+ */
+export class WatchEventsFramer {
+  #last: { revision: number; events: readonly V3Event[]; head: Buffer; body: Buffer } | undefined;
+
+  /** The framed message for `watchId`; `headerOf` is called once per shared message. */
+  frame(revision: number, headerOf: (revision: number) => V3Header, watchId: number, events: readonly V3Event[], fragment: boolean): Buffer {
+    let s = this.#last;
+    if (s === undefined || s.revision !== revision || !sameEvents(s.events, events)) {
+      const h = headerFields(headerOf(revision));
+      const hs = headerSize(h);
+      const head = new Out(Buffer.allocUnsafe(msgFieldSize(hs)));
+      head.header(0x0a, h, hs);
+      if (s === undefined) queueMicrotask(() => (this.#last = undefined));
+      s = { revision, events, head: head.buf, body: encodeEvents(events) };
+      this.#last = s;
+    }
+    const out = watchMessage(s.head, watchId, fragment, s.body, MESSAGE_PREFIX_BYTES);
+    out[0] = 0;
+    out.writeUInt32BE(out.length - MESSAGE_PREFIX_BYTES, 1);
+    return out;
+  }
 }

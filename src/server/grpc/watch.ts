@@ -9,11 +9,11 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { GrpcCode } from "../../api/v3-errors.ts";
 import type { V3Event } from "../../store/v3/index.ts";
-import type { V3CallContext, V3GatewayContext } from "../http/v3-backend.ts";
+import type { V3CallContext, V3GatewayContext, V3Header } from "../http/v3-backend.ts";
 import type { WatchRequestMsg } from "../http/v3-decode.ts";
 import { WatchSession, slowReaderReason, type WatchControl, type WatchWire } from "../http/v3-watch-session.ts";
 import * as cv from "./convert.ts";
-import { encodeWatchEvents, headerFields } from "./fast-codec.ts";
+import { WatchEventsFramer } from "./fast-codec.ts";
 import type { WatchRequest, WatchRequestSchema, WatchResponseSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
 import type { TypedStream } from "./services.ts";
 
@@ -35,13 +35,16 @@ export function watchRequestMsg(m: WatchRequest): WatchRequestMsg {
   }
 }
 
+/** One for every stream of the process: a write's events reach watchers on many streams. */
+const framer = new WatchEventsFramer();
+
 class GrpcWatchWire implements WatchWire {
   readonly #s: Stream;
-  readonly #gw: V3GatewayContext;
+  readonly #header: (revision: number) => V3Header;
 
   constructor(s: Stream, gw: V3GatewayContext) {
     this.#s = s;
-    this.#gw = gw;
+    this.#header = (revision) => gw.backend.header(revision);
   }
 
   get unsent(): number {
@@ -58,7 +61,7 @@ class GrpcWatchWire implements WatchWire {
   }
 
   events(revision: number, watchId: number, events: readonly V3Event[], fragment: boolean): void {
-    this.#s.raw.send(encodeWatchEvents(headerFields(this.#gw.backend.header(revision)), watchId, events, fragment));
+    this.#s.raw.sendFramed(framer.frame(revision, this.#header, watchId, events, fragment));
   }
 
   overflow(limit: number): void {

@@ -114,6 +114,31 @@ test("prevKv is delivered only to watchers that asked", () => {
   assert.deepEqual(without.lines(), ["2: PUT k=1", "3: PUT k=2", "4: DEL k="]);
 });
 
+test("a one-event revision hands its watchers two shared lists (with and without prevKv), filters still apply", () => {
+  const { store, hub, apply } = setup();
+  const got = Array.from({ length: 6 }, () => recorder());
+  hub.watch(watchReq("k", { prevKv: true }), got[0]!.sink);
+  hub.watch(watchReq("k", { prevKv: true }), got[1]!.sink);
+  hub.watch(watchReq("k"), got[2]!.sink);
+  hub.watch(watchReq("k", { rangeEnd: b("l") }), got[3]!.sink);
+  hub.watch(watchReq("k", { filters: { noPut: true, noDelete: false } }), got[4]!.sink);
+  hub.watch(watchReq("other"), got[5]!.sink);
+  apply(store.put(putReq("k", "1")));
+  apply(store.put(putReq("k", "2")));
+  assert.deepEqual(got.map((g) => g.lines()), [
+    ["2: PUT k=1", "3: PUT k=2 (was 1)"],
+    ["2: PUT k=1", "3: PUT k=2 (was 1)"],
+    ["2: PUT k=1", "3: PUT k=2"],
+    ["2: PUT k=1", "3: PUT k=2"],
+    [],
+    [],
+  ]);
+  const last = got.slice(0, 4).map((g) => g.msgs[1]!.events);
+  assert.equal(last[0], last[1], "the prevKv watchers share one list");
+  assert.equal(last[2], last[3], "the others share another");
+  assert.notEqual(last[0], last[2]);
+});
+
 test("a start revision in the past replays history then follows live with no gap or duplicate", () => {
   const { store, hub, apply } = setup();
   apply(store.put(putReq("k", "1"))); // 2

@@ -163,6 +163,10 @@ export class WatchHub {
       throw new Error(`watch hub: revision ${changes.revision} notified after ${this.#lastNotified}`);
     }
     this.#lastNotified = changes.revision;
+    if (changes.events.length === 1) {
+      this.#notifyOne(changes.revision, changes.events[0]!);
+      return;
+    }
     const perWatcher = new Map<Watcher, V3Event[]>();
     for (const ev of changes.events) {
       let bare: V3Event | undefined;
@@ -178,6 +182,29 @@ export class WatchHub {
     for (const [w, events] of perWatcher) {
       w.next = changes.revision + 1;
       if (w.active) this.#deliverEvents(w, { revision: changes.revision, events });
+    }
+  }
+
+  /**
+   * A revision of one event (most writes): every watcher that gets it gets one of two
+   * shared lists (with or without prevKv) instead of a list of its own, so a fan-out to
+   * many watchers allocates per watcher only its message, and a transport can tell by
+   * identity that it already encoded those events. Watchers are collected before any
+   * sink runs: a sink that throws cancels its watcher, which edits the group.
+   */
+  #notifyOne(revision: number, ev: V3Event): void {
+    const targets: Watcher[] = [];
+    this.#group.forEachMatch(keyId(ev.kv.key), (w) => {
+      if (w.next <= revision && passes(w, ev)) targets.push(w);
+    });
+    if (targets.length === 0) return;
+    const full = [ev];
+    let bare: V3Event[] | undefined;
+    for (const w of targets) {
+      w.next = revision + 1;
+      if (!w.active) continue;
+      const events = w.prevKv || ev.prevKv === undefined ? full : (bare ??= [{ type: ev.type, kv: ev.kv }]);
+      this.#deliverEvents(w, { revision, events });
     }
   }
 
