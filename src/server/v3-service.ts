@@ -30,9 +30,11 @@ import {
   AlarmAction,
   AlarmType,
   MAX_LEASE_TTL,
+  hashKV,
   isReadOnlyTxn,
   type DeleteRangeRequest,
   type DeleteRangeResponse,
+  type HashKvResult,
   type LeaseGrantResponse,
   type LeaseId,
   type LeaseStatus,
@@ -444,6 +446,11 @@ export class V3Service implements V3Backend {
   async hash(ctx: V3CallContext): Promise<{ hash: number; revision: number }> {
     await this.#admin(ctx);
     return { hash: parseInt(this.#kv.v3.hash().slice(0, 8), 16), revision: this.#kv.v3.revision };
+  }
+
+  async hashKV(revision: number, ctx: V3CallContext): Promise<HashKvResult> {
+    await this.#admin(ctx);
+    return hashKV(this.#kv.v3, revision);
   }
 
   /** A backup of the whole replicated state at a linearizable point, served from a file in the data dir. */

@@ -234,10 +234,9 @@ export function createRpcTable(gw: V3GatewayContext): RpcTable {
     const r = await b.hash(ctx);
     return { header: hdr(b, r.revision), hash: r.hash };
   });
-  // The backend hashes the whole key space; etcd's HashKV hashes up to a revision.
-  unary(t, Maintenance.method.hashKV, async (_m, { ctx }) => {
-    const r = await b.hash(ctx);
-    return { header: hdr(b, r.revision), hash: r.hash };
+  unary(t, Maintenance.method.hashKV, async (m, { ctx }) => {
+    const r = await b.hashKV(cv.num(m.revision), ctx);
+    return { header: hdr(b, r.revision), hash: r.hash, compactRevision: BigInt(r.compactRevision) };
   });
   unary(t, Maintenance.method.moveLeader, async (m, { ctx }) => {
     await b.moveLeader(m.targetID.toString(), ctx);

@@ -16,6 +16,7 @@ import type {
   CompactionRequest,
   DeleteRangeRequest,
   DeleteRangeResponse,
+  HashKvResult,
   LeaseGrantResponse,
   LeaseId,
   LeaseStatus,
@@ -157,6 +158,11 @@ export interface V3Backend {
   defragment(ctx: V3CallContext): Promise<void>;
   /** A hash of the key space (etcd's /v3/maintenance/hash answers a uint32) and its revision. */
   hash(ctx: V3CallContext): Promise<{ hash: number; revision: number }>;
+  /**
+   * etcd's HashKV: the records up to `revision` (0 = current) since the last compaction and
+   * what it kept (store/v3/hash-kv.ts); compacted / future revisions fail as etcd's.
+   */
+  hashKV(revision: number, ctx: V3CallContext): Promise<HashKvResult>;
   /** A backup of the whole state (server/backup/); the gateway streams it in 32 KiB blobs and appends its sha256. */
   snapshot(ctx: V3CallContext): Promise<V3Snapshot>;
   moveLeader(targetId: string, ctx: V3CallContext): Promise<void>;

@@ -301,6 +301,13 @@ export class FakeV3Backend implements V3Backend {
     return { hash: 3347376250, revision: this.revision };
   }
 
+  async hashKV(revision: number, ctx: V3CallContext): Promise<{ hash: number; revision: number; compactRevision: number }> {
+    this.#enter("hashKV", ctx);
+    if (revision > 0 && revision <= this.compactRevision) throw V3Errors.compacted();
+    if (revision > this.revision) throw V3Errors.futureRev();
+    return { hash: 1000 + (revision || this.revision), revision: this.revision, compactRevision: this.compactRevision || -1 };
+  }
+
   async snapshot(ctx: V3CallContext): Promise<V3Snapshot> {
     this.#enter("snapshot", ctx);
     return snapshotOfBytes(this.snapshotImage);

@@ -15,6 +15,7 @@ export type { ValueSource } from "./key-index.ts";
 export { Lessor, MAX_LEASE_TTL, MIN_LEASE_TTL } from "./lessor.ts";
 export type { LessorImage } from "./lessor.ts";
 export { WatchHub } from "./watch-hub.ts";
+export { hashKV, type HashKvResult, type HashKvSource } from "./hash-kv.ts";
 export type { WatchCreate, WatchHistory, WatchMessage, WatchSink } from "./watch-hub.ts";
 export {
   DEFAULT_MAX_TXN_OPS,
