@@ -170,6 +170,7 @@ complete -c kvctl -n '__fish_seen_subcommand_from serve' -l experimental-enable-
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l experimental-compaction-batch-limit -x -d 'maximum revisions deleted in each compaction batch'
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l experimental-peer-skip-client-san-verification -d 'skip verification of the SAN field in peer client certificates'
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l experimental-watch-progress-notify-interval -x -d 'duration of periodic watch progress notifications'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l experimental-snapshot-catchup-entries -x -d 'entries kept after a snapshot for lagging followers'
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l experimental-warning-apply-duration -x -d 'a warning is logged when applying a request takes longer'
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l force-new-cluster -d 'force to create a new one-member cluster'
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l unsafe-no-fsync -d 'disable fsync'

@@ -28,6 +28,8 @@ export interface ServerConfig {
   initialClusterState: "new" | "existing";
   initialClusterToken: string;
   snapshotCount: number;
+  /** --experimental-snapshot-catchup-entries (etcd 3.5): entries kept in memory after a snapshot for slow followers. Wiring: snapshot-flow.ts. */
+  snapshotCatchupEntries: number;
   /** Milliseconds. */
   heartbeatInterval: number;
   /** Milliseconds. */
@@ -265,6 +267,7 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "experimental-compaction-batch-limit", type: "number", default: 1000, describe: "Maximum revisions deleted in each compaction batch", notice: notYet("kvctl compacts with its own batch size") },
   { name: "experimental-peer-skip-client-san-verification", type: "boolean", default: false, describe: "Skip verification of the SAN field in peer client certificates", notice: notYet("peer certificates' SANs are still checked") },
   { name: "experimental-watch-progress-notify-interval", type: "duration", default: "10m", describe: "Duration of periodic watch progress notifications to v3 watchers created with progress_notify (Go duration, at least 100ms; 0 or less keeps the default 10m, as in etcd 3.4)" },
+  { name: "experimental-snapshot-catchup-entries", type: "number", default: 5000, describe: "Entries kept after a snapshot so slow followers catch up from the log (etcd 3.5's flag; a follower further behind gets a snapshot)" },
   { name: "experimental-warning-apply-duration", type: "duration", default: "100ms", describe: "A warning is logged when applying a request takes longer", notice: notYet("slow applies are not logged yet") },
 
   { section: "Unsafe", name: "force-new-cluster", type: "boolean", default: false, describe: "Force to create a new one-member cluster" },
@@ -551,6 +554,7 @@ export function buildConfig(v: Record<string, unknown>, explicit: ReadonlySet<st
     initialClusterState: state,
     initialClusterToken: str("initial-cluster-token"),
     snapshotCount: positiveInt(label("snapshot-count"), v["snapshot-count"] ?? 100000),
+    snapshotCatchupEntries: positiveInt(label("experimental-snapshot-catchup-entries"), v["experimental-snapshot-catchup-entries"] ?? 5000),
     heartbeatInterval,
     electionTimeout,
     maxRequestBytes: positiveInt(label("max-request-bytes"), v["max-request-bytes"] ?? 1572864),

@@ -318,6 +318,7 @@ export class KvServer {
       {
         log,
         snapshotCount: this.config.snapshotCount,
+        catchupEntries: this.config.snapshotCatchupEntries,
         maxWals: this.config.maxWals,
         maxSnapshots: this.config.maxSnapshots,
         state: () => this.#state,

@@ -10,16 +10,14 @@
 //   is its database file (flushed before the snapshot is recorded).
 // - WAL calls never overlap: the file is saved while Raft goes on, and the run loop records
 //   it between two Readys (record()).
-// - After recording, SNAPSHOT_CATCHUP_ENTRIES entries stay in memory for slow followers, and
+// - After recording, --experimental-snapshot-catchup-entries (5000) entries stay in memory
+//   for slow followers (one further behind is sent the snapshot), and
 //   WAL segments and snapshot files beyond --max-wals / --max-snapshots are purged.
 import { MessageType, type ConfState, type MemoryStorage, type Message, type Snapshot } from "../raft/index.ts";
 import type { Snapshotter, Wal } from "../wal/index.ts";
 import { encodeConfState } from "./bootstrap.ts";
 import type { StateStorage } from "./state-storage.ts";
 import type { Logger } from "./logger.ts";
-
-/** Entries kept in memory after a snapshot so slow followers catch up without one (etcd: 5000). */
-export const SNAPSHOT_CATCHUP_ENTRIES = 5000;
 
 /** A snapshot made in the background whose file is saved (see record()). */
 interface MadeSnapshot {
@@ -34,6 +32,8 @@ interface MadeSnapshot {
 export interface SnapshotHost {
   readonly log: Logger;
   readonly snapshotCount: number;
+  /** Entries kept after a snapshot for followers that lag (etcd: 5000). */
+  readonly catchupEntries: number;
   readonly maxWals: number;
   readonly maxSnapshots: number;
   state(): StateStorage;
@@ -118,7 +118,7 @@ export class SnapshotFlow {
     storage.createSnapshot(s.index, s.confState, s.data);
     await host.wal().saveSnapshotRef({ index: s.index, term: s.term });
     this.#index = s.index;
-    const compactTo = s.index - SNAPSHOT_CATCHUP_ENTRIES;
+    const compactTo = s.index - host.catchupEntries;
     if (compactTo > storage.firstIndex()) storage.compact(compactTo);
     // --max-wals as etcd's purge: old segments beyond the count go, once no snapshot needs them.
     await host.wal().releaseTo(s.index, { maxFiles: host.maxWals });

@@ -42,6 +42,8 @@ export interface FaultTestOptions {
   checkTimeoutMs: number;
   /** --snapshot-count for every member (default: the server's). */
   snapshotCount?: number;
+  /** kvctl: --experimental-snapshot-catchup-entries for every member (default: the server's 5000). */
+  catchupEntries?: number;
   /** --election-timeout in ms (default 500; heartbeat a tenth). */
   electionTimeoutMs?: number;
   /** Bound on the wait for all members to reach one applied index (default 10 s). */
@@ -74,6 +76,8 @@ export interface FaultReport {
   counts: WorkloadCounts;
   faults: FaultRecord[];
   proxies: ProxyStats[];
+  /** Snapshots the members installed from a leader during the run (kvctl logs each). */
+  snapshotsInstalled: number;
   check: CheckResult | undefined;
   lost: LostWrite[];
   /** Values read after all members restarted. */
@@ -120,6 +124,7 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
   const cluster = new Cluster({
     members: opts.members, server: opts.server, portBase: opts.portBase, log: opts.log, keep: { value: opts.keep ?? false },
     ...(opts.snapshotCount === undefined ? {} : { snapshotCount: opts.snapshotCount }),
+    ...(opts.catchupEntries === undefined ? {} : { catchupEntries: opts.catchupEntries }),
     ...(opts.electionTimeoutMs === undefined ? {} : { electionTimeoutMs: opts.electionTimeoutMs }),
   });
   const converge = async (phase: string): Promise<void> => {
@@ -131,7 +136,7 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
   let watcher: ContinuityWatcher | undefined;
   const report: FaultReport = {
     verdict: RunVerdict.ok, seed: opts.seed, api, elapsedMs: 0, workloadMs: 0, ops: 0, counts: emptyCounts(),
-    faults: [], proxies: [], check: undefined, lost: [], finals: {}, convergence: [], elections: undefined, diskStalls: [], electionTimeoutMs: cluster.electionTimeoutMs, problems: [],
+    faults: [], proxies: [], snapshotsInstalled: 0, check: undefined, lost: [], finals: {}, convergence: [], elections: undefined, diskStalls: [], electionTimeoutMs: cluster.electionTimeoutMs, problems: [],
   };
   try {
     opts.log(`starting ${opts.members} ${opts.server} members (data in ${cluster.root})`);
@@ -208,6 +213,7 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
     }
     await converge("after full restart");
     report.proxies = cluster.proxyStats();
+    report.snapshotsInstalled = cluster.snapshotsInstalled;
     if (watcher !== undefined) {
       report.watch = await watcher.check(cluster.members[0]!.clientUrl, 15_000);
       opts.log(`watch: ${report.watch.events} events, ${report.watch.reconnects} reconnects${report.watch.problem === undefined ? ", continuous" : `: ${report.watch.problem}`}`);

@@ -6,6 +6,7 @@
 // Other flags: --clients 8 --keys 4 --op-timeout 2000 (ms) --port-base 23600
 //   --check-timeout 20000 (ms per key) --inject stale-read|lost-write --keep --quiet
 //   --snapshot-count N (members snapshot every N applied entries) --election-timeout 500 (ms)
+//   --catchup-entries N (kvctl: entries kept after a snapshot; small, lagging members get snapshots)
 // Exit status: 0 linearizable and nothing lost; 1 violation; 2 usage error or the servers
 // never formed a cluster; 3 checker budget exhausted (unknown); 4 no recovery after faults.
 // A violation is any of: a non-linearizable key, a lost acknowledged write, members that
@@ -49,7 +50,7 @@ function parse(argv: string[]): FaultTestOptions {
         members: { type: "string" }, duration: { type: "string" }, faults: { type: "string" }, seed: { type: "string" },
         server: { type: "string" }, clients: { type: "string" }, keys: { type: "string" }, "op-timeout": { type: "string" },
         "port-base": { type: "string" }, "check-timeout": { type: "string" }, inject: { type: "string" },
-        keep: { type: "boolean" }, quiet: { type: "boolean" }, "snapshot-count": { type: "string" }, "election-timeout": { type: "string" }, api: { type: "string" },
+        keep: { type: "boolean" }, quiet: { type: "boolean" }, "snapshot-count": { type: "string" }, "catchup-entries": { type: "string" }, "election-timeout": { type: "string" }, api: { type: "string" },
       },
     }));
   } catch (err) {
@@ -95,6 +96,10 @@ function parse(argv: string[]): FaultTestOptions {
   if (values["snapshot-count"] !== undefined) {
     opts.snapshotCount = intFlag(values["snapshot-count"], "snapshot-count", 0);
     if (opts.snapshotCount < 1) usage("Cannot parse --snapshot-count: must be at least 1");
+  }
+  if (values["catchup-entries"] !== undefined) {
+    opts.catchupEntries = intFlag(values["catchup-entries"], "catchup-entries", 0);
+    if (opts.catchupEntries < 1) usage("Cannot parse --catchup-entries: must be at least 1");
   }
   if (values["election-timeout"] !== undefined) {
     opts.electionTimeoutMs = intFlag(values["election-timeout"], "election-timeout", 0);

@@ -45,6 +45,7 @@ export function formatReport(r: FaultReport, opts: Pick<FaultTestOptions, "membe
     const sum = r.proxies.reduce((a, p) => ({ forwarded: a.forwarded + p.forwarded, held: a.held + p.held, cut: a.cut + p.cut, unknownSource: a.unknownSource + p.unknownSource }));
     lines.push(`  proxies     ${sum.forwarded} peer connections forwarded, ${sum.cut} cut, ${sum.held} held by partitions, ${sum.unknownSource} of unknown source`);
   }
+  if (r.snapshotsInstalled > 0) lines.push(`  snapshots   ${r.snapshotsInstalled} installed by lagging members from their leader (v3 database streamed)`);
   if (r.injected !== undefined) lines.push(`  injected    ${r.injected}`);
   if (r.check !== undefined) {
     lines.push(`  checker     ${r.check.verdict}`);
