@@ -268,7 +268,7 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "experimental-peer-skip-client-san-verification", type: "boolean", default: false, describe: "Skip verification of the SAN field in peer client certificates", notice: notYet("peer certificates' SANs are still checked") },
   { name: "experimental-watch-progress-notify-interval", type: "duration", default: "10m", describe: "Duration of periodic watch progress notifications to v3 watchers created with progress_notify (Go duration, at least 100ms; 0 or less keeps the default 10m, as in etcd 3.4)" },
   { name: "experimental-snapshot-catchup-entries", type: "number", default: 5000, describe: "Entries kept after a snapshot so slow followers catch up from the log (etcd 3.5's flag; a follower further behind gets a snapshot)" },
-  { name: "experimental-warning-apply-duration", type: "duration", default: "100ms", describe: "A warning is logged when applying a request takes longer", notice: notYet("slow applies are not logged yet") },
+  { name: "experimental-warning-apply-duration", type: "duration", default: "100ms", describe: "A warning is logged when applying a request takes longer (and etcd_server_slow_apply_total counts it)" },
 
   { section: "Unsafe", name: "force-new-cluster", type: "boolean", default: false, describe: "Force to create a new one-member cluster" },
   { name: "unsafe-no-fsync", type: "boolean", default: false, describe: "Disable fsync (unsafe: will lose data on a crash)", notice: "kvctl fsyncs its WAL regardless (--unsafe-no-fsync is not supported)" },

@@ -53,6 +53,21 @@ import { TracePhase, WriteTracer } from "./write-trace.ts";
 /** How often the leader stamps its clock into the log while TTL keys exist (etcd: 500 ms). */
 const SYNC_INTERVAL_MS = 500;
 
+/** A command as a slow-apply warning names it: its kind, and the key or path it touches. */
+export function describeCommand(cmd: Command): string {
+  switch (cmd.t) {
+    case "v2":
+      return `v2 ${cmd.r.method} ${cmd.r.path}`;
+    case "v3": {
+      const op = cmd.op;
+      const key = "r" in op && op.r !== null && typeof op.r === "object" && "key" in op.r && Buffer.isBuffer(op.r.key) ? ` ${JSON.stringify(op.r.key.toString("utf8").slice(0, 64))}` : "";
+      return `v3 ${op.k}${key}`;
+    }
+    default:
+      return cmd.t;
+  }
+}
+
 /** The command a normal entry carries; undefined for conf changes and empty entries (a new leader's). */
 function commandOf(e: Entry): Command | undefined {
   return e.type === EntryType.Normal && e.data.length > 0 ? decodeCommand(e.data) : undefined;
@@ -650,7 +665,11 @@ export class KvServer {
         if (this.tracer.active) this.tracer.applied(cmd.id);
         this.#proposals.applied(cmd.id, result);
       }
-      this.metrics.applied(cmd, result, performance.now() - started);
+      const took = performance.now() - started;
+      const slowMs = this.config.warningApplyDurationMs;
+      this.metrics.applied(cmd, result, took, slowMs);
+      // etcd's warnOfExpensiveRequest: an apply slower than --experimental-warning-apply-duration.
+      if (took > slowMs) this.#log.warn("apply request took too long", { took: `${took.toFixed(3)}ms`, "expected-duration": `${slowMs}ms`, request: describeCommand(cmd), index: e.index });
     }
     this.#appliedIndex = e.index;
   }

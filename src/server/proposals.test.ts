@@ -92,3 +92,9 @@ test("leadership goes to the voter furthest along, never to a learner or to itse
   assert.equal(bestTransferee(1, status, { voters: [1], learners: [4] }), 0);
   assert.equal(bestTransferee(1, {} as Status, { voters: [1, 2], learners: [] }), 0);
 });
+
+test("a slow apply's warning names the command: kind and key or path", async () => {
+  const { describeCommand } = await import("./kv-server.ts");
+  assert.equal(describeCommand({ t: "v3", m: 1, id: 2, time: 3, op: { k: "put", r: { key: Buffer.from("a/b"), value: Buffer.from("v"), lease: 0n, prevKv: false, ignoreValue: false, ignoreLease: false } } }), 'v3 put "a/b"');
+  assert.equal(describeCommand({ t: "sync", m: 1, id: 2, time: 3 }), "sync");
+});
