@@ -147,7 +147,7 @@ export interface TlsFlags {
   allowedCn: string;
   /** --client-cert-allowed-hostname / --peer-cert-allowed-hostname: a name or IP the verified certificate must match. */
   allowedHostname: string;
-  /** Peer side only: --experimental-peer-skip-client-san-verification. Wiring: src/transport/ peer checks. */
+  /** Peer side only: --experimental-peer-skip-client-san-verification. Wiring: tls/server-tls.ts peerCheck. */
   skipClientSanVerify: boolean;
 }
 
@@ -265,7 +265,7 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "experimental-enable-lease-checkpoint", type: "boolean", default: false, describe: "Leader sends regular lease checkpoints so remaining TTLs survive a leader change", notice: notYet("leases are not checkpointed") },
   { name: "experimental-enable-lease-checkpoint-persist", type: "boolean", default: false, describe: "Persist lease checkpoints (needs --experimental-enable-lease-checkpoint)", notice: notYet("leases are not checkpointed") },
   { name: "experimental-compaction-batch-limit", type: "number", default: 1000, describe: "Maximum revisions deleted in each compaction batch", notice: notYet("kvctl compacts with its own batch size") },
-  { name: "experimental-peer-skip-client-san-verification", type: "boolean", default: false, describe: "Skip verification of the SAN field in peer client certificates", notice: notYet("peer certificates' SANs are still checked") },
+  { name: "experimental-peer-skip-client-san-verification", type: "boolean", default: false, describe: "Skip verification of the SAN field in peer client certificates (against the peer's address)" },
   { name: "experimental-watch-progress-notify-interval", type: "duration", default: "10m", describe: "Duration of periodic watch progress notifications to v3 watchers created with progress_notify (Go duration, at least 100ms; 0 or less keeps the default 10m, as in etcd 3.4)" },
   { name: "experimental-snapshot-catchup-entries", type: "number", default: 5000, describe: "Entries kept after a snapshot so slow followers catch up from the log (etcd 3.5's flag; a follower further behind gets a snapshot)" },
   { name: "experimental-warning-apply-duration", type: "duration", default: "100ms", describe: "A warning is logged when applying a request takes longer (and etcd_server_slow_apply_total counts it)" },

@@ -96,7 +96,7 @@ export interface PeerTls {
 }
 
 /** The peer side's checks after the chain was verified: allowed CN (alert), then SAN (close). */
-export function peerCheck(opts: { allowedCn: string; allowedHostname?: string; resolver: PeerResolver }): NonNullable<ListenerTls["check"]> {
+export function peerCheck(opts: { allowedCn: string; allowedHostname?: string; resolver: PeerResolver; skipSanCheck?: boolean }): NonNullable<ListenerTls["check"]> {
   return async (socket, remoteAddress): Promise<Refusal | undefined> => {
     const x509 = socket.getPeerX509Certificate();
     if (x509 === undefined) return undefined;
@@ -107,6 +107,8 @@ export function peerCheck(opts: { allowedCn: string; allowedHostname?: string; r
     } catch (err) {
       return { refuse: "bad-certificate", reason: (err as Error).message };
     }
+    // --experimental-peer-skip-client-san-verification: etcd's listener then skips checkSAN.
+    if (opts.skipSanCheck === true) return undefined;
     try {
       await checkCertSan(names, remoteAddress, opts.resolver);
     } catch (err) {
@@ -128,7 +130,7 @@ export async function preparePeerTls(config: ServerConfig, log: Logger, resolver
       clientCertAuth: side.clientCertAuth,
       // etcd checks the SAN of every verified peer certificate; without client cert
       // auth there is no certificate and nothing to check.
-      check: peerCheck({ allowedCn: config.peerTls.allowedCn, allowedHostname: config.peerTls.allowedHostname, resolver }),
+      check: peerCheck({ allowedCn: config.peerTls.allowedCn, allowedHostname: config.peerTls.allowedHostname, resolver, skipSanCheck: config.peerTls.skipClientSanVerify }),
     },
     async clientOptions() {
       return { secureContext: await credentials.current(), rejectUnauthorized: !selfSigned };

@@ -83,3 +83,18 @@ test("a bool flag does not take the next argument as its value", async () => {
   assert.equal(c.clientTls.clientCertAuth, true);
   assert.equal(c.name, "x");
 });
+
+test("peer links: a client certificate whose SANs miss the peer's address is refused, unless --experimental-peer-skip-client-san-verification", async () => {
+  const { X509Certificate } = await import("node:crypto");
+  const { issueCertificate } = await import("./issue-cert.ts");
+  const { peerCheck } = await import("./server-tls.ts");
+  const cert = new X509Certificate(issueCertificate({ commonName: "m1", hosts: ["10.9.9.9"], extKeyUsage: ["clientAuth"], keyBits: 1024 }).certPem);
+  const socket = { getPeerX509Certificate: () => cert } as unknown as Parameters<ReturnType<typeof peerCheck>>[0];
+  const resolver = { lookupHost: async (): Promise<string[]> => [], lookupAddr: async (): Promise<string[]> => [] };
+  const strict = await peerCheck({ allowedCn: "", resolver })(socket, "127.0.0.1");
+  assert.equal(strict?.refuse, "close");
+  assert.match(strict?.reason ?? "", /127\.0\.0\.1/);
+  assert.equal(await peerCheck({ allowedCn: "", resolver, skipSanCheck: true })(socket, "127.0.0.1"), undefined);
+  // The allowed-CN rule still applies when the SAN check is skipped.
+  assert.equal((await peerCheck({ allowedCn: "other", resolver, skipSanCheck: true })(socket, "127.0.0.1"))?.refuse, "bad-certificate");
+});
