@@ -60,8 +60,13 @@ function applyV3(sm: StateMachine, op: V3Op, at: { time: number; index: number }
   }
 }
 
+/** An entry's nanoseconds, or 0 when absent or not 0..999999: a bad value must not stop apply on every member. */
+function validNs(ns: number | undefined): number {
+  return ns !== undefined && Number.isInteger(ns) && ns >= 0 && ns < 1_000_000 ? ns : 0;
+}
+
 function applyV2(store: V2Store, r: V2Request, now: number): V2Event {
-  const ttl = r.expiration === undefined ? {} : { expireTime: r.expiration };
+  const ttl = r.expiration === undefined ? {} : { expireTime: r.expiration, expireNs: validNs(r.expirationNs) };
   const refresh = r.refresh === true ? { refresh: true } : {};
   switch (r.method) {
     case "POST":

@@ -18,8 +18,13 @@ export interface V2Request {
   prevIndex: number;
   /** Tri-state: absent means "not given", which differs from false. */
   prevExist?: boolean;
-  /** Absolute expiry (ms since the epoch, sub-ms fraction allowed); absent = no TTL given. */
+  /** Absolute expiry (ms since the epoch; a fraction only in older entries); absent = no TTL given. */
   expiration?: number;
+  /**
+   * Nanoseconds within expiration's millisecond (1..999999; absent = 0), from the
+   * proposer's clock, so that every member prints the `expiration` etcd would.
+   */
+  expirationNs?: number;
   recursive: boolean;
   sorted: boolean;
   refresh?: boolean;

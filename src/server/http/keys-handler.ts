@@ -7,6 +7,7 @@ import { Header } from "../../api/headers.ts";
 import type { V2Event } from "../../store/v2/store.ts";
 import type { KvServer } from "../kv-server.ts";
 import { parseKeyRequest } from "./parse-key-request.ts";
+import { wallClockNs } from "../wall-clock.ts";
 import { parseForm } from "./body.ts";
 import { authorizeKeyRequest, type KeyAccess } from "./auth-handlers.ts";
 import { jsonBase, methodNotAllowed, sendJson } from "./respond.ts";
@@ -46,17 +47,6 @@ export function raftHeaders(ctx: KeysContext, index: number): string[] {
   ];
 }
 
-/**
- * The wall clock in ms with its sub-millisecond part (etcd stamps expirations with Go's
- * nanosecond clock, and prints them with every digit). Falls back to Date.now() when the
- * monotonic clock has drifted from the wall clock (a clock step since start).
- */
-export function preciseNow(): number {
-  const wall = Date.now();
-  const fine = performance.timeOrigin + performance.now();
-  return Math.abs(fine - wall) < 1 ? fine : wall;
-}
-
 export async function handleKeys(req: IncomingMessage, res: ServerResponse, keyPath: string, rawQuery: string, ctx: KeysContext): Promise<void> {
   const method = req.method ?? "GET";
   if (!KEYS_METHODS.has(method)) {
@@ -65,8 +55,11 @@ export async function handleKeys(req: IncomingMessage, res: ServerResponse, keyP
   }
   const { form, error } = await parseForm(req, rawQuery);
   if (error !== undefined) throw new V2Error(V2ErrorCode.InvalidForm, error, 0);
-  const now = preciseNow();
-  const kr = parseKeyRequest(method, keyPath, form, now);
+  // etcd stamps expirations with Go's nanosecond clock and prints every digit: the
+  // nanoseconds travel in the entry beside the ms (a double cannot hold both).
+  const clock = wallClockNs();
+  const now = clock.ms + clock.ns / 1e6;
+  const kr = parseKeyRequest(method, keyPath, form, clock.ms, clock.ns);
   const server = ctx.server;
   // v2 access control: after parameter errors, before the log, the store or a watch.
   const access = await authorizeKeyRequest(req, { server, key: keyPath, recursive: kr.kind === "write" ? kr.request.recursive : kr.recursive });

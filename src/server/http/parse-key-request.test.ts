@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { V2Error } from "../../api/v2-errors.ts";
-import { parseKeyRequest } from "./parse-key-request.ts";
+import { goExpiration, parseKeyRequest } from "./parse-key-request.ts";
 import { parseQuery } from "./form.ts";
 
 function parse(method: string, query: string) {
@@ -49,11 +49,41 @@ test("parseKeyRequest turns a TTL into an absolute expiration", () => {
   if (r.kind === "write") assert.equal(r.request.expiration, 1_000_000 + 5000);
 });
 
-test("parseKeyRequest treats an empty ttl as no TTL and a huge ttl as permanent", () => {
-  for (const q of ["value=v&ttl=", "value=v&ttl=99999999999"]) {
-    const r = parse("PUT", q);
-    assert.ok(r.kind === "write" && r.request.expiration === undefined, q);
-  }
+test("parseKeyRequest treats an empty ttl as no TTL", () => {
+  const r = parse("PUT", "value=v&ttl=");
+  assert.ok(r.kind === "write" && r.request.expiration === undefined);
+});
+
+test("parseKeyRequest carries the proposer's nanoseconds beside the ms of the expiration", () => {
+  const now = Date.UTC(2026, 10, 26, 1, 48, 35, 550);
+  const r = parseKeyRequest("PUT", "/k", parseQuery("value=v&ttl=100").values, now, 621324);
+  assert.ok(r.kind === "write");
+  assert.equal(r.request.expiration, now + 100_000);
+  assert.equal(r.request.expirationNs, 621324);
+  const whole = parseKeyRequest("PUT", "/k", parseQuery("value=v&ttl=100").values, now, 0);
+  assert.ok(whole.kind === "write" && whole.request.expirationNs === undefined, "no field for 0 ns");
+});
+
+test("goExpiration wraps a huge ttl as Go's int64 Duration and UnixNano do", () => {
+  const now = Date.UTC(2026, 10, 26, 1, 48, 35, 550);
+  // 99999999999 s * 1e9 overflows int64: etcd 3.4 stamps a time in 1688 (seen on a real member).
+  const exp = goExpiration(99999999999n, now, 621324);
+  assert.ok(exp !== undefined);
+  const want = BigInt.asIntN(64, BigInt(now) * 1_000_000n + 621324n + BigInt.asIntN(64, 99999999999n * 1_000_000_000n));
+  assert.equal(BigInt(exp.ms) * 1_000_000n + BigInt(exp.ns), want);
+  assert.ok(exp.ns >= 0 && exp.ns < 1_000_000);
+  assert.equal(new Date(exp.ms).getUTCFullYear(), 1688);
+  // ttl >= 2^63 is a negative Duration in Go.
+  const neg = goExpiration(1n << 63n, now, 0);
+  assert.ok(neg !== undefined);
+  assert.equal(goExpiration(100n, now, 0)?.ms, now + 100_000);
+  // A sum of exactly 0 is "no expiration" for etcd's apply.
+  assert.equal(goExpiration(0n, 0, 0), undefined);
+});
+
+test("parseKeyRequest gives a huge ttl its wrapped expiration (the store decides what it means)", () => {
+  const r = parseKeyRequest("PUT", "/k", parseQuery("value=v&ttl=99999999999").values, Date.UTC(2026, 0, 1), 0);
+  assert.ok(r.kind === "write" && r.request.expiration !== undefined && r.request.expiration < 0);
 });
 
 test("parseKeyRequest makes wait=true a watch unless quorum=true", () => {

@@ -30,14 +30,37 @@ function getIndex(form: FormValues, key: string): number {
   return n;
 }
 
-/** Latest representable Go time (UnixNano fits int64): later expirations are permanent, as etcd ends up. */
-const MAX_EXPIRATION_MS = 9223372036854;
+const NS_PER_MS = 1_000_000n;
+
+/**
+ * etcd's `clock.Now().Add(time.Duration(ttl) * time.Second).UnixNano()` with Go's int64
+ * arithmetic: a TTL past about 292 years wraps (into the past, or anywhere), and so does
+ * the sum. Returns the expiration as ms + ns within the ms, or undefined for 0, which
+ * etcd's apply reads as "no TTL". A past time makes set/create permanent (the store's
+ * check for times before 2000) and gives update/compareAndSwap a key the next SYNC
+ * expires, as on etcd.
+ */
+export function goExpiration(ttl: bigint, nowMs: number, nowNs: number): { ms: number; ns: number } | undefined {
+  const d = BigInt.asIntN(64, BigInt.asIntN(64, ttl) * 1_000_000_000n);
+  const whole = Math.floor(nowMs);
+  const now = BigInt(whole) * NS_PER_MS + BigInt(Math.round((nowMs - whole) * 1e6) + nowNs);
+  const exp = BigInt.asIntN(64, now + d);
+  if (exp === 0n) return undefined;
+  let ms = exp / NS_PER_MS;
+  let ns = exp % NS_PER_MS;
+  if (ns < 0n) {
+    ms -= 1n;
+    ns += NS_PER_MS;
+  }
+  return { ms: Number(ms), ns: Number(ns) };
+}
 
 /**
  * @param keyPath the decoded key path after `/v2/keys` (already cleaned by the router)
  * @param now the proposer's clock (ms); TTLs become absolute expirations here
+ * @param nowNs nanoseconds within now's millisecond (0..999999), carried beside the ms
  */
-export function parseKeyRequest(method: string, keyPath: string, form: FormValues, now: number): KeyRequest {
+export function parseKeyRequest(method: string, keyPath: string, form: FormValues, now: number, nowNs = 0): KeyRequest {
   const prevIndex = getIndex(form, "prevIndex");
   const waitIndex = getIndex(form, "waitIndex");
   const recursive = getBool(form, "recursive");
@@ -53,11 +76,11 @@ export function parseKeyRequest(method: string, keyPath: string, form: FormValue
   if (prevValue === "") throw paramError(V2ErrorCode.PrevValueRequired, `"prevValue" cannot be empty`);
   const noValueOnSuccess = getBool(form, "noValueOnSuccess");
 
-  let ttl: number | undefined;
+  let ttl: bigint | undefined;
   const ttlRaw = first(form, "ttl");
   if (ttlRaw !== undefined && ttlRaw !== "") {
-    ttl = parseGoUint64(ttlRaw);
-    if (ttl === undefined) throw paramError(V2ErrorCode.TtlNaN, `invalid value for "ttl"`);
+    if (parseGoUint64(ttlRaw) === undefined) throw paramError(V2ErrorCode.TtlNaN, `invalid value for "ttl"`);
+    ttl = BigInt(ttlRaw); // exact: Go's arithmetic on it wraps
   }
   let prevExist: boolean | undefined;
   if (form.has("prevExist")) prevExist = getBool(form, "prevExist", "invalid value for prevExist");
@@ -89,9 +112,10 @@ export function parseKeyRequest(method: string, keyPath: string, form: FormValue
   };
   if (prevExist !== undefined) request.prevExist = prevExist;
   if (refresh !== undefined) request.refresh = refresh;
-  if (ttl !== undefined) {
-    const exp = now + ttl * 1000;
-    if (exp <= MAX_EXPIRATION_MS) request.expiration = exp;
+  const exp = ttl === undefined ? undefined : goExpiration(ttl, now, nowNs);
+  if (exp !== undefined) {
+    request.expiration = exp.ms;
+    if (exp.ns !== 0) request.expirationNs = exp.ns;
   }
   return { kind: "write", request, noValueOnSuccess };
 }

@@ -43,3 +43,19 @@ for (const [name, expire, now, want] of ttlCases) {
     assert.ok(!Object.is(ttlSeconds(expire, now), -0));
   });
 }
+
+test("formatRfc3339Nano prints the nanoseconds carried beside the ms, as etcd's RFC3339Nano", () => {
+  assert.equal(formatRfc3339Nano(base + 550, 621324), "2026-11-22T04:15:28.550621324Z");
+  assert.equal(formatRfc3339Nano(base + 550, 621000), "2026-11-22T04:15:28.550621Z");
+  assert.equal(formatRfc3339Nano(base + 999, 999999), "2026-11-22T04:15:28.999999999Z");
+  assert.equal(formatRfc3339Nano(base, 1), "2026-11-22T04:15:28.000000001Z");
+  // A wrapped TTL lands before 1970: the ns count up from the (negative) ms below.
+  assert.equal(formatRfc3339Nano(Date.UTC(1688, 5, 13, 14, 21, 26, 275), 892514), "1688-06-13T14:21:26.275892514Z");
+});
+
+test("ttlSeconds adds the nanoseconds and saturates as Go's Time.Sub", () => {
+  assert.equal(ttlSeconds(base + 5000, base + 0.5, 500_000), 5);
+  assert.equal(ttlSeconds(base + 5000, base + 0.5, 501_000), 6);
+  assert.equal(ttlSeconds(Date.UTC(1688, 5, 13), base), -9223372036);
+  assert.equal(ttlSeconds(Date.UTC(2400, 0, 1), base), 9223372037);
+});

@@ -38,6 +38,7 @@ interface Copy {
   createdIndex: number;
   modifiedIndex: number;
   expireTime: number;
+  expireNs: number;
   value: string;
 }
 
@@ -87,7 +88,7 @@ export class StoreImageWriter {
   /** The store is about to change n's value, indexes or TTL. */
   capture(n: V2Node): void {
     if (!this.#wants(n) || this.#copies.has(n)) return;
-    this.#copies.set(n, { createdIndex: n.createdIndex, modifiedIndex: n.modifiedIndex, expireTime: n.expireTime, value: n.value });
+    this.#copies.set(n, { createdIndex: n.createdIndex, modifiedIndex: n.modifiedIndex, expireTime: n.expireTime, expireNs: n.expireNs, value: n.value });
   }
 
   /** The store is about to delete dir's child `name` (n). */
@@ -178,7 +179,7 @@ export class StoreImageWriter {
     const c = this.#copies.get(n);
     const created = c?.createdIndex ?? n.createdIndex;
     const modified = c?.modifiedIndex ?? n.modifiedIndex;
-    const expire = c?.expireTime ?? n.expireTime;
+    const expire = expireField(c?.expireTime ?? n.expireTime, c?.expireNs ?? n.expireNs);
     this.#out.push(`[${JSON.stringify(name)},${created},${modified},${expire},`);
     if (n.children === null) {
       this.#out.push(JSON.stringify(c?.value ?? n.value), "]");
@@ -202,4 +203,14 @@ export class StoreImageWriter {
     this.#copies.clear();
     this.#left.clear();
   }
+}
+
+/**
+ * A node's expire time in the image: ms as a number, or, when it has nanoseconds past its
+ * millisecond, the whole time in ns since the epoch as a decimal string (a double cannot
+ * hold it). Only images with such a node need a reader that knows the string form.
+ */
+export function expireField(ms: number, ns: number): string {
+  if (ns === 0) return String(ms);
+  return `"${(BigInt(ms) * 1_000_000n + BigInt(ns)).toString()}"`;
 }

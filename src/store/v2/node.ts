@@ -23,6 +23,8 @@ export interface NodeInit {
   index: number;
   parent: V2Node | null;
   expireTime: number;
+  /** Nanoseconds past expireTime's millisecond (0..999999); 0 when absent. */
+  expireNs?: number | undefined;
   /** undefined: a directory. */
   value?: string | undefined;
 }
@@ -32,8 +34,10 @@ export class V2Node {
   createdIndex: number;
   modifiedIndex: number;
   parent: V2Node | null;
-  /** ms since the epoch (may be fractional); PERMANENT when the node has no TTL. */
+  /** ms since the epoch (fractional only in data written before expireNs existed); PERMANENT when the node has no TTL. */
   expireTime: number;
+  /** Nanoseconds within expireTime's millisecond, as etcd's Go clock stamped them (0..999999). */
+  expireNs: number;
   /** The value of a file; "" for a directory. */
   value: string;
   /** The children of a directory; null for a file. */
@@ -49,6 +53,7 @@ export class V2Node {
     this.modifiedIndex = init.index;
     this.parent = init.parent;
     this.expireTime = init.expireTime;
+    this.expireNs = init.expireNs ?? 0;
     this.value = init.value ?? "";
     this.children = init.value === undefined ? new Map() : null;
     this.heapIndex = -1;
@@ -81,9 +86,11 @@ export function renderNode(n: V2Node, opts: RenderOptions): V2NodeJSON {
   if (children === null) out.value = n.value;
   else out.dir = true;
   if (n.expireTime !== PERMANENT) {
-    out.expiration = formatRfc3339Nano(n.expireTime);
-    const ttl = ttlSeconds(n.expireTime, opts.now);
-    if (ttl > 0) out.ttl = ttl; // due and not yet expired: no ttl, as etcd's omitempty of 0
+    out.expiration = formatRfc3339Nano(n.expireTime, n.expireNs);
+    const ttl = ttlSeconds(n.expireTime, opts.now, n.expireNs);
+    // 0 (due, not yet expired) is omitted as etcd's omitempty does; a negative ttl shows
+    // only in a write's prevNode, as etcd's: reads never render a node past its time (isStale).
+    if (ttl !== 0) out.ttl = ttl;
   }
   if (children !== null && opts.depth > 0 && children.size > 0) {
     const list = visibleChildren(children, opts.sorted, opts.now);
@@ -132,6 +139,7 @@ export interface EventNodeInit {
   /** Present on a file written by the op; omitted for deletes. */
   value?: string | undefined;
   expireTime: number;
+  expireNs: number;
   now: number;
   modifiedIndex: number;
   createdIndex: number;
@@ -143,8 +151,8 @@ export function eventNode(init: EventNodeInit): V2NodeJSON {
   if (init.value !== undefined) out.value = init.value;
   if (init.dir) out.dir = true;
   if (init.expireTime !== PERMANENT) {
-    out.expiration = formatRfc3339Nano(init.expireTime);
-    const ttl = ttlSeconds(init.expireTime, init.now);
+    out.expiration = formatRfc3339Nano(init.expireTime, init.expireNs);
+    const ttl = ttlSeconds(init.expireTime, init.now, init.expireNs);
     if (ttl !== 0) out.ttl = ttl;
   }
   out.modifiedIndex = init.modifiedIndex;

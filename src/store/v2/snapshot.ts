@@ -6,7 +6,8 @@
 //   NODE  = [name, createdIndex, modifiedIndex, expireTime, value]        (a file)
 //         | [name, createdIndex, modifiedIndex, expireTime, [NODE,...]]  (a directory)
 //   EVENT = [action, node, prevNode or 0, refresh 0|1]   (oldest first)
-// expireTime is ms since the epoch (0 = permanent). Children are written in Map order and
+// expireTime is ms since the epoch (0 = permanent), or a decimal string of ns since the
+// epoch when the time has nanoseconds within its millisecond (see expireField). Children are written in Map order and
 // read back in the same order, so save() after recover() gives the same bytes.
 
 import type { V2Action, V2NodeJSON } from "../../api/v2-types.ts";
@@ -44,16 +45,16 @@ export function decodeImage(text: string): StoreImage {
 
 function decodeNode(raw: unknown, parent: V2Node | null, path: string): V2Node {
   if (!Array.isArray(raw) || raw.length !== 5) throw imageError(`bad node at ${path}`);
-  const [, createdIndex, modifiedIndex, expireTime, body] = raw as unknown[];
+  const [, createdIndex, modifiedIndex, rawExpire, body] = raw as unknown[];
   if (!isIndex(createdIndex) || !isIndex(modifiedIndex)) throw imageError(`bad indexes at ${path}`);
-  if (typeof expireTime !== "number" || !Number.isFinite(expireTime)) throw imageError(`bad expireTime at ${path}`);
+  const { expireTime, expireNs } = decodeExpire(rawExpire, path);
   if (typeof body === "string") {
-    const n = new V2Node({ path, index: createdIndex, parent, expireTime, value: body });
+    const n = new V2Node({ path, index: createdIndex, parent, expireTime, expireNs, value: body });
     n.modifiedIndex = modifiedIndex;
     return n;
   }
   if (!Array.isArray(body)) throw imageError(`bad node body at ${path}`);
-  const dir = new V2Node({ path, index: createdIndex, parent, expireTime });
+  const dir = new V2Node({ path, index: createdIndex, parent, expireTime, expireNs });
   dir.modifiedIndex = modifiedIndex;
   const children = dir.children as Map<string, V2Node>;
   for (const c of body) {
@@ -65,6 +66,17 @@ function decodeNode(raw: unknown, parent: V2Node | null, path: string): V2Node {
     children.set(name, decodeNode(c, dir, path === "/" ? "/" + name : path + "/" + name));
   }
   return dir;
+}
+
+function decodeExpire(raw: unknown, path: string): { expireTime: number; expireNs: number } {
+  if (typeof raw === "number" && Number.isFinite(raw)) return { expireTime: raw, expireNs: 0 };
+  if (typeof raw === "string" && /^-?[1-9][0-9]{0,18}$/.test(raw)) {
+    const t = BigInt(raw);
+    let ns = t % 1_000_000n;
+    if (ns < 0n) ns += 1_000_000n; // a time before 1970 (a wrapped TTL): ns counts up from the ms below
+    return { expireTime: Number((t - ns) / 1_000_000n), expireNs: Number(ns) };
+  }
+  throw imageError(`bad expireTime at ${path}`);
 }
 
 const ACTIONS = new Set<string>(Object.values(Action));

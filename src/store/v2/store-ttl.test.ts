@@ -197,3 +197,46 @@ test("a node due long ago but not yet expired by a SYNC reads as gone, never wit
   const list = s.get("/d", { recursive: true }, t0 + 10_000);
   assert.deepEqual(list.node.nodes?.map((n) => n.key), ["/d/p"]);
 });
+
+test("expirations keep their nanoseconds through writes, events, reads and images", () => {
+  const s = new V2Store();
+  const at = Date.UTC(2026, 10, 26, 1, 48, 35, 550);
+  const set = s.set("/n", { value: "1", expireTime: at + 100_000, expireNs: 621324 }, at + 0.621324);
+  assert.equal(set.node.expiration, "2026-11-26T01:50:15.550621324Z");
+  assert.equal(set.node.ttl, 100);
+  const up = s.update("/n", { expireTime: at + 50_000, expireNs: 582080, refresh: true }, at);
+  assert.equal(up.node.expiration, "2026-11-26T01:49:25.55058208Z");
+  assert.equal(up.prevNode?.expiration, "2026-11-26T01:50:15.550621324Z");
+  const again = V2Store.recover(s.save());
+  assert.equal(again.save(), s.save());
+  assert.equal(again.get("/n", {}, at).node.expiration, "2026-11-26T01:49:25.55058208Z");
+  s.create("/c", { value: "x", expireTime: at + 1000, expireNs: 1 }, at);
+  assert.equal(s.get("/c", {}, at).node.expiration, "2026-11-26T01:48:36.550000001Z");
+});
+
+test("keys due in the same ms expire in ns order, and not before their ns", () => {
+  const s = new V2Store();
+  const at = Date.UTC(2026, 10, 26, 1, 0, 0);
+  s.set("/a", { value: "", expireTime: at + 1000, expireNs: 900 }, at);
+  s.set("/b", { value: "", expireTime: at + 1000, expireNs: 100 }, at);
+  s.deleteExpiredKeys(at + 1000); // due later within that ms: not yet
+  assert.equal(s.hasTtlKeys(), true);
+  const order: string[] = [];
+  s.watch("/", { recursive: true, stream: true }, (e) => void order.push(e.node.key ?? ""));
+  s.deleteExpiredKeys(at + 1001);
+  assert.deepEqual(order, ["/b", "/a"]);
+});
+
+test("a past expiration (a wrapped TTL) makes set permanent and update due, as etcd", () => {
+  const s = new V2Store();
+  const at = Date.UTC(2026, 10, 26);
+  const past = Date.UTC(1688, 5, 13);
+  assert.equal(s.set("/k", { value: "1", expireTime: past, expireNs: 5 }, at).node.expiration, undefined);
+  const up = s.update("/k", { value: "2", expireTime: past, expireNs: 5 }, at);
+  assert.equal(up.node.ttl, -9223372036);
+  assert.match(up.node.expiration ?? "", /^1688-06-13T00:00:00.000000005Z$/);
+  const again = V2Store.recover(s.save());
+  assert.equal(again.save(), s.save());
+  s.deleteExpiredKeys(at);
+  assert.equal(s.hasTtlKeys(), false);
+});

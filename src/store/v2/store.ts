@@ -27,6 +27,8 @@ export type { V2Event, V2Watcher, WatchSink } from "./event.ts";
 export interface ExpireOption {
   /** ms since the epoch; undefined = permanent. */
   expireTime?: number | undefined;
+  /** Nanoseconds within expireTime's millisecond (0..999999), kept for the `expiration` etcd prints. */
+  expireNs?: number | undefined;
   /** Keep the value, move the TTL, record the event without waking watchers. */
   refresh?: boolean | undefined;
 }
@@ -97,7 +99,7 @@ export class V2Store {
     }
     let e: V2Event;
     try {
-      e = this.#internalCreate(p, { dir: opts.dir === true, value, unique: false, replace: true, expireTime: opts.expireTime, now }, Action.Set);
+      e = this.#internalCreate(p, { dir: opts.dir === true, value, unique: false, replace: true, expireTime: opts.expireTime, expireNs: opts.expireNs, now }, Action.Set);
     } catch (err) {
       this.#fail("setsFail", err);
     }
@@ -115,7 +117,7 @@ export class V2Store {
     try {
       e = this.#internalCreate(
         cleanPath(path),
-        { dir: opts.dir === true, value: opts.value ?? "", unique: opts.unique === true, replace: false, expireTime: opts.expireTime, now },
+        { dir: opts.dir === true, value: opts.value ?? "", unique: opts.unique === true, replace: false, expireTime: opts.expireTime, expireNs: opts.expireNs, now },
         Action.Create,
       );
     } catch (err) {
@@ -144,12 +146,13 @@ export class V2Store {
       n.value = value;
       n.modifiedIndex = next;
     }
-    this.#updateTtl(n, expireTime);
+    this.#updateTtl(n, expireTime, expireNsOf(expireTime, opts.expireNs));
     const node = eventNode({
       key: p,
       dir: isDir,
       value: isDir ? undefined : value,
       expireTime: n.expireTime,
+      expireNs: n.expireNs,
       now,
       modifiedIndex: next,
       createdIndex: n.createdIndex,
@@ -180,8 +183,8 @@ export class V2Store {
     this.#touch(n);
     n.value = value;
     n.modifiedIndex = next;
-    this.#updateTtl(n, expireTime);
-    const node = eventNode({ key: p, dir: false, value, expireTime: n.expireTime, now, modifiedIndex: next, createdIndex: n.createdIndex });
+    this.#updateTtl(n, expireTime, expireNsOf(expireTime, opts.expireNs));
+    const node = eventNode({ key: p, dir: false, value, expireTime: n.expireTime, expireNs: n.expireNs, now, modifiedIndex: next, createdIndex: n.createdIndex });
     this.#index = next;
     const e: V2Event = { action: Action.CompareAndSwap, node, prevNode, etcdIndex: next };
     this.#stats.inc("compareAndSwapSuccess");
@@ -237,7 +240,6 @@ export class V2Store {
     );
   }
 
-  /** Expires every node with expireTime <= cutoff, in (expireTime, path) order; one index each. */
   /**
    * Consumes one index for an internal write that is not part of the key space (a member
    * joining, a member publishing its attributes). etcd keeps those records in the same store
@@ -249,11 +251,16 @@ export class V2Store {
     return this.#index;
   }
 
+  /**
+   * Expires every node due at or before cutoff (ms), in (expireTime, expireNs, path) order;
+   * one index each. A node due later within cutoff's millisecond waits for the next SYNC, as
+   * it would on etcd's nanosecond clock.
+   */
   deleteExpiredKeys(cutoff: number): void {
     if (Number.isNaN(cutoff)) throw new RangeError("Cannot expire keys: cutoff is NaN");
     for (;;) {
       const n = this.#ttl.top();
-      if (n === undefined || n.expireTime > cutoff) return;
+      if (n === undefined || n.expireTime > cutoff || (n.expireTime === cutoff && n.expireNs > 0)) return;
       this.#ttl.pop();
       // now = expireTime renders the prevNode with its expiration but no ttl (as etcd shows it).
       this.#removeWithEvent(n, Action.Expire, n.expireTime);
@@ -376,7 +383,7 @@ export class V2Store {
 
   #internalCreate(
     path: string,
-    o: { dir: boolean; value: string; unique: boolean; replace: boolean; expireTime: number | undefined; now: number },
+    o: { dir: boolean; value: string; unique: boolean; replace: boolean; expireTime: number | undefined; expireNs: number | undefined; now: number },
     action: typeof Action.Set | typeof Action.Create,
   ): V2Event {
     const curr = this.#index;
@@ -385,6 +392,7 @@ export class V2Store {
     if (this.#readOnly.has(p)) throw this.#rootReadOnly();
     let expireTime = normalizeExpire(o.expireTime);
     if (expireTime < MIN_EXPIRE_TIME) expireTime = PERMANENT; // etcd: times before 2000 mean permanent
+    const expireNs = expireNsOf(expireTime, o.expireNs);
     const slash = p.lastIndexOf("/");
     const parent = this.#walkCreate(slash === 0 ? "/" : p.slice(0, slash), next);
     const name = p.slice(slash + 1);
@@ -399,7 +407,7 @@ export class V2Store {
       children.delete(name); // re-added below: a replaced key moves to the end of the listing
       this.#ttl.remove(existing);
     }
-    const n = new V2Node({ path: p, index: next, parent, expireTime, value: o.dir ? undefined : o.value });
+    const n = new V2Node({ path: p, index: next, parent, expireTime, expireNs, value: o.dir ? undefined : o.value });
     children.set(name, n);
     if (expireTime !== PERMANENT) this.#ttl.push(n);
     this.#index = next;
@@ -408,6 +416,7 @@ export class V2Store {
       dir: o.dir,
       value: o.dir ? undefined : o.value,
       expireTime,
+      expireNs,
       now: o.now,
       modifiedIndex: next,
       createdIndex: next,
@@ -464,12 +473,13 @@ export class V2Store {
     removed?.push(n.path);
   }
 
-  /** Moves n's TTL to t (a normalized expire time; PERMANENT removes it). */
-  #updateTtl(n: V2Node, t: number): void {
-    if (t === n.expireTime) return;
+  /** Moves n's TTL to t + ns (a normalized expire time; PERMANENT removes it). */
+  #updateTtl(n: V2Node, t: number, ns: number): void {
+    if (t === n.expireTime && ns === n.expireNs) return;
     this.#touch(n);
     const had = n.expireTime !== PERMANENT;
     n.expireTime = t;
+    n.expireNs = ns;
     if (t === PERMANENT) this.#ttl.remove(n);
     else if (had) this.#ttl.update(n);
     else this.#ttl.push(n);
@@ -507,6 +517,13 @@ function normalizeExpire(t: number | undefined): number {
   if (t === undefined || t === Infinity) return PERMANENT;
   if (Number.isNaN(t)) throw new RangeError("Invalid expireTime: NaN");
   return t;
+}
+
+/** The nanoseconds a node keeps: none without a TTL; a caller bug outside 0..999999. */
+function expireNsOf(expireTime: number, ns: number | undefined): number {
+  if (expireTime === PERMANENT || ns === undefined) return 0;
+  if (!Number.isInteger(ns) || ns < 0 || ns >= 1_000_000) throw new RangeError(`Invalid expireNs: ${ns}`);
+  return ns;
 }
 
 /** etcd's compare: empty prevValue / zero prevIndex always pass. "" when both pass. */

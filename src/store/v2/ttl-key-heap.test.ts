@@ -4,7 +4,7 @@ import { TtlKeyHeap, type HeapEntry } from "./ttl-key-heap.ts";
 import { mulberry32 } from "../../prng.test-helper.ts";
 
 function entry(path: string, expireTime: number): HeapEntry {
-  return { path, expireTime, heapIndex: -1 };
+  return { path, expireTime, expireNs: 0, heapIndex: -1 };
 }
 
 const order = (a: HeapEntry, b: HeapEntry): number =>

@@ -1,19 +1,23 @@
 // Min-heap of nodes with a TTL, ordered by expire time (etcd's ttl_key_heap.go).
 //
 // Each entry keeps its own slot in `heapIndex`, so remove/update are O(log n) without a
-// side map. Ties on expireTime are broken by path: the order is total, so the expiry
+// side map. Ties on (expireTime, expireNs) are broken by path: the order is total, so the expiry
 // sequence (and thus the indexes expire events get) is the same on a member that built
 // its heap op by op and on one that rebuilt it from a snapshot.
 
 export interface HeapEntry {
   expireTime: number;
+  /** Nanoseconds within expireTime's millisecond: orders keys due in the same ms as etcd's heap does. */
+  expireNs: number;
   path: string;
   /** Slot in the heap; -1 when not in it. Written only by the heap. */
   heapIndex: number;
 }
 
 function less(a: HeapEntry, b: HeapEntry): boolean {
-  return a.expireTime < b.expireTime || (a.expireTime === b.expireTime && a.path < b.path);
+  if (a.expireTime !== b.expireTime) return a.expireTime < b.expireTime;
+  if (a.expireNs !== b.expireNs) return a.expireNs < b.expireNs;
+  return a.path < b.path;
 }
 
 export class TtlKeyHeap<T extends HeapEntry> {
