@@ -105,6 +105,8 @@ export const V3Errors = {
   notCapable: e(GrpcCode.Unavailable, "etcdserver: not capable"),
   stopped: e(GrpcCode.Unavailable, "etcdserver: server stopped"),
   timeout: e(GrpcCode.Unavailable, "etcdserver: request timed out"),
+  /** A wait that ended at the client's deadline: etcd returns context.DeadlineExceeded, which grpc-go 1.33 sends as Unknown. */
+  contextDeadlineExceeded: e(GrpcCode.Unknown, "context deadline exceeded"),
   timeoutDueToLeaderFail: e(GrpcCode.Unavailable, "etcdserver: request timed out, possibly due to previous leader failure"),
   timeoutDueToConnectionLost: e(GrpcCode.Unavailable, "etcdserver: request timed out, possibly due to connection lost"),
   unhealthy: e(GrpcCode.Unavailable, "etcdserver: unhealthy cluster"),

@@ -45,6 +45,7 @@ import { firstElectionMode, firstElectionStep } from "./first-election.ts";
 import { createCompactor } from "./compactor.ts";
 import { LeaseKeeper } from "./lease-keeper.ts";
 import { Proposals } from "./proposals.ts";
+import type { Deadline } from "./deadline.ts";
 import { MemberAdmin } from "./member-admin.ts";
 import { SnapshotFlow } from "./snapshot-flow.ts";
 import { Leadership } from "./leadership.ts";
@@ -454,9 +455,9 @@ export class KvServer {
     this.#clientRequests++;
   }
 
-  /** Proposes a command and resolves with its apply result. */
-  propose(body: CommandBody): Promise<ApplyResult> {
-    return this.#proposals.propose(body);
+  /** Proposes a command and resolves with its apply result; `deadline`: the caller's (gRPC). */
+  propose(body: CommandBody, deadline?: Deadline): Promise<ApplyResult> {
+    return this.#proposals.propose(body, deadline);
   }
 
   /** Proposes a v2 request; resolves with its event or throws its V2Error. */

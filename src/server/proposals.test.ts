@@ -98,3 +98,28 @@ test("a slow apply's warning names the command: kind and key or path", async () 
   assert.equal(describeCommand({ t: "v3", m: 1, id: 2, time: 3, op: { k: "put", r: { key: Buffer.from("a/b"), value: Buffer.from("v"), lease: 0n, prevKv: false, ignoreValue: false, ignoreLease: false } } }), 'v3 put "a/b"');
   assert.equal(describeCommand({ t: "sync", m: 1, id: 2, time: 3 }), "sync");
 });
+
+test("a caller's deadline: before the entry is in Raft 'context deadline exceeded', after it 'request timed out'; the waiter goes", async () => {
+  const { CallDeadline } = await import("./grpc/deadline.ts");
+  const { DeadlineExceededError } = await import("./deadline.ts");
+  // No leader: the proposal waits for one, and the deadline ends that wait long before the request timeout.
+  const leaderless = host({ requestTimeoutMs: 5000, propose: () => { throw new ProposalDroppedError("no leader"); } });
+  const p1 = new Proposals(leaderless, 1000);
+  const t0 = performance.now();
+  await assert.rejects(p1.propose({ t: "sync", time: 1 }, new CallDeadline(40)), (e: unknown) => e instanceof DeadlineExceededError && !e.proposed);
+  assert.ok(performance.now() - t0 < 1000);
+  // A deadline already passed: no wait at all.
+  await assert.rejects(p1.propose({ t: "sync", time: 1 }, new CallDeadline(0)), (e: unknown) => e instanceof DeadlineExceededError && !e.proposed);
+  // Proposed, never applied: the deadline drops the waiter; a late apply finds nobody.
+  const h = host({ requestTimeoutMs: 5000 });
+  const p2 = new Proposals(h, 1000);
+  const r = p2.propose({ t: "sync", time: 1 }, new CallDeadline(30));
+  await assert.rejects(r, (e: unknown) => e instanceof DeadlineExceededError && e.proposed);
+  p2.applied(decodeCommand(h.sent[0]!)!.id, { ok: true });
+  // Applied in time: the deadline changes nothing.
+  const d = new CallDeadline(1000);
+  const ok = p2.propose({ t: "sync", time: 2 }, d);
+  p2.applied(decodeCommand(h.sent[1]!)!.id, { ok: true });
+  assert.deepEqual(await ok, { ok: true });
+  d.cancel();
+});

@@ -6,6 +6,9 @@
 //   request timeout (etcd: 5 s + 2 election timeouts); then "request timed out".
 // - Every waiter ends: with its apply result, the timeout, or "server stopped" (failAll).
 // - Only the proposing member has a waiter: apply on the others triggers nothing.
+// - A caller's deadline (gRPC's grpc-timeout) ends the wait as etcd's context does: before
+//   the entry is in Raft "context deadline exceeded", after it "request timed out"; the
+//   waiter is dropped either way (the entry, once proposed, still applies).
 import { ProposalDroppedError, type ConfChange } from "../raft/index.ts";
 import type { ApplyResult } from "./apply.ts";
 import { encodeCommand, type Command, type CommandBody } from "./request.ts";
@@ -14,6 +17,7 @@ import { WaitRegistry, requestIdGenerator } from "./wait.ts";
 import { ServerUnavailableError } from "./http/respond.ts";
 import type { ServerMetrics } from "./metrics/server-metrics.ts";
 import type { WriteTracer } from "./write-trace.ts";
+import { DeadlineExceededError, type Deadline } from "./deadline.ts";
 
 /** The context of a membership change entry: who proposed it (for the waiter) and the member. */
 export interface ConfChangeContext {
@@ -52,14 +56,19 @@ export class Proposals {
     this.#nextId = requestIdGenerator(nowMs);
   }
 
-  /** Proposes a command and resolves with its apply result. */
-  propose(body: CommandBody): Promise<ApplyResult> {
+  /** Proposes a command and resolves with its apply result; `deadline`: the caller's. */
+  propose(body: CommandBody, deadline?: Deadline): Promise<ApplyResult> {
     const id = this.#nextId();
     const cmd = { ...body, m: this.#host.memberId, id } as Command;
-    return this.#proposeAndWait(this.#waits, id, () => {
-      this.#host.propose(encodeCommand(cmd));
-      this.#host.tracer?.proposed(id);
-    });
+    return this.#proposeAndWait(
+      this.#waits,
+      id,
+      () => {
+        this.#host.propose(encodeCommand(cmd));
+        this.#host.tracer?.proposed(id);
+      },
+      deadline,
+    );
   }
 
   /** Proposes a membership change; resolves once this member applied it. */
@@ -94,16 +103,18 @@ export class Proposals {
     this.#confWaits.failAll(err);
   }
 
-  async #proposeAndWait(registry: WaitRegistry<ApplyResult>, id: number, proposeFn: () => void): Promise<ApplyResult> {
+  async #proposeAndWait(registry: WaitRegistry<ApplyResult>, id: number, proposeFn: () => void, callerDeadline?: Deadline): Promise<ApplyResult> {
     const host = this.#host;
     if (host.stopped()) throw new ServerUnavailableError("etcdserver: server stopped");
     this.count++;
     host.metrics.proposalStarted();
     const result = registry.register(id);
     const deadline = Date.now() + host.requestTimeoutMs;
+    let proposed = false;
     for (;;) {
       try {
         proposeFn();
+        proposed = true;
         break;
       } catch (err) {
         if (!(err instanceof ProposalDroppedError)) {
@@ -114,11 +125,15 @@ export class Proposals {
           registry.fail(id, new ServerUnavailableError("etcdserver: request timed out"));
           break;
         }
-        await this.#waitForLeader(deadline - Date.now());
+        if (callerDeadline?.expired === true || !(await this.#waitForLeader(deadline - Date.now(), callerDeadline))) {
+          registry.fail(id, new DeadlineExceededError(false));
+          break;
+        }
       }
     }
     host.kick();
     const timer = setTimeout(() => registry.fail(id, new ServerUnavailableError("etcdserver: request timed out")), host.requestTimeoutMs);
+    const stopWatching = proposed ? callerDeadline?.onExpire(() => registry.fail(id, new DeadlineExceededError(true))) : undefined;
     let failed = true;
     try {
       const r = await result;
@@ -126,18 +141,24 @@ export class Proposals {
       return r;
     } finally {
       clearTimeout(timer);
+      stopWatching?.();
       host.metrics.proposalEnded(failed);
     }
   }
 
-  #waitForLeader(ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const t = setTimeout(done, Math.max(1, ms));
-      function done(): void {
+  /** Resolves true when a leader is known or `ms` passed, false when the caller's deadline did. */
+  #waitForLeader(ms: number, callerDeadline: Deadline | undefined): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      let t: NodeJS.Timeout | undefined;
+      let stopWatching: (() => void) | undefined;
+      const done = (leaderOrTimeout: boolean): void => {
         clearTimeout(t);
-        resolve();
-      }
-      this.#leaderWaiters.push(done);
+        stopWatching?.();
+        resolve(leaderOrTimeout);
+      };
+      t = setTimeout(() => done(true), Math.max(1, ms));
+      stopWatching = callerDeadline?.onExpire(() => done(false));
+      this.#leaderWaiters.push(() => done(true));
     });
   }
 }

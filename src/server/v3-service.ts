@@ -57,6 +57,7 @@ import type { Member } from "./membership.ts";
 import { HttpMessageError } from "./http/respond.ts";
 import type { V3Op } from "./v3-command.ts";
 import { ServerUnavailableError } from "./http/respond.ts";
+import { DeadlineExceededError, beforeDeadline } from "./deadline.ts";
 
 
 /** etcd's quota costs (etcdserver/quota.go): a key's metadata and a lease, estimated. */
@@ -127,22 +128,23 @@ export class V3Service implements V3Backend {
     // A token issued through another member names a log index this member may not have
     // applied yet: catch up before looking it up.
     const index = simpleTokenIndex(ctx.token);
-    if (index !== undefined && index > this.#kv.appliedIndex) await this.#read();
+    if (index !== undefined && index > this.#kv.appliedIndex) await this.#read(ctx);
     return this.#kv.v3auth.authInfoOf(ctx.token, Date.now());
   }
 
-  async #read(): Promise<void> {
+  /** A ReadIndex round; `ctx`'s deadline ends the wait (etcd's linearizableReadNotify returns ctx.Err()). */
+  async #read(ctx?: V3CallContext): Promise<void> {
     try {
-      await this.#kv.linearizableRead();
+      await beforeDeadline(this.#kv.linearizableRead(), ctx?.deadline);
     } catch (err) {
       throw toV3Error(err);
     }
   }
 
-  async #propose(op: V3Op): Promise<unknown> {
+  async #propose(op: V3Op, ctx?: V3CallContext): Promise<unknown> {
     let res;
     try {
-      res = await this.#kv.propose({ t: "v3", time: Date.now(), op });
+      res = await this.#kv.propose({ t: "v3", time: Date.now(), op }, ctx?.deadline);
     } catch (err) {
       throw toV3Error(err);
     }
@@ -153,7 +155,7 @@ export class V3Service implements V3Backend {
   async range(req: RangeRequest, ctx: V3CallContext): Promise<RangeResponse> {
     const info = await this.authInfo(ctx);
     checkRangePerm(this.#kv.v3auth, info, req);
-    if (!req.serializable) await this.#read();
+    if (!req.serializable) await this.#read(ctx);
     this.#kv.metrics.ranged();
     return this.#kv.v3.range(req);
   }
@@ -162,7 +164,7 @@ export class V3Service implements V3Backend {
     const info = await this.authInfo(ctx);
     checkPutPerm(this.#kv.v3auth, info, req);
     await this.#checkQuota(costPut(req));
-    return (await this.#propose({ k: "put", r: req })) as PutResponse;
+    return (await this.#propose({ k: "put", r: req }, ctx)) as PutResponse;
   }
 
   /**
@@ -182,7 +184,7 @@ export class V3Service implements V3Backend {
   async deleteRange(req: DeleteRangeRequest, ctx: V3CallContext): Promise<DeleteRangeResponse> {
     const info = await this.authInfo(ctx);
     checkDeleteRangePerm(this.#kv.v3auth, info, req);
-    return (await this.#propose({ k: "deleteRange", r: req })) as DeleteRangeResponse;
+    return (await this.#propose({ k: "deleteRange", r: req }, ctx)) as DeleteRangeResponse;
   }
 
   async txn(req: TxnRequest, ctx: V3CallContext): Promise<TxnResponse> {
@@ -191,17 +193,17 @@ export class V3Service implements V3Backend {
     await this.#checkQuota(costTxn(req));
     if (isReadOnlyTxn(req)) {
       // etcd serves a txn without writes as a read: no log entry, no revision.
-      await this.#read();
+      await this.#read(ctx);
       const res = this.#kv.v3.txn(req).response;
       this.#kv.metrics.readOnlyTxn(req, res);
       return res;
     }
-    return (await this.#propose({ k: "txn", r: req })) as TxnResponse;
+    return (await this.#propose({ k: "txn", r: req }, ctx)) as TxnResponse;
   }
 
   async compact(req: { revision: number; physical: boolean }, ctx: V3CallContext): Promise<{ revision: number }> {
     await this.authInfo(ctx);
-    return (await this.#propose({ k: "compact", r: { revision: req.revision, physical: req.physical } })) as { revision: number };
+    return (await this.#propose({ k: "compact", r: { revision: req.revision, physical: req.physical } }, ctx)) as { revision: number };
   }
 
   async leaseGrant(req: { id: LeaseId; ttl: number }, ctx: V3CallContext): Promise<LeaseGrantResponse> {
@@ -209,7 +211,7 @@ export class V3Service implements V3Backend {
     if (req.ttl > MAX_LEASE_TTL) throw V3Errors.leaseTTLTooLarge();
     const id = req.id === 0n ? newLeaseId() : req.id;
     await this.#checkQuota(LEASE_OVERHEAD);
-    return (await this.#propose({ k: "leaseGrant", id, ttl: req.ttl })) as LeaseGrantResponse;
+    return (await this.#propose({ k: "leaseGrant", id, ttl: req.ttl }, ctx)) as LeaseGrantResponse;
   }
 
   async leaseRevoke(id: LeaseId, ctx: V3CallContext): Promise<{ revision: number }> {
@@ -218,7 +220,7 @@ export class V3Service implements V3Backend {
       const keys = this.#kv.v3.timeToLive(id, Date.now(), { keys: true })?.keys ?? [];
       checkLeaseKeys(this.#kv.v3auth, info, keys);
     }
-    return (await this.#propose({ k: "leaseRevoke", id })) as { revision: number };
+    return (await this.#propose({ k: "leaseRevoke", id }, ctx)) as { revision: number };
   }
 
   /**
@@ -239,14 +241,14 @@ export class V3Service implements V3Backend {
 
   async leaseLeases(ctx: V3CallContext): Promise<LeaseStatus[]> {
     await this.authInfo(ctx);
-    await this.#read();
+    await this.#read(ctx);
     return this.#kv.v3.leases();
   }
 
   /** An auth change or read through the log, judged at apply against the caller. */
   async auth<K extends V3AuthOp["kind"]>(op: Extract<V3AuthOp, { kind: K }>, ctx: V3CallContext): Promise<V3AuthResults[K]> {
     const info = await this.authInfo(ctx);
-    return (await this.#propose({ k: "auth", op, info })) as V3AuthResults[K];
+    return (await this.#propose({ k: "auth", op, info }, ctx)) as V3AuthResults[K];
   }
 
   /** User add / change password: the password is hashed here; only the hash enters the log. */
@@ -355,7 +357,7 @@ export class V3Service implements V3Backend {
 
   async memberList(req: { linearizable: boolean }, ctx: V3CallContext): Promise<V3Member[]> {
     await this.authInfo(ctx);
-    if (req.linearizable) await this.#read();
+    if (req.linearizable) await this.#read(ctx);
     return this.#members();
   }
 
@@ -431,10 +433,10 @@ export class V3Service implements V3Backend {
   async alarm(req: V3AlarmRequest, ctx: V3CallContext): Promise<V3AlarmMember[]> {
     await this.#admin(ctx);
     if (req.action === AlarmAction.GET) {
-      await this.#read();
+      await this.#read(ctx);
       return this.#kv.v3.alarms(req.alarm);
     }
-    return (await this.#propose({ k: "alarm", r: { action: req.action, memberId: req.memberId, alarm: req.alarm } })) as V3AlarmMember[];
+    return (await this.#propose({ k: "alarm", r: { action: req.action, memberId: req.memberId, alarm: req.alarm } }, ctx)) as V3AlarmMember[];
   }
 
   /** etcd's Defragment: this member's database file rewritten without its free pages. */
@@ -456,7 +458,7 @@ export class V3Service implements V3Backend {
   /** A backup of the whole replicated state at a linearizable point, served from a file in the data dir. */
   async snapshot(ctx: V3CallContext): Promise<V3Snapshot> {
     await this.#admin(ctx);
-    await this.#read();
+    await this.#read(ctx);
     const backup = await this.#kv.makeBackup();
     return {
       size: backup.size,
@@ -489,6 +491,7 @@ function parseMemberId(id: string): number {
 /** Raft-side failures in the v3 API's terms (etcd: "etcdserver: request timed out", code 14). */
 function toV3Error(err: unknown): unknown {
   if (err instanceof V3Error) return err;
+  if (err instanceof DeadlineExceededError) return err.proposed ? V3Errors.timeout() : V3Errors.contextDeadlineExceeded();
   if (err instanceof ServerUnavailableError) {
     if (/stopped/.test(err.message)) return V3Errors.stopped();
     return V3Errors.timeout();

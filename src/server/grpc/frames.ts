@@ -24,10 +24,33 @@ export function prefixInPlace(buf: Buffer): Buffer {
 export const MESSAGE_PREFIX_BYTES = PREFIX_BYTES;
 
 /**
+ * grpc-go's checks of a whole message's flag byte (rpc_util.go checkRecvPayload). A call
+ * whose grpc-encoding names a compressor never gets here (server.ts refuses it at its
+ * headers, as etcd, which registers no decompressor), so a set flag is always "identity".
+ */
+function checkPayloadFormat(flag: number): void {
+  if (flag === 0) return;
+  if (flag === 1) throw new V3Error(GrpcCode.Internal, "grpc: compressed flag set with identity or empty encoding");
+  throw new V3Error(GrpcCode.Internal, `grpc: received unexpected payload format ${flag}`);
+}
+
+/**
+ * The first message of a unary call's bytes, undefined while it is incomplete: grpc-go
+ * serves a unary call as soon as one message is in, and ignores what follows.
+ */
+export function firstMessage(buf: Buffer, limit: number): Uint8Array | undefined {
+  if (buf.length < PREFIX_BYTES) return undefined;
+  const size = buf.readUInt32BE(1);
+  if (size > limit) throw V3Errors.messageTooLarge(size, limit);
+  if (buf.length - PREFIX_BYTES < size) return undefined;
+  checkPayloadFormat(buf[0]!);
+  return buf.subarray(PREFIX_BYTES, PREFIX_BYTES + size);
+}
+
+/**
  * Splits the bytes of a request stream into messages. Chunk boundaries fall anywhere;
  * a message over `limit` is refused as soon as its prefix arrives (nothing is buffered
- * for it). Compressed messages are refused: no client of etcd compresses by default and
- * the server announces no grpc-accept-encoding.
+ * for it); the flag byte is judged once the message is whole, as grpc-go does.
  */
 export class MessageReader {
   readonly #limit: number;
@@ -59,8 +82,8 @@ export class MessageReader {
       const flag = buf[at]!;
       const size = buf.readUInt32BE(at + 1);
       if (size > this.#limit) throw V3Errors.messageTooLarge(size, this.#limit);
-      if (flag !== 0) throw new V3Error(GrpcCode.Unimplemented, "grpc: Decompressor is not installed for grpc-encoding");
       if (buf.length - at - PREFIX_BYTES < size) break;
+      checkPayloadFormat(flag);
       out.push(buf.subarray(at + PREFIX_BYTES, at + PREFIX_BYTES + size));
       at += PREFIX_BYTES + size;
     }

@@ -9,13 +9,21 @@
 // - a failure is a V3Error (etcd's status code and message, percent-encoded as gRPC wants);
 //   anything else is code 2 (Unknown) with its message, as grpc-go turns a plain Go error;
 // - an unknown service or method is code 12 (Unimplemented) with grpc-go's wording;
+// - a grpc-timeout deadline ends the call: a unary call whose wait it cuts short answers as
+//   etcd's handlers do (the backend sees it in `ctx.deadline`), a stream ends with code 4;
 // - closing the server ends every session: open streams see `onClose`.
+//
+// A unary call is the hot path (h2load Put: node:http2's own work was most of the gRPC
+// layer's share). Per call it adds one listener to the stream ('wantTrailers', a shared
+// function) besides 'error', reads the request that came with the headers without
+// switching the stream to flowing mode, and answers with one respond and one end.
 import http2 from "node:http2";
 import type { Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
 import { GrpcCode, V3Error } from "../../api/v3-errors.ts";
 import type { V3Caller } from "../v3-service.ts";
-import { MessageReader, encodeGrpcMessage, frameMessage } from "./frames.ts";
+import { CallDeadline, parseGrpcTimeout } from "./deadline.ts";
+import { MessageReader, encodeGrpcMessage, firstMessage, frameMessage } from "./frames.ts";
 
 /** What an RPC knows of its caller. */
 export interface GrpcCall {
@@ -53,11 +61,33 @@ export function statusOf(err: unknown): GrpcStatus {
 }
 
 const RESPONSE_HEADERS = { ":status": 200, "content-type": "application/grpc" } as const;
+/** grpc-go sends no `date` (and node's would cost a lookup per response). */
+/** node:http2's respond reads `sendDate` (its typings list it only for the compat API). */
+type RespondOptions = http2.ServerStreamResponseOptions & { sendDate?: boolean };
+const WITH_TRAILERS: RespondOptions = { waitForTrailers: true, sendDate: false };
+const TRAILERS_ONLY: RespondOptions = { endStream: true, sendDate: false };
+const OK_TRAILERS = { "grpc-status": "0" } as const;
+
+/** The 'wantTrailers' listener of every successful unary call: shared, not a closure per call. */
+function sendOkTrailers(this: http2.ServerHttp2Stream): void {
+  this.sendTrailers(OK_TRAILERS);
+}
+
+/** A stream's 'error' listener: the stream destroys itself before emitting it; without a listener it would throw. */
+function ignoreStreamError(): void {}
+
+const DEADLINE_EXCEEDED: GrpcStatus = { code: GrpcCode.DeadlineExceeded, message: "context deadline exceeded" };
 
 function trailersOf(s: GrpcStatus): http2.OutgoingHttpHeaders {
   const t: http2.OutgoingHttpHeaders = { "grpc-status": String(s.code) };
   if (s.message !== "") t["grpc-message"] = encodeGrpcMessage(s.message);
   return t;
+}
+
+/** A trailers-only response: headers and status in one HEADERS frame that ends the stream. */
+function respondStatus(stream: http2.ServerHttp2Stream, s: GrpcStatus): void {
+  if (stream.destroyed || stream.closed || stream.headersSent) return;
+  stream.respond({ ...RESPONSE_HEADERS, ...trailersOf(s) }, TRAILERS_ONLY);
 }
 
 /** One streaming call: messages both ways, ended by `finish`. */
@@ -75,8 +105,12 @@ export class RpcStream {
   /** The stream emitted 'close' (a flag: the getters behind `closed` showed in fan-out profiles). */
   #gone = false;
 
-  constructor(stream: http2.ServerHttp2Stream) {
+  /** The server's end of the call: run once when `finish` ends it (or its stream closes). */
+  readonly #ended: () => void;
+
+  constructor(stream: http2.ServerHttp2Stream, ended: () => void = () => undefined) {
     this.#stream = stream;
+    this.#ended = ended;
     stream.on("wantTrailers", () => stream.sendTrailers(this.#trailers));
     stream.once("close", () => (this.#gone = true));
   }
@@ -100,7 +134,7 @@ export class RpcStream {
     if (this.closed) return false;
     if (!this.#headersSent) {
       this.#headersSent = true;
-      this.#stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
+      this.#stream.respond(RESPONSE_HEADERS, WITH_TRAILERS);
     }
     return this.#stream.write(framed);
   }
@@ -126,11 +160,14 @@ export class RpcStream {
     const s = status ?? { code: 0, message: "" };
     if (!this.#headersSent) {
       this.#headersSent = true;
-      this.#stream.respond({ ...RESPONSE_HEADERS, ...trailersOf(s) }, { endStream: true });
-      return;
+      this.#stream.respond({ ...RESPONSE_HEADERS, ...trailersOf(s) }, TRAILERS_ONLY);
+    } else {
+      this.#trailers = trailersOf(s);
+      this.#stream.end();
     }
-    this.#trailers = trailersOf(s);
-    this.#stream.end();
+    // The call is over for the server now (grpc-go: the handler returned), even while the
+    // client has not yet closed its side: its watchers and timers go at once.
+    this.#ended();
   }
 }
 
@@ -265,19 +302,25 @@ export class GrpcServer {
   }
 
   #onStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
-    stream.on("error", () => stream.destroy());
-    const session = stream.session;
-    if (session !== undefined && this.#opts.keepAlive !== undefined) {
-      openStreams.set(session, (openStreams.get(session) ?? 0) + 1);
-      resetPingStrikes(session);
-      stream.once("close", () => openStreams.set(session, (openStreams.get(session) ?? 1) - 1));
-    }
+    stream.on("error", ignoreStreamError);
     const ct = headers["content-type"] ?? "";
     if (headers[":method"] !== "POST" || !ct.startsWith("application/grpc")) {
       // grpc-go answers a non-gRPC request on its port with 415.
       stream.respond({ ":status": 415, "content-type": "text/plain" });
       stream.end("invalid gRPC request content-type\n");
       return;
+    }
+    if (this.#opts.keepAlive !== undefined) noteCall(stream);
+    // grpc-go reads grpc-timeout with the other headers, before it looks at the method: a
+    // value it cannot read resets the stream (PROTOCOL_ERROR), with no gRPC status.
+    const timeout = headerValue(headers["grpc-timeout"]);
+    let timeoutMs: number | undefined;
+    if (timeout !== undefined) {
+      timeoutMs = parseGrpcTimeout(timeout);
+      if (timeoutMs === undefined) {
+        stream.close(http2.constants.NGHTTP2_PROTOCOL_ERROR);
+        return;
+      }
     }
     const path = headers[":path"] ?? "";
     const rpc = this.#rpcs.get(path);
@@ -288,33 +331,34 @@ export class GrpcServer {
       if (!path.startsWith("/") || slash <= 0) message = `malformed method name: ${JSON.stringify(path)}`;
       else if (this.#services.has(path.slice(1, slash))) message = `unknown method ${path.slice(slash + 1)} for service ${path.slice(1, slash)}`;
       else message = `unknown service ${path.slice(1, slash)}`;
-      stream.respond({ ...RESPONSE_HEADERS, ...trailersOf({ code: GrpcCode.Unimplemented, message }) }, { endStream: true });
+      respondStatus(stream, { code: GrpcCode.Unimplemented, message });
+      return;
+    }
+    // etcd registers no decompressor: grpc-go refuses the call from its headers, before
+    // reading a message (server.go processUnaryRPC / processStreamingRPC).
+    const encoding = headerValue(headers["grpc-encoding"]);
+    if (encoding !== undefined && encoding !== "" && encoding !== "identity") {
+      stream.resume();
+      respondStatus(stream, { code: GrpcCode.Unimplemented, message: `grpc: Decompressor is not installed for grpc-encoding ${JSON.stringify(encoding)}` });
       return;
     }
     this.#opts.onRequest?.();
-    const observer = this.#opts.observer;
-    if (observer !== undefined) {
-      const t0 = performance.now();
-      observer.callStarted(path);
-      stream.once("close", () => {
-        // A stream the client reset (or whose connection dropped) before any answer has sent
-        // no headers at all: node's typings say sentHeaders is always there, it is not.
-        const sent = stream.sentHeaders as http2.OutgoingHttpHeaders | undefined;
-        const status = stream.sentTrailers?.["grpc-status"] ?? sent?.["grpc-status"];
-        observer.callHandled(path, status === undefined ? GrpcCode.Cancelled : Number(status), performance.now() - t0);
-      });
-    }
-    const call: GrpcCall = { headers, ctx: this.#callerOf(stream, headers) };
-    if (rpc.kind === "unary") this.#unary(rpc, stream, call);
-    else this.#streaming(rpc, stream, call);
+    const deadline = timeoutMs === undefined ? undefined : new CallDeadline(timeoutMs);
+    const ctx = this.#callerOf(stream, headers);
+    if (deadline !== undefined) ctx.deadline = deadline;
+    const call: GrpcCall = { headers, ctx };
+    if (rpc.kind === "unary") new UnaryCall(rpc, stream, call, path, this.#opts, deadline).start();
+    else this.#streaming(rpc, stream, call, path, deadline);
   }
 
   #callerOf(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): V3Caller {
     const token = headerValue(headers["token"]) ?? headerValue(headers["authorization"]);
+    // The acceptor asked for (and verified) a client certificate only with --client-cert-auth;
+    // without it the session's socket is not looked at (a getter chain per call).
+    if (!this.#opts.clientCertAuth) return { token };
     let commonName: string | undefined;
     const socket = stream.session?.socket as Partial<TLSSocket> | undefined;
-    // The acceptor asked for (and verified) a client certificate only with --client-cert-auth.
-    if (this.#opts.clientCertAuth && socket?.encrypted === true && typeof socket.getPeerX509Certificate === "function") {
+    if (socket?.encrypted === true && typeof socket.getPeerX509Certificate === "function") {
       const subject = socket.getPeerX509Certificate()?.subject;
       const cn = subject === undefined ? undefined : /(?:^|\n)CN=([^\n]*)/.exec(subject)?.[1];
       if (cn !== undefined && cn !== "") commonName = cn;
@@ -322,53 +366,39 @@ export class GrpcServer {
     return commonName === undefined ? { token } : { token, commonName };
   }
 
-  #unary(rpc: UnaryRpc, stream: http2.ServerHttp2Stream, call: GrpcCall): void {
-    const reader = new MessageReader(this.#opts.maxRecvBytes);
-    let request: Uint8Array | undefined;
-    let failed = false;
-    const fail = (s: GrpcStatus): void => {
-      if (failed || stream.destroyed) return;
-      failed = true;
-      stream.respond({ ...RESPONSE_HEADERS, ...trailersOf(s) }, { endStream: true });
-    };
-    stream.on("data", (chunk: Buffer) => {
-      if (failed) return;
-      try {
-        for (const m of reader.push(chunk)) {
-          if (request !== undefined) throw new V3Error(GrpcCode.Unimplemented, "grpc: too many messages for a unary call");
-          request = m;
-        }
-      } catch (err) {
-        fail(statusOf(err));
-      }
-    });
-    stream.on("end", () => {
-      if (failed) return;
-      if (request === undefined) {
-        fail({ code: GrpcCode.Internal, message: reader.partial ? "grpc: message truncated" : "grpc: no request message" });
-        return;
-      }
-      rpc.run(request, call).then(
-        (bytes) => {
-          if (stream.destroyed || stream.closed) return;
-          stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
-          stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
-          stream.end(rpc.framed === true ? bytes : frameMessage(bytes));
-        },
-        (err: unknown) => fail(statusOf(err)),
-      );
-    });
-  }
-
-  #streaming(rpc: StreamRpc, stream: http2.ServerHttp2Stream, call: GrpcCall): void {
-    const s = new RpcStream(stream);
-    const reader = new MessageReader(this.#opts.maxRecvBytes);
+  #streaming(rpc: StreamRpc, stream: http2.ServerHttp2Stream, call: GrpcCall, path: string, deadline: CallDeadline | undefined): void {
+    const observer = this.#opts.observer;
+    const t0 = observer === undefined ? 0 : performance.now();
+    observer?.callStarted(path);
     let closed = false;
-    stream.once("close", () => {
+    const ended = (): void => {
+      deadline?.cancel();
       if (closed) return;
       closed = true;
       s.onClose();
+    };
+    const s = new RpcStream(stream, ended);
+    const reader = new MessageReader(this.#opts.maxRecvBytes);
+    stream.once("close", () => {
+      if (observer !== undefined) {
+        // A stream the client reset (or whose connection dropped) before any answer has sent
+        // no headers at all: node's typings say sentHeaders is always there, it is not.
+        const sent = stream.sentHeaders as http2.OutgoingHttpHeaders | undefined;
+        const status = stream.sentTrailers?.["grpc-status"] ?? sent?.["grpc-status"];
+        observer.callHandled(path, status === undefined ? GrpcCode.Cancelled : Number(status), performance.now() - t0);
+      }
+      ended();
     });
+    // grpc-go ends a stream at its deadline from the transport (code 4; etcd's handlers race
+    // it with their own code 2); the call's watchers go with it through onClose.
+    if (deadline !== undefined) {
+      if (deadline.expired) {
+        s.finish(DEADLINE_EXCEEDED);
+        stream.resume();
+        return;
+      }
+      deadline.onExpire(() => s.finish(DEADLINE_EXCEEDED));
+    }
     rpc.open(s, call);
     stream.on("data", (chunk: Buffer) => {
       if (s.closed) return;
@@ -391,14 +421,137 @@ export class GrpcServer {
   }
 }
 
-/** Per-session state of the keepalive enforcement; `answered` resets the strikes (grpc-go). */
-const pingPolicy = new WeakMap<http2.Http2Session, { lastPingAt: number; strikes: number; reset: boolean }>();
+/**
+ * One unary call: its request (usually already buffered when the stream is handed over:
+ * clients send HEADERS and DATA together), the RPC, the answer. grpc-go runs the handler as
+ * soon as one message is in, without waiting for the client's half-close, and ignores more.
+ */
+class UnaryCall {
+  readonly #rpc: UnaryRpc;
+  readonly #stream: http2.ServerHttp2Stream;
+  readonly #call: GrpcCall;
+  readonly #path: string;
+  readonly #opts: GrpcServerOptions;
+  readonly #deadline: CallDeadline | undefined;
+  /** Bytes of an incomplete first message (rare: it came in several DATA frames). */
+  #pending: Buffer | undefined;
+  /** Set once the request is judged: later DATA and the end are ignored. */
+  #done = false;
+  #answered = false;
+  #t0 = 0;
 
-/** Noted when the server sends a call's headers: grpc-go resets ping strikes on every write. */
-function resetPingStrikes(session: http2.Http2Session | undefined): void {
-  const p = session === undefined ? undefined : pingPolicy.get(session);
-  if (p !== undefined) p.reset = true;
+  constructor(rpc: UnaryRpc, stream: http2.ServerHttp2Stream, call: GrpcCall, path: string, opts: GrpcServerOptions, deadline: CallDeadline | undefined) {
+    this.#rpc = rpc;
+    this.#stream = stream;
+    this.#call = call;
+    this.#path = path;
+    this.#opts = opts;
+    this.#deadline = deadline;
+  }
+
+  start(): void {
+    // read() takes what is buffered without switching to flowing mode (no 'data'/'end'
+    // listeners, no resume tick); a request that has not fully arrived falls back to them.
+    const first = this.#stream.read() as Buffer | null;
+    if (first !== null && this.#take(first)) return;
+    const stream = this.#stream;
+    stream.on("data", (chunk: Buffer) => {
+      if (!this.#done) this.#take(chunk);
+    });
+    stream.on("end", () => {
+      if (this.#done) return;
+      this.#done = true;
+      // grpc-go's parser at EOF: io.EOF before any byte, io.ErrUnexpectedEOF inside a message
+      // (status.Convert of a plain error: Unknown).
+      this.#fail({ code: GrpcCode.Unknown, message: this.#pending === undefined ? "EOF" : "unexpected EOF" });
+    });
+  }
+
+  /** Adds request bytes; true once the request is judged (run, or refused). */
+  #take(chunk: Buffer): boolean {
+    const buf = this.#pending === undefined ? chunk : Buffer.concat([this.#pending, chunk]);
+    let request: Uint8Array | undefined;
+    try {
+      request = firstMessage(buf, this.#opts.maxRecvBytes);
+    } catch (err) {
+      this.#done = true;
+      this.#fail(statusOf(err));
+      return true;
+    }
+    if (request === undefined) {
+      // Copied: the chunk's memory is the socket's.
+      this.#pending = Buffer.from(buf);
+      return false;
+    }
+    this.#done = true;
+    this.#pending = undefined;
+    this.#run(request);
+    return true;
+  }
+
+  #run(request: Uint8Array): void {
+    const deadline = this.#deadline;
+    // The deadline passed before the message was read: grpc-go's read fails with code 4.
+    if (deadline?.expired === true) {
+      this.#fail(DEADLINE_EXCEEDED);
+      return;
+    }
+    const observer = this.#opts.observer;
+    if (observer !== undefined) {
+      // go-grpc-prometheus counts a unary call once its request is decoded, and its code
+      // when the handler returns (not when the stream closes: no 'close' listener per call).
+      this.#t0 = performance.now();
+      observer.callStarted(this.#path);
+    }
+    if (deadline !== undefined) {
+      // The backend ends its own waits at the deadline (etcd's answers, ctx.deadline); this
+      // answers, a turn later, for a wait that does not watch it.
+      deadline.onExpire(() => setImmediate(() => this.#fail({ code: GrpcCode.Unknown, message: "context deadline exceeded" })));
+    }
+    this.#rpc.run(request, this.#call).then(
+      (bytes) => this.#answer(bytes),
+      (err: unknown) => this.#fail(statusOf(err)),
+    );
+  }
+
+  #answer(bytes: Uint8Array): void {
+    if (this.#answered) return;
+    this.#answered = true;
+    this.#deadline?.cancel();
+    const stream = this.#stream;
+    if (stream.destroyed || stream.closed) {
+      this.#handled(GrpcCode.Cancelled);
+      return;
+    }
+    this.#handled(0);
+    stream.respond(RESPONSE_HEADERS, WITH_TRAILERS);
+    stream.on("wantTrailers", sendOkTrailers);
+    stream.end(this.#rpc.framed === true ? bytes : frameMessage(bytes));
+  }
+
+  #fail(s: GrpcStatus): void {
+    if (this.#answered) return;
+    this.#answered = true;
+    this.#deadline?.cancel();
+    const stream = this.#stream;
+    if (stream.destroyed || stream.closed) {
+      this.#handled(GrpcCode.Cancelled);
+      return;
+    }
+    this.#handled(s.code);
+    respondStatus(stream, s);
+    // Whatever else the client sends is not read: let it drain so the stream can close.
+    stream.resume();
+  }
+
+  #handled(code: number): void {
+    if (this.#t0 === 0) return;
+    this.#opts.observer?.callHandled(this.#path, code, performance.now() - this.#t0);
+  }
 }
+
+/** Per-session state of the keepalive enforcement; `reset` clears the strikes (grpc-go); the calls seen. */
+const pingPolicy = new WeakMap<http2.Http2Session, { lastPingAt: number; strikes: number; reset: boolean; calls: Set<http2.ServerHttp2Stream>; pruneAt: number }>();
 
 /**
  * grpc-go's keepalive on one connection: the enforcement policy for the client's pings
@@ -408,7 +561,7 @@ function resetPingStrikes(session: http2.Http2Session | undefined): void {
  * unanswered for timeout. Returns the function that stops the timers.
  */
 function keepAlive(session: http2.ServerHttp2Session, ka: GrpcKeepAlive): () => void {
-  const p = { lastPingAt: Number.NEGATIVE_INFINITY, strikes: 0, reset: false };
+  const p = { lastPingAt: Number.NEGATIVE_INFINITY, strikes: 0, reset: false, calls: new Set<http2.ServerHttp2Stream>(), pruneAt: PRUNE_CALLS };
   pingPolicy.set(session, p);
   session.on("ping", () => {
     const now = performance.now();
@@ -454,12 +607,32 @@ function keepAlive(session: http2.ServerHttp2Session, ka: GrpcKeepAlive): () => 
   };
 }
 
+/** Calls open on a session, pruned of closed streams when a ping asks (node:http2 keeps no count). */
 function activeStreams(session: http2.ServerHttp2Session): number {
-  return openStreams.get(session) ?? 0;
+  const p = pingPolicy.get(session);
+  return p === undefined ? 0 : pruneCalls(p);
 }
 
-/** Calls open per session (node:http2 does not expose the count). */
-const openStreams = new WeakMap<http2.Http2Session, number>();
+function pruneCalls(p: { calls: Set<http2.ServerHttp2Stream>; pruneAt: number }): number {
+  for (const s of p.calls) if (s.closed || s.destroyed) p.calls.delete(s);
+  p.pruneAt = Math.max(PRUNE_CALLS, 2 * p.calls.size);
+  return p.calls.size;
+}
+
+/** Ended calls are dropped from a session's set once it holds this many (or twice the open ones). */
+const PRUNE_CALLS = 64;
+
+/** A call begins: the session's strikes reset (grpc-go: the server writes), and it counts as open. */
+function noteCall(stream: http2.ServerHttp2Stream): void {
+  const session = stream.session;
+  const p = session === undefined ? undefined : pingPolicy.get(session);
+  if (p === undefined) return;
+  p.reset = true;
+  p.calls.add(stream);
+  // A long-lived session must not hold every stream it ever had until its next ping; no
+  // 'close' listener per call: pruning now and then costs less.
+  if (p.calls.size >= p.pruneAt) pruneCalls(p);
+}
 
 function headerValue(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;

@@ -31,11 +31,14 @@ import type {
   WatchSink,
 } from "../../store/v3/index.ts";
 import type { ServerResponse } from "node:http";
+import type { Deadline } from "../deadline.ts";
 import type { V3Permission, V3PermTypeValue } from "../../auth/index.ts";
 
 /** Who is calling: the Grpc-Metadata-Token header, else the Authorization header, verbatim. */
 export interface V3CallContext {
   token: string | undefined;
+  /** The client's deadline (gRPC's grpc-timeout): waits for a leader, an apply or a read end at it. */
+  deadline?: Deadline;
 }
 
 /** etcdserverpb.ResponseHeader; IDs as decimal strings. */

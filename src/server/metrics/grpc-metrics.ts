@@ -34,6 +34,8 @@ export class GrpcMetrics implements GrpcObserver {
   readonly sentBytes: Counter;
   readonly receivedBytes: Counter;
   readonly #methods = new Map<string, MethodLabels>();
+  /** Per method, its series' incrementers, made at its first call (the hot path: no label key per call). */
+  readonly #bound = new Map<string, { labels: MethodLabels; started: () => void; handled: Array<(() => void) | undefined> }>();
   #initialized = false;
 
   constructor(opts: { extensive: boolean; sentBytes: Counter; receivedBytes: Counter }) {
@@ -71,15 +73,25 @@ export class GrpcMetrics implements GrpcObserver {
   }
 
   callStarted(path: string): void {
-    const labels = this.#methods.get(path);
-    if (labels !== undefined) this.started.inc(labels);
+    this.#method(path)?.started();
   }
 
   callHandled(path: string, code: number, ms: number): void {
-    const labels = this.#methods.get(path);
-    if (labels === undefined) return;
-    this.handled.inc({ ...labels, grpc_code: codeName(code) });
-    this.handling?.observe(ms / 1000, labels);
+    const m = this.#method(path);
+    if (m === undefined) return;
+    (m.handled[code] ??= this.handled.incrementer({ ...m.labels, grpc_code: codeName(code) }))();
+    this.handling?.observe(ms / 1000, m.labels);
+  }
+
+  #method(path: string): { labels: MethodLabels; started: () => void; handled: Array<(() => void) | undefined> } | undefined {
+    let m = this.#bound.get(path);
+    if (m === undefined) {
+      const labels = this.#methods.get(path);
+      if (labels === undefined) return undefined;
+      m = { labels, started: this.started.incrementer(labels), handled: [] };
+      this.#bound.set(path, m);
+    }
+    return m;
   }
 
   traffic(received: number, sent: number): void {

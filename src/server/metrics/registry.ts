@@ -103,6 +103,17 @@ export class Counter implements Family {
     this.#series.get(labels).v += n;
   }
 
+  /**
+   * An incrementer of one series (client_golang's WithLabelValues kept by the caller): a
+   * counter bumped per request then builds no label key per event. Creates the series.
+   */
+  incrementer(labels: LabelValues): () => void {
+    const s = this.#series.get(labels);
+    return () => {
+      s.v++;
+    };
+  }
+
   /** Creates the series at 0 (client_golang's WithLabelValues without Inc): it shows before its first event. */
   touch(labels: LabelValues): void {
     this.#series.get(labels);
