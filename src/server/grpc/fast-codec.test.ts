@@ -1,11 +1,11 @@
 // fast-codec.ts writes the bytes @bufbuild/protobuf's toBinary writes for the same message.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { KeyValue, V3Event } from "../../store/v3/index.ts";
 import * as cv from "./convert.ts";
-import { encodePutResponse, encodeRangeResponse, encodeWatchEvents, headerFields, WatchEventsFramer } from "./fast-codec.ts";
-import { PutResponseSchema, RangeResponseSchema, WatchResponseSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
+import { decodePutRequest, decodeRangeRequest, encodePutResponse, encodeRangeResponse, encodeWatchEvents, headerFields, WatchEventsFramer } from "./fast-codec.ts";
+import { PutRequestSchema, PutResponseSchema, RangeRequestSchema, RangeResponseSchema, WatchResponseSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
 
 const kv = (key: string, value: string, n: number, lease: bigint): KeyValue => ({
   key: Buffer.from(key),
@@ -92,4 +92,67 @@ test("WatchEventsFramer: each watcher's framed message is toBinary's, the shared
   await Promise.resolve();
   framer.frame(8, headerOf, 1, events, false);
   assert.equal(headerCalls, 3, "the shared bytes do not outlive the turn");
+});
+
+/** A protobuf field by hand: tag then payload (for shapes toBinary never writes). */
+function field(n: number, wire: number, payload: number[]): number[] {
+  const tag: number[] = [];
+  let t = (n << 3) | wire;
+  while (t >= 128) {
+    tag.push((t & 127) | 128);
+    t >>>= 7;
+  }
+  tag.push(t);
+  return [...tag, ...payload];
+}
+
+test("PutRequest and RangeRequest: the fast readers give what fromBinary + convert.ts give, or step aside", () => {
+  const puts = [
+    {},
+    { key: Buffer.from("k"), value: Buffer.from("v") },
+    { key: Buffer.from("key"), value: Buffer.alloc(300, 1), lease: 7587869263591227147n, prevKv: true, ignoreValue: true, ignoreLease: true },
+    { key: Buffer.from("k"), lease: -1n },
+    { key: Buffer.from("k"), lease: 2n ** 48n },
+    { key: Buffer.from("k"), lease: 2n ** 49n + 3n },
+  ];
+  for (const m of puts) {
+    const bytes = toBinary(PutRequestSchema, create(PutRequestSchema, m));
+    assert.deepEqual(decodePutRequest(bytes), cv.putRequest(fromBinary(PutRequestSchema, bytes)), JSON.stringify(m, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)));
+  }
+  const ranges = [
+    {},
+    { key: Buffer.from("k"), serializable: true },
+    { key: Buffer.from("a"), rangeEnd: Buffer.from([0]), limit: 500n, revision: 2n ** 40n, sortOrder: 2, sortTarget: 4, keysOnly: true, countOnly: true },
+    { key: Buffer.from("a"), minModRevision: 1n, maxModRevision: 2n ** 53n + 1n, minCreateRevision: -5n, maxCreateRevision: 3n, limit: -1n },
+    { key: Buffer.from("a"), sortOrder: 9, sortTarget: -3 },
+  ];
+  for (const m of ranges) {
+    const bytes = toBinary(RangeRequestSchema, create(RangeRequestSchema, m as Parameters<typeof create<typeof RangeRequestSchema>>[1]));
+    assert.deepEqual(decodeRangeRequest(bytes), cv.rangeRequest(fromBinary(RangeRequestSchema, bytes)), JSON.stringify(m, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)));
+  }
+  // Proto3 on the wire: a repeated scalar field's last value wins; unknown fields of every wire type are skipped.
+  const odd = Buffer.from([
+    ...field(1, 2, [1, 0x61]),
+    ...field(1, 2, [1, 0x62]),
+    ...field(99, 0, [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]),
+    ...field(98, 1, [1, 2, 3, 4, 5, 6, 7, 8]),
+    ...field(97, 5, [1, 2, 3, 4]),
+    ...field(96, 2, [2, 9, 9]),
+    ...field(4, 0, [1]),
+    ...field(4, 0, [0]),
+  ]);
+  assert.deepEqual(decodePutRequest(odd), cv.putRequest(fromBinary(PutRequestSchema, odd)));
+  assert.deepEqual(decodeRangeRequest(odd), cv.rangeRequest(fromBinary(RangeRequestSchema, odd)));
+  // What the fast path does not take goes to the generated decoder (which words the errors).
+  const refused = [
+    Buffer.from([...field(1, 2, [5, 0x61])]), // bytes past the end
+    Buffer.from([...field(3, 0, [0x80])]), // varint cut short
+    Buffer.from([...field(1, 0, [1])]), // key with another wire type
+    Buffer.from([...field(5, 3, [])]), // a group
+    Buffer.from([0]), // field 0
+  ];
+  for (const b of refused) {
+    assert.equal(decodePutRequest(b), undefined, b.toString("hex"));
+    assert.equal(decodeRangeRequest(b), undefined, b.toString("hex"));
+  }
 });

@@ -11,7 +11,7 @@ import type { V3Backend, V3GatewayContext, V3Header, V3Snapshot } from "../http/
 import { GRPC_OVERHEAD_BYTES, RaftField, raftRequestSize } from "../http/v3-proto-size.ts";
 import { snapshotBlobs } from "../http/v3-streams.ts";
 import * as cv from "./convert.ts";
-import { encodePutResponse, encodeRangeResponse, headerFields, type HeaderFields } from "./fast-codec.ts";
+import { decodePutRequest, decodeRangeRequest, encodePutResponse, encodeRangeResponse, headerFields, type HeaderFields } from "./fast-codec.ts";
 import { MESSAGE_PREFIX_BYTES, prefixInPlace } from "./frames.ts";
 import { Auth, Cluster, KV, Lease, Maintenance, Watch } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
 import { Health, HealthCheckResponse_ServingStatus } from "./gen/grpc/health/v1/health_pb.ts";
@@ -102,13 +102,14 @@ export function createRpcTable(gw: V3GatewayContext): RpcTable {
   const b = gw.backend;
 
   // --- KV ---
-  // Range and Put answer through fast-codec.ts: the same bytes, without the generic encoder.
+  // Range and Put read and answer through fast-codec.ts: the same values and bytes as the
+  // generated code's (which still decodes anything the fast reader does not take).
   const fastHdr = (revision: number): HeaderFields => headerFields(revision > 0 ? b.header(revision) : b.header());
   t.set(pathOf(KV.method.range), {
     kind: "unary",
     framed: true,
     run: async (bytes, { ctx }) => {
-      const req = cv.rangeRequest(decodeRequest(KV.method.range.input, bytes));
+      const req = decodeRangeRequest(bytes) ?? cv.rangeRequest(decodeRequest(KV.method.range.input, bytes));
       checkRangeRequest(req);
       const r = await b.range(req, ctx);
       return prefixInPlace(encodeRangeResponse(fastHdr(r.revision), r, MESSAGE_PREFIX_BYTES));
@@ -118,7 +119,7 @@ export function createRpcTable(gw: V3GatewayContext): RpcTable {
     kind: "unary",
     framed: true,
     run: async (bytes, { ctx }) => {
-      const req = cv.putRequest(decodeRequest(KV.method.put.input, bytes));
+      const req = decodePutRequest(bytes) ?? cv.putRequest(decodeRequest(KV.method.put.input, bytes));
       checkPutRequest(req);
       checkRaftSize(RaftField.put, bytes.length, gw);
       const r = await b.put(req, ctx);
