@@ -81,3 +81,16 @@ export function checkRemoveMember(v: ReconfigView, id: number): ReconfigRefusal 
   if (active - 1 < 1 + Math.floor((vs.length - 1) / 2)) return "unhealthy";
   return undefined;
 }
+
+/** What a member shows of itself to build a view: its id, the members, its peer links. */
+export interface ReconfigHost {
+  readonly memberId: number;
+  readonly membership: { list(): readonly { id: number; name: string; isLearner?: boolean | undefined }[] };
+  readonly transport: { activeSince(id: number): number | undefined };
+}
+
+/** The view etcd's checks judge, at `now` (the clock of transport.activeSince). */
+export function reconfigViewOf(host: ReconfigHost, now: number): ReconfigView {
+  const members = host.membership.list().map((m) => ({ id: m.id, started: m.name !== "", isLearner: m.isLearner === true }));
+  return { selfId: host.memberId, members, activeSince: (id) => host.transport.activeSince(id), now };
+}

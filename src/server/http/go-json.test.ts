@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { goJsonSyntaxError } from "./go-json.ts";
+import { goJsonKind, goJsonSyntaxError } from "./go-json.ts";
 
 // Each message below is what Go 1.19's json.Unmarshal says for the input.
 const cases: Array<[string, string | undefined]> = [
@@ -32,3 +32,7 @@ for (const [input, want] of cases) {
     assert.equal(goJsonSyntaxError(Buffer.from(input)), want);
   });
 }
+
+test("goJsonKind names JSON values as encoding/json's UnmarshalTypeError does", () => {
+  assert.deepEqual([true, 1, "s", null, [], {}].map(goJsonKind), ["bool", "number", "string", "null", "array", "object"]);
+});

@@ -181,5 +181,6 @@ export function goJsonKind(v: unknown): string {
   if (v === null) return "null";
   if (Array.isArray(v)) return "array";
   if (typeof v === "object") return "object";
-  return typeof v; // string, number, boolean -> Go says "bool"
+  if (typeof v === "boolean") return "bool"; // encoding/json's UnmarshalTypeError names Go's kind
+  return typeof v; // string, number
 }

@@ -5,7 +5,7 @@ import { Header } from "../../api/headers.ts";
 import type { V2MemberJSON } from "../../api/v2-types.ts";
 import type { KvServer } from "../kv-server.ts";
 import type { Member } from "../membership.ts";
-import { ReconfigCheckError } from "../reconfig-check.ts";
+import { ReconfigCheckError, checkRemoveMember, reconfigViewOf } from "../reconfig-check.ts";
 import { HttpMessageError, HttpTextError, corsHeaders, methodNotAllowed, notFound, writeJson } from "./respond.ts";
 import { goJsonSyntaxError, goJsonKind } from "./go-json.ts";
 import type { OutgoingHttpHeaders } from "node:http";
@@ -209,11 +209,25 @@ export async function handleMembers(req: IncomingMessage, res: ServerResponse, s
   }
   const urls = method === "PUT" ? await readMemberRequest(req, headers) : (req.resume(), []);
   const numeric = Number(parsedId);
-  if (BigInt(numeric) !== parsedId || !s.membership.get(numeric)) throw new HttpMessageError(404, `No such member: ${parsedId.toString(16)}`, headers);
+  const known = BigInt(numeric) === parsedId && s.membership.get(numeric) !== undefined;
+  // etcd's RemoveMember runs mayRemoveMember before the id is looked up (at apply): a
+  // cluster that could not spare a voter refuses even an id that names no member.
+  if (method === "DELETE" && !known && s.config.strictReconfigCheck && checkRemoveMember(reconfigViewOf(s, performance.now()), numeric) !== undefined) {
+    throw new HttpMessageError(500, "Internal Server Error", headers);
+  }
+  if (!known) throw new HttpMessageError(404, `No such member: ${parsedId.toString(16)}`, headers);
+  // etcd's apply refuses an update to peer URLs another member has (ErrPeerURLexists).
+  if (method === "PUT" && peerUrlTaken(s.membership.list(), numeric, urls)) throw new HttpMessageError(409, "membership: peerURL exists", headers);
   if (method === "DELETE") await withHeaders(s.members.remove(numeric), headers);
   else await withHeaders(s.members.update(numeric, urls), headers);
   res.writeHead(204, { ...corsHeaders, ...headers });
   res.end();
+}
+
+/** Does a member other than `id` have one of these peer URLs (etcd compares the strings)? */
+export function peerUrlTaken(members: readonly Member[], id: number, urls: readonly string[]): boolean {
+  const others = new Set(members.filter((m) => m.id !== id).flatMap((m) => m.peerUrls));
+  return urls.some((u) => others.has(u));
 }
 
 /** Member writes answer their errors with the cluster id header, as etcd's members handler does. */
