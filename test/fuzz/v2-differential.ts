@@ -79,6 +79,34 @@ function paramValue(rng: Rng, name: string, index: () => number): string {
 }
 
 /**
+ * Request shapes the independent parameters rarely make: directories with prevExist,
+ * sorted recursive listings, watches from an index in history (answered at once) and far
+ * behind it (401 once 1000 events passed), refreshes, and repeated parameters (Go takes
+ * the first value, body before query).
+ */
+function shapedParams(rng: Rng, method: string, index: () => number): string[] {
+  const i = index();
+  switch (Math.floor(rng() * 8)) {
+    case 0:
+      return ["dir=true", `prevExist=${pick(rng, ["true", "false"])}`];
+    case 1:
+      return method === "GET" ? ["recursive=true", "sorted=true"] : ["dir=true"];
+    case 2:
+      return method === "GET" ? ["wait=true", `waitIndex=${Math.max(1, i - Math.floor(rng() * 20))}`, ...(chance(rng, 0.5) ? ["recursive=true"] : [])] : ["prevExist=true", "ttl=100"];
+    case 3:
+      return method === "GET" ? ["wait=true", `waitIndex=${Math.max(1, i - 1000 - Math.floor(rng() * 50))}`] : ["ttl=600", "refresh=true", "prevExist=true"];
+    case 4:
+      return [`value=${pick(rng, VALUES)}`, `value=${pick(rng, VALUES)}`];
+    case 5:
+      return [`ttl=${pick(rng, TTLS)}`, `ttl=${pick(rng, TTLS)}`];
+    case 6:
+      return ["sorted=false", "sorted=true", "recursive=true"];
+    default:
+      return [`prevIndex=${Math.max(1, i - Math.floor(rng() * 3))}`, `prevIndex=${pick(rng, INDEXES)}`];
+  }
+}
+
+/**
  * A seeded request generator. `index` tells it the reference server's current v2 index
  * (last one seen), so prevIndex/waitIndex hit real entries often.
  */
@@ -102,7 +130,8 @@ export function* generateRequests(seed: number, count: number, index: () => numb
       path = "/v2/keys" + keyPath(rng);
     }
     const params: string[] = [];
-    const nParams = Math.floor(rng() * 4);
+    if (path.startsWith("/v2/keys/") && chance(rng, 0.15)) params.push(...shapedParams(rng, method, index));
+    const nParams = Math.floor(rng() * (params.length > 0 ? 2 : 4));
     for (let i = 0; i < nParams; i++) {
       const name = pick(rng, PARAMS);
       // A live watch without an index blocks until the wait ends: rarer.
@@ -116,7 +145,7 @@ export function* generateRequests(seed: number, count: number, index: () => numb
     let rawBody: string | undefined;
     let query = params;
     if (inBody) {
-      const ct = pick(rng, ["application/x-www-form-urlencoded", "application/x-www-form-urlencoded; charset=utf-8", "application/json", "text/plain", ""]);
+      const ct = pick(rng, ["application/x-www-form-urlencoded", "application/x-www-form-urlencoded; charset=utf-8", "application/json", "text/plain", "", "APPLICATION/X-WWW-FORM-URLENCODED", "application/x-www-form-urlencoded;charset=UTF-8", " application/x-www-form-urlencoded ; x=y", "multipart/form-data; boundary=x", "application/x-www-form-urlencoded; charset"]);
       if (ct !== "") headers.push(["Content-Type", ct]);
       const split = Math.floor(rng() * (params.length + 1));
       body = params.slice(0, split).join("&");
@@ -309,7 +338,8 @@ export function normalize(N: Normalizer, req: FuzzRequest, r: RawResponse): Norm
   let body: unknown = N.text(r.body);
   const path = req.target.replace(/^[a-z]+:\/\/[^/]*/, "").split("?")[0] ?? "";
   if ((h.get("content-type") ?? "").startsWith("application/json") && r.body.trim() !== "") {
-    const sorted = /[?&]sorted=(1|t|T|TRUE|true|True)(&|$)/.test(req.target);
+    // The first value decides, as Go's Form.Get (the fuzzer repeats parameters).
+    const sorted = /^(1|t|T|TRUE|true|True)$/.test(paramsOf(req).get("sorted") ?? "");
     const lines = r.body.split("\n").filter((l) => l !== "");
     try {
       body = lines.map((l) => normV2(N, JSON.parse(l), sorted, r.at, paramsOf(req)));
@@ -382,6 +412,8 @@ export interface DifferentialOptions {
   waitMs?: number;
   /** Stop after this many divergences (a divergence often cascades). */
   maxDivergences?: number;
+  /** Called after every request (a long run reports as it goes, and a killed run still said something). */
+  onProgress?: (sent: number, divergence: Divergence | undefined) => void;
 }
 
 function show(req: FuzzRequest): string {
@@ -405,8 +437,12 @@ export async function runDifferential(o: DifferentialOptions): Promise<{ sent: n
     const nk = normalize(NK, req, k);
     const d = firstDifference(ne, nk);
     if (d !== undefined && !knownDifference(req, d, ne, nk)) {
-      divergences.push({ n: sent, request: show(req), difference: d, etcd: JSON.stringify(ne), kvctl: JSON.stringify(nk) });
+      const dv = { n: sent, request: show(req), difference: d, etcd: JSON.stringify(ne), kvctl: JSON.stringify(nk) };
+      divergences.push(dv);
+      o.onProgress?.(sent, dv);
       if (divergences.length >= (o.maxDivergences ?? 20)) break;
+    } else {
+      o.onProgress?.(sent, undefined);
     }
   }
   return { sent, divergences };
@@ -487,10 +523,11 @@ async function main(): Promise<void> {
     throw err;
   });
   try {
-    const r = await runDifferential({ seed, count, etcdPort: a, kvctlPort: c, etcdPorts: etcd.ports, kvctlPorts: kv.ports, maxDivergences: Number(process.env["FUZZ_MAX_DIVERGENCES"] ?? 20) });
-    for (const dv of r.divergences) {
-      console.log(`#${dv.n} ${dv.request}\n  ${dv.difference}\n  etcd:  ${dv.etcd}\n  kvctl: ${dv.kvctl}`);
-    }
+    const onProgress = (sent: number, dv: Divergence | undefined): void => {
+      if (dv !== undefined) console.log(`#${dv.n} ${dv.request}\n  ${dv.difference}\n  etcd:  ${dv.etcd}\n  kvctl: ${dv.kvctl}`);
+      if (sent % 1000 === 0) console.log(`seed ${seed}: ${sent} requests sent`);
+    };
+    const r = await runDifferential({ seed, count, etcdPort: a, kvctlPort: c, etcdPorts: etcd.ports, kvctlPorts: kv.ports, maxDivergences: Number(process.env["FUZZ_MAX_DIVERGENCES"] ?? 20), onProgress });
     console.log(`seed ${seed}: ${r.sent} requests, ${r.divergences.length} divergences`);
     process.exitCode = r.divergences.length === 0 ? 0 : 1;
   } finally {

@@ -64,22 +64,91 @@ export function mediaType(header: string | undefined): string {
   return (semi < 0 ? header : header.slice(0, semi)).trim().toLowerCase();
 }
 
+const TSPECIALS = new Set('()<>@,;:\\"/[]?=');
+
+function tokenEnd(s: string, from: number): number {
+  let i = from;
+  while (i < s.length) {
+    const c = s.charCodeAt(i);
+    if (c <= 0x20 || c >= 0x7f || TSPECIALS.has(s[i] ?? "")) break;
+    i++;
+  }
+  return i;
+}
+
+function skipSpace(s: string, from: number): number {
+  let i = from;
+  while (i < s.length && /\s/.test(s[i] ?? "")) i++;
+  return i;
+}
+
+/**
+ * Go's mime.ParseMediaType, as far as its verdict goes: the media type (lower-cased) and
+ * the error ParseForm returns for it. A bad parameter keeps the type (Go reads the body
+ * and still fails the form); a bad type leaves "".
+ */
+export function goMediaType(header: string): { type: string; error?: string } {
+  const semi = header.indexOf(";");
+  const base = (semi < 0 ? header : header.slice(0, semi)).toLowerCase().trim();
+  const t = tokenEnd(base, 0);
+  if (t === 0) return { type: "", error: "mime: no media type" };
+  if (t < base.length) {
+    if (base[t] !== "/") return { type: "", error: "mime: expected slash after first token" };
+    const st = tokenEnd(base, t + 1);
+    if (st === t + 1) return { type: "", error: "mime: expected token after slash" };
+    if (st < base.length) return { type: "", error: "mime: unexpected content after media subtype" };
+  }
+  const seen = new Set<string>();
+  let v = semi < 0 ? "" : header.slice(semi);
+  for (;;) {
+    v = v.slice(skipSpace(v, 0));
+    if (v === "") break;
+    const bad = (): { type: string; error?: string } => (v.trim() === ";" ? { type: base } : { type: base, error: "mime: invalid media parameter" });
+    if (v[0] !== ";") return bad();
+    let i = skipSpace(v, 1);
+    const k = tokenEnd(v, i);
+    if (k === i) return bad();
+    const key = v.slice(i, k).toLowerCase();
+    i = skipSpace(v, k);
+    if (v[i] !== "=") return bad();
+    i = skipSpace(v, i + 1);
+    let end: number;
+    if (v[i] === '"') {
+      end = i + 1;
+      while (end < v.length && v[end] !== '"') end += v[end] === "\\" ? 2 : 1;
+      if (end >= v.length) return bad();
+      end += 1;
+    } else {
+      end = tokenEnd(v, i);
+      if (end === i) return bad();
+    }
+    if (seen.has(key)) return { type: "", error: "mime: duplicate parameter name" };
+    seen.add(key);
+    v = v.slice(end);
+  }
+  return { type: base };
+}
+
 /**
  * Go's Request.ParseForm: for PUT/POST/PATCH with a urlencoded body the body values come
- * first, then the query's. Returns the first error in Go's wording.
+ * first, then the query's. Returns the first error in Go's wording (a Content-Type Go
+ * cannot parse fails the form whatever the type: parsePostForm returns ParseMediaType's error).
  */
 export async function parseForm(req: IncomingMessage, rawQuery: string): Promise<{ form: FormValues; error?: string }> {
   const form: FormValues = new Map();
   let error: string | undefined;
   const m = req.method;
-  if ((m === "PUT" || m === "POST" || m === "PATCH") && mediaType(req.headers["content-type"]) === "application/x-www-form-urlencoded") {
+  const post = m === "PUT" || m === "POST" || m === "PATCH";
+  const media = post ? goMediaType(req.headers["content-type"] || "application/octet-stream") : { type: "" };
+  error = media.error;
+  if (media.type === "application/x-www-form-urlencoded") {
     try {
       const body = await readBody(req, MAX_FORM_BYTES);
       const r = parseQuery(body.toString("utf8"), form);
-      error = r.error;
+      error ??= r.error;
     } catch (err) {
       if (!(err instanceof BodyTooLargeError) && !(err instanceof BodyReadError)) throw err;
-      error = err.message;
+      error ??= err.message;
     }
   } else {
     req.resume();
