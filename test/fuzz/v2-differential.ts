@@ -110,7 +110,7 @@ function shapedParams(rng: Rng, method: string, index: () => number): string[] {
  * A seeded request generator. `index` tells it the reference server's current v2 index
  * (last one seen), so prevIndex/waitIndex hit real entries often.
  */
-export function* generateRequests(seed: number, count: number, index: () => number): Generator<FuzzRequest> {
+export function* generateRequests(seed: number, count: number, index: () => number, opts: { shapes?: boolean } = {}): Generator<FuzzRequest> {
   const rng = mulberry32(seed);
   for (let n = 0; n < count; n++) {
     const r = rng();
@@ -130,7 +130,7 @@ export function* generateRequests(seed: number, count: number, index: () => numb
       path = "/v2/keys" + keyPath(rng);
     }
     const params: string[] = [];
-    if (path.startsWith("/v2/keys/") && chance(rng, 0.15)) params.push(...shapedParams(rng, method, index));
+    if (opts.shapes === true && path.startsWith("/v2/keys/") && chance(rng, 0.15)) params.push(...shapedParams(rng, method, index));
     const nParams = Math.floor(rng() * (params.length > 0 ? 2 : 4));
     for (let i = 0; i < nParams; i++) {
       const name = pick(rng, PARAMS);
@@ -412,6 +412,8 @@ export interface DifferentialOptions {
   waitMs?: number;
   /** Stop after this many divergences (a divergence often cascades). */
   maxDivergences?: number;
+  /** Also generate shapedParams' request shapes (scripts/fuzz-v2.sh does; FUZZ_SHAPES=0 turns them off). */
+  shapes?: boolean;
   /** Called after every request (a long run reports as it goes, and a killed run still said something). */
   onProgress?: (sent: number, divergence: Divergence | undefined) => void;
 }
@@ -426,7 +428,7 @@ export async function runDifferential(o: DifferentialOptions): Promise<{ sent: n
   const divergences: Divergence[] = [];
   let lastIndex = 4;
   let sent = 0;
-  for (const req of generateRequests(o.seed, o.count, () => lastIndex)) {
+  for (const req of generateRequests(o.seed, o.count, () => lastIndex, { shapes: o.shapes === true })) {
     const wait = req.mayBlock ? (o.waitMs ?? 400) : 5000;
     const e = await send(o.etcdPort, req, wait);
     const k = await send(o.kvctlPort, req, wait);
@@ -527,7 +529,7 @@ async function main(): Promise<void> {
       if (dv !== undefined) console.log(`#${dv.n} ${dv.request}\n  ${dv.difference}\n  etcd:  ${dv.etcd}\n  kvctl: ${dv.kvctl}`);
       if (sent % 1000 === 0) console.log(`seed ${seed}: ${sent} requests sent`);
     };
-    const r = await runDifferential({ seed, count, etcdPort: a, kvctlPort: c, etcdPorts: etcd.ports, kvctlPorts: kv.ports, maxDivergences: Number(process.env["FUZZ_MAX_DIVERGENCES"] ?? 20), onProgress });
+    const r = await runDifferential({ seed, count, etcdPort: a, kvctlPort: c, etcdPorts: etcd.ports, kvctlPorts: kv.ports, maxDivergences: Number(process.env["FUZZ_MAX_DIVERGENCES"] ?? 20), shapes: process.env["FUZZ_SHAPES"] !== "0", onProgress });
     console.log(`seed ${seed}: ${r.sent} requests, ${r.divergences.length} divergences`);
     process.exitCode = r.divergences.length === 0 ? 0 : 1;
   } finally {
