@@ -19,6 +19,7 @@ import { createAgent, peerGet, type PeerTlsClient } from "../transport/index.ts"
 import { Membership, type Member } from "./membership.ts";
 import { srvClusterFromConfig } from "./discovery-srv.ts";
 import { standaloneLog } from "./force-new-cluster.ts";
+import { decodeSnapshotData, type SnapshotState } from "./snapshot-data.ts";
 import type { Logger } from "./logger.ts";
 import type { ServerConfig } from "./config.ts";
 
@@ -29,8 +30,12 @@ export interface WalMetadata {
   members: Member[];
 }
 
-/** What a snapshot holds: the whole replicated state machine. */
+/**
+ * What a snapshot holds: the whole replicated state machine, in the shape of format 1 (one
+ * JSON text, snapshot-data.ts); format 2 holds the same parts with the store as lines.
+ */
 export interface SnapshotImage {
+  /** The v2 store's image, version 1. */
   store: string;
   membership: ReturnType<Membership["toJSON"]>;
   /** v2 users, roles and the enabled flag (absent in images written before access control). */
@@ -42,7 +47,7 @@ export interface SnapshotImage {
 }
 
 /** v3 access control from an image (empty when the image predates it). */
-export function restoreV3Auth(image: SnapshotImage, opts: V3AuthStateOptions = {}): V3AuthState {
+export function restoreV3Auth(image: Pick<SnapshotImage, "v3auth">, opts: V3AuthStateOptions = {}): V3AuthState {
   return image.v3auth === undefined ? new V3AuthState(opts) : V3AuthState.fromImage(image.v3auth, opts);
 }
 
@@ -72,7 +77,7 @@ export function v3DbPath(dataDir: string): string {
  * The v3 key space from its database. An image from before the database (the key space was
  * part of the snapshot) is written into an empty database once, at the image's index.
  */
-export function openKeySpace(db: MvccDb, image: SnapshotImage | undefined, imageIndex: number): V3KeySpace {
+export function openKeySpace(db: MvccDb, image: { v3?: KeySpaceImage | undefined } | undefined, imageIndex: number): V3KeySpace {
   if (db.consistentIndex === 0 && image?.v3 !== undefined) {
     const ks = V3KeySpace.fromImage(image.v3, db);
     db.commit(imageIndex);
@@ -105,8 +110,9 @@ export interface OpenedMember {
   bootstrapPeers?: number[];
 }
 
-export function decodeSnapshotImage(data: Uint8Array): SnapshotImage {
-  return JSON.parse(Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString("utf8")) as SnapshotImage;
+/** A snapshot's parts, decoded from either format without one string of the whole (snapshot-data.ts). */
+export function decodeSnapshotImage(data: Uint8Array): SnapshotState {
+  return decodeSnapshotData(data);
 }
 
 export function encodeConfState(cs: ConfState): Buffer {
@@ -152,7 +158,7 @@ async function restart(config: ServerConfig, walDir: string, snapshotter: Snapsh
   let store = new V2Store();
   let auth = new V2AuthState();
   let v3auth = new V3AuthState(v3AuthOptions(config));
-  let image: SnapshotImage | undefined;
+  let image: SnapshotState | undefined;
   let membership: Membership | undefined;
   let confState: ConfState = { voters: [], learners: [] };
   let ref = { index: 0, term: 0 };

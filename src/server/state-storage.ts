@@ -17,16 +17,16 @@ import { rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { MvccDb, type MvccDbOptions } from "../backend/index.ts";
 import { V2AuthState, V3AuthState } from "../auth/index.ts";
-import type { V2Store } from "../store/v2/store.ts";
+import { IMAGE_VERSION, LINES_VERSION, type V2Store } from "../store/v2/index.ts";
 import type { V3KeySpace } from "../store/v3/index.ts";
 import type { SnapshotAttachment } from "../transport/index.ts";
 import type { StateMachine } from "./apply.ts";
 import { writeBackupBody } from "./backup/writer.ts";
 import type { BackupHeader } from "./backup/format.ts";
-import { decodeSnapshotImage, openKeySpace, restoreV3Auth, type OpenedMember, type SnapshotImage } from "./bootstrap.ts";
+import { decodeSnapshotImage, openKeySpace, restoreV3Auth, type OpenedMember } from "./bootstrap.ts";
 import type { Logger } from "./logger.ts";
 import { Membership } from "./membership.ts";
-import { writeSnapshotData } from "./snapshot-data.ts";
+import { snapshotPieces, writeSnapshotData, type SnapshotHeader, type SnapshotState } from "./snapshot-data.ts";
 
 export interface StateStorageOptions {
   /** The v3 database (a snapshot install swaps in the leader's file there). */
@@ -84,7 +84,9 @@ export class StateStorage implements StateMachine {
   /** A digest of the whole state: members that applied the same log prefix report the same. */
   hash(): string {
     const h = createHash("sha256");
-    h.update(this.store.save()).update(JSON.stringify(this.auth.save())).update(JSON.stringify(this.membership.toJSON()));
+    // The v2 store's version-1 text, as it always was (the value must not change), in pieces.
+    for (const piece of this.store.imagePieces(IMAGE_VERSION)) h.update(piece);
+    h.update(JSON.stringify(this.auth.save())).update(JSON.stringify(this.membership.toJSON()));
     h.update(this.v3.hash()).update(JSON.stringify(this.v3auth.toImage()));
     return h.digest("hex");
   }
@@ -98,7 +100,7 @@ export class StateStorage implements StateMachine {
    * entries the snapshot replaces are no longer needed for the key space either.
    */
   async snapshotData(cancelled: () => boolean): Promise<Buffer | undefined> {
-    const store = this.store.beginImage();
+    const store = this.store.beginImage(LINES_VERSION);
     const rest = this.#imageRest();
     const flushed = this.#db.flushed();
     const data = await writeSnapshotData({ store, rest, cancelled: () => cancelled() || this.store.abandoned(store) });
@@ -124,7 +126,7 @@ export class StateStorage implements StateMachine {
     this.membership = Membership.fromJSON(image.membership);
   }
 
-  async #installDb(index: number, image: SnapshotImage): Promise<void> {
+  async #installDb(index: number, image: SnapshotState): Promise<void> {
     const received = this.#receivedDb;
     this.#receivedDb = undefined;
     const path = this.#opts.db.path;
@@ -205,7 +207,8 @@ export class StateStorage implements StateMachine {
         totalKeys: this.v3.keyCount,
         time: Date.now(),
       };
-      const image = JSON.stringify({ store: this.store.save(), ...this.#imageRest() } satisfies SnapshotImage);
+      // Pieces of the raft snapshot's bytes, never one string of the whole store.
+      const image = [...snapshotPieces(this.store, this.#imageRest())];
       return { reader, parts: { header, image, records: reader.records(), leases: reader.leases(), alarms: reader.alarms() } };
     }, resume);
     const path = this.#tempPath("backup", "tmp");
@@ -246,7 +249,7 @@ export class StateStorage implements StateMachine {
    * encodes them later): the membership and v2 auth images are copied, the v3 auth image
    * is built fresh.
    */
-  #imageRest(): Omit<SnapshotImage, "store" | "v3"> {
+  #imageRest(): SnapshotHeader {
     const { membership, auth } = structuredClone({ membership: this.membership.toJSON(), auth: this.auth.save() });
     return { membership, auth, v3auth: this.v3auth.toImage() };
   }

@@ -11,7 +11,8 @@ import { join } from "node:path";
 import { MvccDb } from "../../backend/index.ts";
 import { Snapshotter, Wal } from "../../wal/index.ts";
 import type { AlarmMember, LeaseRecord } from "../../store/v3/index.ts";
-import { encodeConfState, v3DbPath, type SnapshotImage, type WalMetadata } from "../bootstrap.ts";
+import { encodeConfState, v3DbPath, type WalMetadata } from "../bootstrap.ts";
+import { withMembership } from "../snapshot-data.ts";
 import { Membership } from "../membership.ts";
 import { BackupFormatError, SECTION, type BackupHeader } from "./format.ts";
 import { checkBackup, parseHeader, readSections, recordsOf } from "./reader.ts";
@@ -72,11 +73,11 @@ export async function restoreBackup(o: RestoreOptions): Promise<RestoreResult> {
     await db.close();
   }
   const h = header!;
-  const restored = JSON.parse(Buffer.concat(image).toString("utf8")) as SnapshotImage;
-  const snapImage: SnapshotImage = { ...restored, membership: membership.toJSON() };
-  delete snapImage.v3;
+  // The backup's raft snapshot with the new cluster's membership: in format 2 only its
+  // header line changes (no string of the whole state, as a member reads it).
+  const data = withMembership(Buffer.concat(image), membership.toJSON());
   const confState = { voters: membership.ids(), learners: [] };
-  await new Snapshotter(join(memberDir, "snap")).save({ index, term: 1, data: Buffer.from(JSON.stringify(snapImage)), meta: encodeConfState(confState) });
+  await new Snapshotter(join(memberDir, "snap")).save({ index, term: 1, data, meta: encodeConfState(confState) });
   const meta: WalMetadata = { memberId: me.id, clusterId: membership.clusterId, members: membership.list() };
   const wal = await Wal.create(join(memberDir, "wal"), Buffer.from(JSON.stringify(meta)));
   try {

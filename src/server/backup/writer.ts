@@ -7,8 +7,8 @@ import { MAGIC, MAX_SECTION_BYTES, SECTION, padding, sectionHead, type BackupHea
 
 export interface BackupParts {
   header: BackupHeader;
-  /** The raft snapshot image's JSON text. */
-  image: string;
+  /** The raft snapshot's bytes (snapshot-data.ts), in pieces of any size. */
+  image: Iterable<Buffer>;
   /** [revision key, encoded record] pairs in revision order (the backend's own bytes). */
   records: Iterable<[Uint8Array, Uint8Array]>;
   leases: LeaseRecord[];
@@ -42,8 +42,9 @@ export async function writeBackupBody(path: string, parts: BackupParts): Promise
   try {
     push(MAGIC);
     await section(SECTION.HEADER, Buffer.from(JSON.stringify(parts.header)));
-    const image = Buffer.from(parts.image);
-    for (let at = 0; at < image.length; at += MAX_SECTION_BYTES) await section(SECTION.IMAGE, image.subarray(at, at + MAX_SECTION_BYTES));
+    for (const piece of parts.image) {
+      for (let at = 0; at < piece.length; at += MAX_SECTION_BYTES) await section(SECTION.IMAGE, piece.subarray(at, at + MAX_SECTION_BYTES));
+    }
     let batch: Buffer[] = [];
     let batchBytes = 0;
     for (const [k, v] of parts.records) {

@@ -19,12 +19,19 @@
 // The image is the state at creation, except that children deleted during the walk are
 // listed last in their directory. Those are exactly the ones the entries after the
 // image's index delete again, so image + those entries = the store, in the same order.
+// Two formats (snapshot.ts): version 2, one line per node and per event, is what snapshots
+// use, because a reader can build the tree a line at a time; version 1, one JSON text, is
+// kept for the state hash (its value must not change) and for small images in tests.
 // Pure: no I/O, no clock. The caller decides how big a slice is and when the next one runs.
 
 import type { V2Event } from "./event.ts";
 import type { V2Node } from "./node.ts";
 
+/** The single-JSON format (images written before version 2, and the state hash). */
 export const IMAGE_VERSION = 1;
+/** The line-per-record format snapshots are written in. */
+export const LINES_VERSION = 2;
+export type ImageVersion = typeof IMAGE_VERSION | typeof LINES_VERSION;
 
 export interface StoreImage {
   index: number;
@@ -64,13 +71,23 @@ export class StoreImageWriter {
   readonly #index: number;
   readonly #history: StoreImage["history"];
   #finished = false;
+  readonly #lines: boolean;
+  /** Nodes written (version 2 states the count, so a reader notices lines gone missing). */
+  #nodes = 0;
 
-  constructor(img: StoreImage) {
+  constructor(img: StoreImage, version: ImageVersion = IMAGE_VERSION) {
     // The history is a ring that keeps moving: take its entries now (at most its capacity).
     this.#history = img.history.slice();
     this.#index = img.index;
-    this.#out.push(`{"v":${IMAGE_VERSION},"index":${img.index},"ns":${JSON.stringify(img.namespaces)},"root":`);
+    this.#lines = version === LINES_VERSION;
+    const head = `{"v":${version},"index":${img.index},"ns":${JSON.stringify(img.namespaces)}`;
+    this.#out.push(this.#lines ? head + "}\n" : head + ',"root":');
     this.#open(img.root, "");
+  }
+
+  /** The format being written. */
+  get version(): ImageVersion {
+    return this.#lines ? LINES_VERSION : IMAGE_VERSION;
   }
 
   /** True once the whole image is written: capture() is no longer needed. */
@@ -135,12 +152,12 @@ export class StoreImageWriter {
         }
       }
       if (name !== undefined && child !== undefined) {
-        if (top.next > 0) this.#out.push(",");
+        if (top.next > 0 && !this.#lines) this.#out.push(",");
         top.next++;
         this.#open(child, name);
         left--;
       } else {
-        this.#out.push("]]");
+        if (!this.#lines) this.#out.push("]]");
         this.#stack.pop();
       }
     }
@@ -155,7 +172,7 @@ export class StoreImageWriter {
     return n;
   }
 
-  /** The text written since the last take() (whole JSON tokens: a slice never splits one). */
+  /** The text written since the last take() (whole JSON tokens, and whole lines in version 2). */
   take(): string {
     const s = this.#out.join("");
     this.#out = [];
@@ -176,10 +193,23 @@ export class StoreImageWriter {
 
   #open(n: V2Node, name: string): void {
     n.imaged = this.#seq;
+    this.#nodes++;
     const c = this.#copies.get(n);
     const created = c?.createdIndex ?? n.createdIndex;
     const modified = c?.modifiedIndex ?? n.modifiedIndex;
     const expire = expireField(c?.expireTime ?? n.expireTime, c?.expireNs ?? n.expireNs);
+    if (this.#lines) {
+      // The depth names the parent: the last directory opened one level up (children
+      // always follow their directory's line, before its next sibling's).
+      const depth = this.#stack.length;
+      if (n.children === null) {
+        this.#out.push(`[${depth},${JSON.stringify(name)},${created},${modified},${expire},${JSON.stringify(c?.value ?? n.value)}]\n`);
+        return;
+      }
+      this.#out.push(`[${depth},${JSON.stringify(name)},${created},${modified},${expire}]\n`);
+      this.#stack.push({ dir: n, live: n.children.entries(), next: 0 });
+      return;
+    }
     this.#out.push(`[${JSON.stringify(name)},${created},${modified},${expire},`);
     if (n.children === null) {
       this.#out.push(JSON.stringify(c?.value ?? n.value), "]");
@@ -190,6 +220,15 @@ export class StoreImageWriter {
   }
 
   #end(): void {
+    if (this.#lines) {
+      this.#out.push(`{"nodes":${this.#nodes},"history":${this.#history.length}}\n`);
+      for (const { event, refresh } of this.#history) {
+        const prev = event.prevNode === undefined ? "0" : JSON.stringify(event.prevNode);
+        this.#out.push(`[${JSON.stringify(event.action)},${JSON.stringify(event.node)},${prev},${refresh ? 1 : 0}]\n`);
+      }
+      this.#done();
+      return;
+    }
     this.#out.push(',"history":[');
     let first = true;
     for (const { event, refresh } of this.#history) {
@@ -199,6 +238,10 @@ export class StoreImageWriter {
       this.#out.push(`[${JSON.stringify(event.action)},${JSON.stringify(event.node)},${prev},${refresh ? 1 : 0}]`);
     }
     this.#out.push("]}");
+    this.#done();
+  }
+
+  #done(): void {
     this.#finished = true;
     this.#copies.clear();
     this.#left.clear();

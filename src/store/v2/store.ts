@@ -17,7 +17,7 @@ import type { V2NodeJSON, V2StoreStatsJSON } from "../../api/v2-types.ts";
 import { Action, type V2Event, type V2Watcher, type WatchSink } from "./event.ts";
 import { eventNode, isStale, MIN_EXPIRE_TIME, PERMANENT, renderNode, renderPrev, V2Node } from "./node.ts";
 import { cleanPath, inOrderName } from "./path.ts";
-import { decodeImage, encodeImage, StoreImageWriter, type StoreImage } from "./snapshot.ts";
+import { decodeImage, encodeImage, IMAGE_VERSION, StoreImageWriter, type ImageVersion, type StoreImage } from "./snapshot.ts";
 import { type V2Counter, V2Stats } from "./stats.ts";
 import { TtlKeyHeap } from "./ttl-key-heap.ts";
 import { WatcherHub } from "./watcher-hub.ts";
@@ -286,9 +286,26 @@ export class V2Store {
     this.#stats.inc(ok ? "getsSuccess" : "getsFail");
   }
 
-  /** JSON image of the tree, index, TTLs and event history (not stats, not watchers). */
-  save(): string {
-    return encodeImage(this.#imageState());
+  /**
+   * Image of the tree, index, TTLs and event history (not stats, not watchers) as one
+   * string: version 1 unless asked (snapshot.ts), so it cannot hold a store larger than
+   * V8's longest string. Large stores: imagePieces() or beginImage().
+   */
+  save(version: ImageVersion = IMAGE_VERSION): string {
+    return encodeImage(this.#imageState(), version);
+  }
+
+  /**
+   * The image of this moment in pieces of whole records (about `nodes` nodes each), made
+   * as they are asked for. The store must not change until the last one is taken; it
+   * does not abandon an image in progress (beginImage).
+   */
+  *imagePieces(version: ImageVersion, nodes = 4096): Generator<string> {
+    const w = new StoreImageWriter(this.#imageState(), version);
+    for (let done = false; !done; ) {
+      done = w.step(nodes);
+      yield w.take();
+    }
   }
 
   /**
@@ -296,8 +313,8 @@ export class V2Store {
    * store keeps changing. One at a time: a new one replaces the one in progress, and
    * recovery() abandons it (its step() then never completes: check `abandoned`).
    */
-  beginImage(): StoreImageWriter {
-    this.#writer = new StoreImageWriter(this.#imageState());
+  beginImage(version: ImageVersion = IMAGE_VERSION): StoreImageWriter {
+    this.#writer = new StoreImageWriter(this.#imageState(), version);
     return this.#writer;
   }
 
@@ -327,17 +344,21 @@ export class V2Store {
     return this.#writer;
   }
 
-  /** A new store from an image (stats start at zero, no watchers). */
-  static recover(image: string, opts: Omit<V2StoreOptions, "namespaces"> = {}): V2Store {
-    const img = decodeImage(image);
+  /**
+   * A new store from an image (stats start at zero, no watchers): its text or bytes in
+   * either version, or one decodeImageLines() read from a larger snapshot (then owned by
+   * the store).
+   */
+  static recover(image: string | Uint8Array | StoreImage, opts: Omit<V2StoreOptions, "namespaces"> = {}): V2Store {
+    const img = typeof image === "string" || image instanceof Uint8Array ? decodeImage(image) : image;
     const s = new V2Store({ ...opts, namespaces: img.namespaces });
     s.#load(img);
     return s;
   }
 
   /** Replaces this store's state by an image; watchers and stats are kept (etcd's Recovery). */
-  recovery(image: string): void {
-    const img = decodeImage(image);
+  recovery(image: string | Uint8Array | StoreImage): void {
+    const img = typeof image === "string" || image instanceof Uint8Array ? decodeImage(image) : image;
     this.#writer = undefined;
     this.#namespaces = [...img.namespaces];
     this.#readOnly = new Set(["/", ...img.namespaces]);
