@@ -52,7 +52,7 @@ test("with no change meanwhile, the sliced bytes are the one-go pieces, and deco
 test("format-1 snapshots (one JSON text, as written before) still decode, v3 part included", () => {
   const s = new V2Store();
   s.set("/a/b", { value: "x" }, T0);
-  const old: SnapshotImage = { store: s.save(), ...rest, v3: { revision: 1 } as unknown as SnapshotImage["v3"] };
+  const old: SnapshotImage = { store: s.save(), ...rest, v3: { revision: 1 } as unknown as NonNullable<SnapshotImage["v3"]> };
   const state = decodeSnapshotData(Buffer.from(JSON.stringify(old)));
   assert.equal(V2Store.recover(state.store).save(), s.save());
   assert.deepEqual(state.membership, rest.membership);

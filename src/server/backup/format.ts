@@ -6,8 +6,8 @@
 //   magic "KVCTLSNAPSHOT01\n"
 //   sections: type:u8 length:u32 BE payload
 //     HEADER  JSON  BackupHeader
-//     IMAGE   JSON  the raft snapshot image (v2 store, membership, auth, v3 auth), in pieces
-//                 of at most 1 MiB (concatenated they are the bytes)
+//     IMAGE         the raft snapshot's bytes (v2 store, membership, auth, v3 auth; snapshot-data.ts), in pieces
+//                   of at most 1 MiB (concatenated they are the bytes)
 //     RECORDS       records of the v3 key space as the backend keeps them, repeated:
 //                   revisionKey (16 bytes) valueLength:u32 value
 //     LEASES  JSON  [{ id (decimal), ttl, expiry }]
