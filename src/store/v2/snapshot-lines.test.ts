@@ -63,6 +63,9 @@ test("every kind of node round-trips through version 2, byte for byte, and holds
   const ev = r.deleteExpiredKeys(T0 + 100_000);
   assert.deepEqual(ev, s.deleteExpiredKeys(T0 + 100_000));
   assert.equal(r.save(LINES_VERSION), s.save(LINES_VERSION));
+  // In pieces (the state hash and backups): the same bytes as one save().
+  assert.equal([...s.imagePieces(IMAGE_VERSION, 3)].join(""), s.save(), "the hash's version-1 bytes are unchanged");
+  assert.equal([...s.imagePieces(LINES_VERSION, 3)].join(""), s.save(LINES_VERSION));
   // Bytes in, too (what a snapshot hands over).
   assert.equal(V2Store.recover(Buffer.from(v2)).save(LINES_VERSION), v2);
 });
