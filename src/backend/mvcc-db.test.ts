@@ -160,3 +160,29 @@ test("a reader sees the last commit, not later writes", async () => {
   r.done();
   await db.close();
 });
+
+test("commits within the batch interval go to LMDB together, their values readable meanwhile", async () => {
+  const path = fresh();
+  const db = MvccDb.open({ path, commitDelayMs: 50 });
+  const ks = new V3KeySpace({ backend: db });
+  const commits: Promise<void>[] = [];
+  for (let i = 0; i < 3; i++) {
+    ks.put(put(`k${i}`, `v${i}`));
+    commits.push(db.commit(10 + i)!);
+    await new Promise((r) => setImmediate(r));
+  }
+  ks.deleteRange({ key: Buffer.from("k0"), rangeEnd: Buffer.alloc(0), prevKv: false });
+  commits.push(db.commit(13)!);
+  assert.deepEqual(rangeAll(ks), ["k1=v1@3/v1", "k2=v2@4/v1"], "served before the commit");
+  let settled = 0;
+  for (const c of commits) void c.then(() => settled++);
+  await new Promise((r) => setTimeout(r, 10));
+  assert.equal(settled, 0, "nothing is committed before the interval ends");
+  await Promise.all(commits);
+  assert.deepEqual(rangeAll(ks, 4), ["k0=v0@2/v1", "k1=v1@3/v1", "k2=v2@4/v1"], "read back from the file");
+  await db.close();
+  const again = MvccDb.open({ path });
+  assert.equal(again.consistentIndex, 13);
+  assert.deepEqual(rangeAll(V3KeySpace.restore(again.load(), again)), ["k1=v1@3/v1", "k2=v2@4/v1"]);
+  await again.close();
+});

@@ -19,12 +19,13 @@ export interface LeaseRecord {
 
 export interface MvccBackend extends ValueSource {
   /**
-   * A record a request wrote. Its value is held in memory until the backend has committed
-   * it; the backend then calls rec.release(this) and serves the value from disk.
+   * A record a request wrote, carrying its value. From this call on, readValue serves the
+   * value for it (from memory until the backend's commit, then from disk): the key index
+   * keeps only revisions.
    */
   putRecord(rec: StoredRecord): void;
-  /** A record compaction dropped: nothing can read it any more. */
-  removeRecord(rec: StoredRecord): void;
+  /** The record at (main, sub), which compaction dropped: nothing can read it any more. */
+  removeRecord(main: number, sub: number): void;
   /** The compaction point moved (etcd keeps it in its meta bucket). */
   setCompactRevision(rev: number): void;
   putLease(l: LeaseRecord): void;

@@ -4,7 +4,7 @@
 
 import { createHash } from "node:crypto";
 import { KeyIndex, StoredRecord } from "./key-index.ts";
-import { keyId } from "./keys.ts";
+import { keyId, type KeyId } from "./keys.ts";
 import type { KeyValue } from "./types.ts";
 
 /**
@@ -42,6 +42,13 @@ export function imageKey(key: Buffer, generations: readonly (readonly StoredReco
   };
 }
 
+/** Image records carry their values: nothing is read through a source. */
+const NO_SOURCE = {
+  readValue(): Buffer {
+    throw new Error("mvcc image: a record without its value");
+  },
+};
+
 function fail(detail: string): never {
   throw new Error(`Cannot restore mvcc image: ${detail}`);
 }
@@ -51,13 +58,13 @@ function isInt(n: unknown): n is number {
 }
 
 /** Decodes and checks an image; throws on anything malformed (a corrupt snapshot must stop the member). */
-export function restoreImage(image: MvccImage): { revision: number; compactRevision: number; indexes: KeyIndex[] } {
+export function restoreImage(image: MvccImage): { revision: number; compactRevision: number; keys: { id: KeyId; generations: StoredRecord[][] }[] } {
   if (image === null || typeof image !== "object" || image.format !== "kvctl-mvcc/1") fail("unknown format");
   const { revision, compactRevision } = image;
   if (!isInt(revision) || revision < 1) fail("bad revision");
   if (!isInt(compactRevision) || compactRevision < -1 || compactRevision > revision) fail("bad compact revision");
   if (!Array.isArray(image.keys)) fail("no keys");
-  const indexes: KeyIndex[] = [];
+  const keys: { id: KeyId; generations: StoredRecord[][] }[] = [];
   let prevId: string | undefined;
   for (const entry of image.keys) {
     if (typeof entry?.key !== "string" || !Array.isArray(entry.generations)) fail("bad key entry");
@@ -78,12 +85,14 @@ export function restoreImage(image: MvccImage): { revision: number; compactRevis
       });
     });
     try {
-      indexes.push(KeyIndex.fromRecords(id, generations));
+      // Checked here (the store builds its own index from them with its value source).
+      KeyIndex.fromRecords(id, NO_SOURCE, generations);
     } catch (err) {
       fail((err as Error).message);
     }
+    keys.push({ id, generations });
   }
-  return { revision, compactRevision, indexes };
+  return { revision, compactRevision, keys };
 }
 
 /** sha256 over the revision, the compaction point and the live key-values, length-framed. */

@@ -2,26 +2,26 @@
 // starts with the put that creates the key and ends with the tombstone that deletes it;
 // the next put starts a new generation with a new create revision and version 1.
 //
-// The records' metadata (revisions, version, lease) lives here, as in etcd's treeIndex plus
-// the fields a compare needs; their values live in the backend (records keyed by revision)
-// once committed there, and are read back on demand (StoredRecord.value). The per-revision
-// history of the store holds the same record objects, so nothing is copied.
+// The heap holds only what a lookup at a revision needs, packed: four numbers per record
+// (main, sub, create revision, version) in one array, and a lease per record only for keys
+// that ever had one. A StoredRecord is made on demand from them, and its value is read
+// through the key space's ValueSource (the backend, records keyed by revision). One object
+// per record and one array per generation had cost ~420 bytes per live key; this ~200.
 
 import type { KeyValue, LeaseId } from "./types.ts";
 import { NO_LEASE } from "./types.ts";
 import type { KeyId } from "./keys.ts";
 import { keyBytes } from "./keys.ts";
 
-/** Where a record's value is read from once it is no longer held in memory (the backend). */
+/** Where a record's value is read from when the record does not carry it (the backend). */
 export interface ValueSource {
   readValue(rec: StoredRecord): Buffer;
 }
 
 /**
- * One stored revision of one key. Immutable once written, except that its value may move
- * out of memory: once the backend has committed the record it calls release(), and from
- * then on `value` reads the bytes back from it. The heap then holds the index (keys and
- * revisions), not the data.
+ * One stored revision of one key, as lookups answer it: made from the key index on each
+ * lookup (compare records by their fields, never by identity). It carries its value when
+ * it was just written (or decoded with it); otherwise `value` reads it from `source`.
  */
 export class StoredRecord {
   readonly id: KeyId;
@@ -34,8 +34,8 @@ export class StoredRecord {
   readonly version: number;
   readonly lease: LeaseId;
   readonly tombstone: boolean;
-  #value: Buffer | undefined;
-  #source: ValueSource | undefined;
+  readonly #value: Buffer | undefined;
+  readonly #source: ValueSource | undefined;
 
   constructor(
     id: KeyId,
@@ -55,9 +55,9 @@ export class StoredRecord {
     this.version = version;
     this.lease = lease;
     this.tombstone = tombstone;
-    this.#value = value;
+    this.#value = tombstone ? EMPTY : value;
     this.#source = source;
-    if (value === undefined && source === undefined) throw new Error("mvcc: a record needs its value or a source for it");
+    if (this.#value === undefined && source === undefined) throw new Error("mvcc: a record needs its value or a source for it");
   }
 
   get value(): Buffer {
@@ -72,16 +72,9 @@ export class StoredRecord {
     return keyBytes(this.id);
   }
 
-  /** True while the value is held in memory. */
+  /** True when the record carries its value (it is not read from the source). */
   get holdsValue(): boolean {
     return this.#value !== undefined;
-  }
-
-  /** Drops the value from memory: it is read from `source` from now on. */
-  release(source: ValueSource): void {
-    if (this.tombstone) return;
-    this.#source = source;
-    this.#value = undefined;
   }
 }
 
@@ -100,22 +93,36 @@ export function toKeyValue(rec: StoredRecord, opts?: { keysOnly?: boolean }): Ke
 }
 
 /** Orders records by (main, sub). */
-export function recordBefore(a: StoredRecord, b: StoredRecord): boolean {
+export function recordBefore(a: { main: number; sub: number }, b: { main: number; sub: number }): boolean {
   return a.main < b.main || (a.main === b.main && a.sub < b.sub);
 }
 
+/** Numbers per record in KeyIndex's packed array. */
+const W = 4;
+const MAIN = 0;
+const SUB = 1;
+const CREATE = 2;
+/** 0 marks a tombstone: a put's version is at least 1. */
+const VERSION = 3;
+const NO_RECORDS: readonly number[] = Object.freeze([]);
+
 export class KeyIndex {
   readonly id: KeyId;
+  readonly #source: ValueSource;
   /**
-   * Invariants: every generation is non-empty; records ascend by (main, sub) across all
-   * generations; every generation but the last ends with its only tombstone; the last
-   * generation may end with a tombstone (the key is deleted now). Only compaction removes
-   * records; it may leave a first generation that is a lone tombstone (see compact).
+   * [main, sub, createRevision, version] per record. Invariants: records ascend by
+   * (main, sub); a tombstone (version 0) closes its generation, and a put after it starts
+   * the next; the last record may be a tombstone (the key is deleted now). Only compaction
+   * removes records; it may leave a first generation that starts mid-way (version above 1)
+   * or is a lone tombstone (see compact). Arrays are replaced, never shortened in place.
    */
-  #generations: StoredRecord[][] = [];
+  #revs: readonly number[] = NO_RECORDS;
+  /** The lease of each record, once any record of the key had one (most keys never do). */
+  #leases: LeaseId[] | undefined;
 
-  constructor(id: KeyId) {
+  constructor(id: KeyId, source: ValueSource) {
     this.id = id;
+    this.#source = source;
   }
 
   /** The key's bytes (made on each call, see StoredRecord.key). */
@@ -123,93 +130,90 @@ export class KeyIndex {
     return keyBytes(this.id);
   }
 
+  /** How many records the index holds. */
+  get size(): number {
+    return this.#revs.length / W;
+  }
+
   /** The newest record (maybe a tombstone), or undefined for an empty index. */
   latest(): StoredRecord | undefined {
-    const g = this.#generations.at(-1);
-    return g?.at(-1);
+    const n = this.size;
+    return n === 0 ? undefined : this.#record(n - 1);
   }
 
   /** The key's current value, or undefined when it is deleted. */
   live(): StoredRecord | undefined {
-    const r = this.latest();
-    return r === undefined || r.tombstone ? undefined : r;
+    const n = this.size;
+    return n === 0 || this.#isTombstone(n - 1) ? undefined : this.#record(n - 1);
+  }
+
+  /** The lease of the key's current value (NO_LEASE when it has none), undefined when deleted. */
+  liveLease(): LeaseId | undefined {
+    const n = this.size;
+    return n === 0 || this.#isTombstone(n - 1) ? undefined : this.#lease(n - 1);
   }
 
   /** The newest record with main <= rev (maybe a tombstone). */
   at(rev: number): StoredRecord | undefined {
-    for (let gi = this.#generations.length - 1; gi >= 0; gi--) {
-      const g = this.#generations[gi]!;
-      if (g[0]!.main > rev) continue;
-      return g[lastAtOrBefore(g, rev)];
-    }
-    return undefined;
+    const i = this.#lastAtOrBefore(rev);
+    return i < 0 ? undefined : this.#record(i);
   }
 
   /** The key's value as of revision `rev`, or undefined if it did not exist then. */
   visibleAt(rev: number): StoredRecord | undefined {
-    const r = this.at(rev);
-    return r === undefined || r.tombstone ? undefined : r;
+    const i = this.#lastAtOrBefore(rev);
+    return i < 0 || this.#isTombstone(i) ? undefined : this.#record(i);
+  }
+
+  /** Whether the key had a value at revision `rev` (visibleAt without making the record). */
+  isVisibleAt(rev: number): boolean {
+    const i = this.#lastAtOrBefore(rev);
+    return i >= 0 && !this.#isTombstone(i);
   }
 
   /** Appends a put at (main, sub); it continues the live generation or starts a new one. */
   put(opts: { main: number; sub: number; value: Buffer; lease: LeaseId }): StoredRecord {
     this.#checkOrder(opts.main, opts.sub);
-    const prev = this.live();
-    const rec = new StoredRecord(
-      this.id,
-      opts.main,
-      opts.sub,
-      prev === undefined ? opts.main : prev.createRevision,
-      prev === undefined ? 1 : prev.version + 1,
-      opts.value,
-      // One shared 0n: a decoded lease 0 is a bigint object of its own per record.
-      opts.lease === NO_LEASE ? NO_LEASE : opts.lease,
-      false,
-    );
-    if (prev === undefined) this.#newGeneration(rec);
-    else this.#generations.at(-1)!.push(rec);
-    return rec;
+    const n = this.size;
+    const continues = n > 0 && !this.#isTombstone(n - 1);
+    const create = continues ? this.#revs[(n - 1) * W + CREATE]! : opts.main;
+    const version = continues ? this.#revs[(n - 1) * W + VERSION]! + 1 : 1;
+    // One shared 0n: a decoded lease 0 is a bigint object of its own per record.
+    const lease = opts.lease === NO_LEASE ? NO_LEASE : opts.lease;
+    this.#append(opts.main, opts.sub, create, version, lease);
+    return new StoredRecord(this.id, opts.main, opts.sub, create, version, opts.value, lease, false, this.#source);
   }
 
   /** Appends a tombstone at (main, sub), closing the live generation. */
   tombstone(main: number, sub: number): StoredRecord {
     this.#checkOrder(main, sub);
-    if (this.live() === undefined) {
+    const n = this.size;
+    if (n === 0 || this.#isTombstone(n - 1)) {
       throw new Error(`mvcc: tombstone of a key that is not live (${JSON.stringify(this.id)})`);
     }
-    const rec = new StoredRecord(this.id, main, sub, 0, 0, EMPTY, NO_LEASE, true);
-    this.#generations.at(-1)!.push(rec);
-    return rec;
+    this.#append(main, sub, 0, 0, NO_LEASE);
+    return new StoredRecord(this.id, main, sub, 0, 0, EMPTY, NO_LEASE, true);
   }
 
   /**
    * Physical compaction at `atRev`: keeps the newest record with main <= atRev (what a
    * range at atRev sees) and everything after it. A tombstone below atRev goes too, with
    * its generation; a tombstone AT atRev stays so that a watch replaying from atRev sees
-   * the delete (a range at atRev does not show tombstones anyway). Returns true when the
-   * index is now empty and should be dropped. It replaces the arrays it shortens and never
-   * changes them in place: an image being written keeps the old ones (image-writer.ts).
+   * the delete (a range at atRev does not show tombstones anyway). The (main, sub) of each
+   * record dropped is appended to `dropped`. Returns true when the index is now empty and
+   * should be dropped.
    */
-  compact(atRev: number, dropped?: StoredRecord[]): boolean {
-    const gens = this.#generations;
-    let gi = gens.length - 1;
-    while (gi >= 0 && gens[gi]![0]!.main > atRev) gi--;
-    if (gi < 0) return false; // every record is newer than atRev
-    const g = gens[gi]!;
-    const ri = lastAtOrBefore(g, atRev);
-    const kept = g[ri]!;
-    const dropsG = kept.tombstone && kept.main < atRev;
-    if (dropped !== undefined) {
-      for (let i = 0; i < gi; i++) dropped.push(...gens[i]!);
-      dropped.push(...(dropsG ? g : g.slice(0, ri)));
-    }
-    if (dropsG) {
-      // The tombstone closes g (ri is its last record): drop g entirely.
-      this.#generations = gens.slice(gi + 1);
-    } else {
-      this.#generations = [g.slice(ri), ...gens.slice(gi + 1)];
-    }
-    return this.#generations.length === 0;
+  compact(atRev: number, dropped?: number[]): boolean {
+    const ri = this.#lastAtOrBefore(atRev);
+    if (ri < 0) return false; // every record is newer than atRev
+    // The kept record closes its generation when it is a tombstone below atRev: it goes too.
+    const from = this.#isTombstone(ri) && this.#revs[ri * W + MAIN]! < atRev ? ri + 1 : ri;
+    if (from === 0) return false;
+    const revs = this.#revs;
+    if (dropped !== undefined) for (let i = 0; i < from; i++) dropped.push(revs[i * W + MAIN]!, revs[i * W + SUB]!);
+    this.#revs = from * W === revs.length ? NO_RECORDS : revs.slice(from * W);
+    if (this.#leases !== undefined) this.#leases = this.#leases.slice(from);
+    return this.#revs.length === 0;
   }
 
   /**
@@ -218,43 +222,50 @@ export class KeyIndex {
    * a generation. Compaction may have left a first generation that starts mid-way (version
    * above 1) or is a lone tombstone; both are accepted as they are.
    */
-  restore(rec: StoredRecord): void {
+  restore(rec: { main: number; sub: number; createRevision: number; version: number; lease: LeaseId; tombstone: boolean }): void {
     this.#checkOrder(rec.main, rec.sub);
-    const last = this.latest();
-    if (last === undefined || (last.tombstone && !rec.tombstone)) this.#newGeneration(rec);
-    else if (last.tombstone) throw new Error(`mvcc: two tombstones in a row for ${JSON.stringify(this.id)}`);
-    else this.#generations.at(-1)!.push(rec);
+    const n = this.size;
+    if (rec.tombstone && n > 0 && this.#isTombstone(n - 1)) throw new Error(`mvcc: two tombstones in a row for ${JSON.stringify(this.id)}`);
+    if (!rec.tombstone && rec.version < 1) throw new Error(`mvcc: a put of version ${rec.version} for ${JSON.stringify(this.id)}`);
+    if (rec.tombstone) this.#append(rec.main, rec.sub, 0, 0, NO_LEASE);
+    else this.#append(rec.main, rec.sub, rec.createRevision, rec.version, rec.lease === NO_LEASE ? NO_LEASE : rec.lease);
   }
 
   /** Records with from <= main <= to, ascending. */
   between(from: number, to: number): StoredRecord[] {
     const out: StoredRecord[] = [];
-    for (const g of this.#generations) {
-      if (g.at(-1)!.main < from) continue;
-      if (g[0]!.main > to) break;
-      for (const r of g) if (r.main >= from && r.main <= to) out.push(r);
-    }
+    const n = this.size;
+    let i = this.#lastAtOrBefore(from - 1) + 1;
+    for (; i < n && this.#revs[i * W + MAIN]! <= to; i++) out.push(this.#record(i));
     return out;
   }
 
-  /** True when this exact record is still held (not compacted away). */
-  holds(rec: StoredRecord): boolean {
-    // Several generations can share a main revision (a txn deleting then re-creating).
-    for (const g of this.#generations) {
-      if (g[0]!.main > rec.main) break;
-      if (g.at(-1)!.main >= rec.main && g.includes(rec)) return true;
+  /** True when the record at (main, sub) is still held (not compacted away). */
+  holds(rec: { main: number; sub: number }): boolean {
+    for (let i = this.#lastAtOrBefore(rec.main); i >= 0 && this.#revs[i * W + MAIN] === rec.main; i--) {
+      if (this.#revs[i * W + SUB] === rec.sub) return true;
     }
     return false;
   }
 
   /** Every held record, ascending, generation by generation. */
-  generations(): readonly (readonly StoredRecord[])[] {
-    return this.#generations;
+  generations(): StoredRecord[][] {
+    const out: StoredRecord[][] = [];
+    let g: StoredRecord[] = [];
+    for (let i = 0; i < this.size; i++) {
+      g.push(this.#record(i));
+      if (this.#isTombstone(i)) {
+        out.push(g);
+        g = [];
+      }
+    }
+    if (g.length > 0) out.push(g);
+    return out;
   }
 
   /** Rebuilds an index from records in (main, sub) order (snapshot restore). */
-  static fromRecords(id: KeyId, generations: StoredRecord[][]): KeyIndex {
-    const ki = new KeyIndex(id);
+  static fromRecords(id: KeyId, source: ValueSource, generations: readonly (readonly StoredRecord[])[]): KeyIndex {
+    const ki = new KeyIndex(id, source);
     let last: StoredRecord | undefined;
     generations.forEach((g, i) => {
       if (g.length === 0) throw new Error(`mvcc image: empty generation for ${JSON.stringify(id)}`);
@@ -267,38 +278,91 @@ export class KeyIndex {
           throw new Error(`mvcc image: misplaced tombstone for ${JSON.stringify(id)}`);
         }
         last = r;
+        ki.restore(r);
       });
     });
-    ki.#generations = generations;
     return ki;
   }
 
+  #record(i: number): StoredRecord {
+    const r = this.#revs;
+    const o = i * W;
+    const version = r[o + VERSION]!;
+    return new StoredRecord(this.id, r[o + MAIN]!, r[o + SUB]!, r[o + CREATE]!, version, undefined, this.#lease(i), version === 0, this.#source);
+  }
+
+  #lease(i: number): LeaseId {
+    return this.#leases === undefined ? NO_LEASE : this.#leases[i]!;
+  }
+
+  #isTombstone(i: number): boolean {
+    return this.#revs[i * W + VERSION] === 0;
+  }
+
   /**
-   * Most keys have one generation of one record: array literals of that exact size, since
-   * V8 gives an array that grows from empty room for 17 elements (a third of the memory a
-   * key costs, at a million keys).
+   * Most keys have one record: an array literal of exactly its size, since V8 gives an
+   * array that grows from empty room for 17 elements (more than the key's record itself).
    */
-  #newGeneration(rec: StoredRecord): void {
-    if (this.#generations.length === 0) this.#generations = [[rec]];
-    else this.#generations.push([rec]);
+  #append(main: number, sub: number, create: number, version: number, lease: LeaseId): void {
+    const n = this.size;
+    if (n === 0) this.#revs = [main, sub, create, version];
+    else (this.#revs as number[]).push(main, sub, create, version);
+    if (lease !== NO_LEASE && this.#leases === undefined) this.#leases = Array.from({ length: n }, () => NO_LEASE);
+    if (this.#leases !== undefined) {
+      if (n === 0) this.#leases = [lease];
+      else this.#leases.push(lease);
+    }
+  }
+
+  /** Index of the last record with main <= rev, -1 when there is none. */
+  #lastAtOrBefore(rev: number): number {
+    const r = this.#revs;
+    let lo = 0;
+    let hi = r.length / W - 1;
+    if (hi < 0 || r[MAIN]! > rev) return -1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (r[mid * W + MAIN]! <= rev) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
   }
 
   #checkOrder(main: number, sub: number): void {
-    const last = this.latest();
-    if (last !== undefined && !(last.main < main || (last.main === main && last.sub < sub))) {
-      throw new Error(`mvcc: revision ${main}.${sub} not after ${last.main}.${last.sub}`);
+    const n = this.size;
+    if (n === 0) return;
+    const lm = this.#revs[(n - 1) * W + MAIN]!;
+    const ls = this.#revs[(n - 1) * W + SUB]!;
+    if (!(lm < main || (lm === main && ls < sub))) {
+      throw new Error(`mvcc: revision ${main}.${sub} not after ${lm}.${ls}`);
     }
   }
 }
 
-/** Index of the last record of `g` with main <= rev; g[0].main <= rev is required. */
-function lastAtOrBefore(g: readonly StoredRecord[], rev: number): number {
-  let lo = 0;
-  let hi = g.length - 1;
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >> 1;
-    if (g[mid]!.main <= rev) lo = mid;
-    else hi = mid - 1;
+/**
+ * Values kept in memory, by revision: where a key space without a backend (tests of the
+ * pure logic, tools) keeps its records' values.
+ */
+export class MemoryValues implements ValueSource {
+  readonly #byMain = new Map<number, Buffer[]>();
+
+  keep(rec: StoredRecord): void {
+    if (rec.tombstone) return;
+    let vs = this.#byMain.get(rec.main);
+    if (vs === undefined) this.#byMain.set(rec.main, (vs = []));
+    vs[rec.sub] = rec.value;
   }
-  return lo;
+
+  remove(main: number, sub: number): void {
+    const vs = this.#byMain.get(main);
+    if (vs === undefined) return;
+    delete vs[sub];
+    if (!vs.some((v) => v !== undefined)) this.#byMain.delete(main);
+  }
+
+  readValue(rec: StoredRecord): Buffer {
+    const v = this.#byMain.get(rec.main)?.[rec.sub];
+    if (v === undefined) throw new Error(`mvcc: no value for record ${rec.main}.${rec.sub}`);
+    return v;
+  }
 }

@@ -1,5 +1,5 @@
 // The v3 key space as etcd's mvcc store: one revision counter, a B-tree of key indexes
-// (each key's generations of records), and the records grouped by revision for watchers.
+// (each key's generations of revisions), and which keys each revision changed, for watchers.
 // Pure and deterministic: the same calls give the same state, answers and image.
 //
 // Revisions: the store starts at revision 1 (empty). Every request that changes something
@@ -9,8 +9,8 @@
 import { V3Errors } from "../../api/v3-errors.ts";
 import { encodeImage, hashState, restoreImage } from "./image.ts";
 import type { MvccImage } from "./image.ts";
-import { KeyIndex, toKeyValue } from "./key-index.ts";
-import type { StoredRecord } from "./key-index.ts";
+import { KeyIndex, MemoryValues, toKeyValue } from "./key-index.ts";
+import type { StoredRecord, ValueSource } from "./key-index.ts";
 import type { MvccBackend, MvccLoaded } from "./backend.ts";
 import type { KeyId, KeySpan } from "./keys.ts";
 import { keyId, keySpan, spanContains } from "./keys.ts";
@@ -66,8 +66,9 @@ export interface HistoryQuery {
 interface Batch {
   readonly begin: number;
   readonly main: number;
-  /** records[i] is the change with sub revision i; events[i] is its watch event. */
+  /** records[i] is the change with sub revision i (carrying its value), kis[i] its key, events[i] its watch event. */
   readonly records: StoredRecord[];
+  readonly kis: KeyIndex[];
   readonly events: V3Event[];
 }
 
@@ -77,16 +78,29 @@ export class MvccStore {
   #rev = 1;
   /** etcd's compactMainRev: -1 until the first compaction. */
   #compactRev = -1;
-  /** history[i] = the records of revision historyStart + i, by sub. Covers [historyStart, rev]. */
-  #history: StoredRecord[][] = [[]];
+  /**
+   * The keys each revision changed, flat: revision historyStart + i changed the keys
+   * histKeys[histOffsets[i] ..< histOffsets[i + 1]] (the last one up to the end), one entry
+   * per change, in sub order. Covers [historyStart, rev]; the records themselves are looked
+   * up in the key indexes, so what compaction dropped is simply not found.
+   */
+  #histKeys: KeyIndex[] = [];
+  #histOffsets: number[] = [0];
   #historyStart = 1;
   #leases: LeaseHooks | undefined;
   /** Where records are kept between restarts; none in tests of the pure logic. */
   #backend: MvccBackend | undefined;
+  /** The values, without a backend. */
+  #memory: MemoryValues | undefined;
+  /** The write in progress: its records carry their values until the backend has them. */
+  #batch: Batch | undefined;
+  /** What the key indexes read values through. */
+  readonly #values: ValueSource = { readValue: (rec) => this.#readValue(rec) };
 
   constructor(opts: { leases?: LeaseHooks; backend?: MvccBackend } = {}) {
     this.#leases = opts.leases;
     this.#backend = opts.backend;
+    if (opts.backend === undefined) this.#memory = new MemoryValues();
   }
 
   /**
@@ -97,19 +111,25 @@ export class MvccStore {
     const s = new MvccStore(opts);
     s.#rev = Math.max(1, loaded.revision, loaded.compactRevision);
     s.#compactRev = loaded.compactRevision;
-    s.#historyStart = Math.max(1, loaded.compactRevision);
-    s.#history = Array.from({ length: s.#rev - s.#historyStart + 1 }, (): StoredRecord[] => []);
+    const hs = Math.max(1, loaded.compactRevision);
+    s.#historyStart = hs;
+    const keys: KeyIndex[] = [];
+    const offsets: number[] = [];
     for (const r of loaded.records) {
       let ki = s.#tree.get(r.id);
       if (ki === undefined) {
-        ki = new KeyIndex(r.id);
+        ki = new KeyIndex(r.id, s.#values);
         s.#tree.set(r.id, ki);
       }
       ki.restore(r);
-      if (r.main >= s.#historyStart) s.#history[r.main - s.#historyStart]!.push(r);
+      if (r.main >= hs) {
+        while (offsets.length <= r.main - hs) offsets.push(keys.length);
+        keys.push(ki);
+      }
     }
-    // Exact-size copies (see KeyIndex.#newGeneration): a pushed-to array keeps room for 17.
-    for (let i = 0; i < s.#history.length; i++) if (s.#history[i]!.length > 0) s.#history[i] = s.#history[i]!.slice();
+    while (offsets.length < s.#rev - hs + 1) offsets.push(keys.length);
+    s.#histKeys = keys;
+    s.#histOffsets = offsets;
     return s;
   }
 
@@ -185,18 +205,23 @@ export class MvccStore {
     if (revision <= this.#compactRev) throw V3Errors.compacted();
     if (revision > this.#rev) throw V3Errors.futureRev();
     const empty: KeyId[] = [];
-    const dropped: StoredRecord[] | undefined = this.#backend === undefined ? undefined : [];
+    /** (main, sub) pairs of the records dropped. */
+    const dropped: number[] = [];
     for (const [id, ki] of this.#tree.entries()) {
       if (ki.compact(revision, dropped)) empty.push(id);
     }
-    if (dropped !== undefined) for (const r of dropped) this.#backend!.removeRecord(r);
+    for (let i = 0; i < dropped.length; i += 2) {
+      if (this.#backend !== undefined) this.#backend.removeRecord(dropped[i]!, dropped[i + 1]!);
+      else this.#memory!.remove(dropped[i]!, dropped[i + 1]!);
+    }
     this.#backend?.setCompactRevision(revision);
     for (const id of empty) this.#tree.delete(id);
     if (revision > this.#historyStart) {
-      this.#history = this.#history.slice(revision - this.#historyStart);
+      // Revision `revision` keeps its entries: replay finds only what its key indexes still hold.
+      const cut = this.#histOffsets[revision - this.#historyStart]!;
+      this.#histKeys = this.#histKeys.slice(cut);
+      this.#histOffsets = this.#histOffsets.slice(revision - this.#historyStart).map((o) => o - cut);
       this.#historyStart = revision;
-      // Revision `revision` keeps only what its key indexes still hold.
-      this.#history[0] = this.#history[0]!.filter((r) => this.#tree.get(r.id)?.holds(r) === true);
     }
     this.#compactRev = revision;
     return { revision: this.#rev };
@@ -218,9 +243,7 @@ export class MvccStore {
       records = this.#tree.get(span.key)?.between(from, to) ?? [];
     } else {
       records = [];
-      for (let rev = from; rev <= to; rev++) {
-        for (const r of this.#history[rev - this.#historyStart]!) if (spanContains(span, r.id)) records.push(r);
-      }
+      for (let rev = from; rev <= to; rev++) this.#changesAt(rev, span, records);
     }
     const out: RevisionEvents[] = [];
     for (const r of records) {
@@ -243,8 +266,8 @@ export class MvccStore {
   /** The lease of every live key that has one (no value is read). */
   *liveLeases(): Generator<[KeyId, LeaseId]> {
     for (const [id, ki] of this.#tree.entries()) {
-      const r = ki.live();
-      if (r !== undefined && r.lease !== NO_LEASE) yield [id, r.lease];
+      const lease = ki.liveLease();
+      if (lease !== undefined && lease !== NO_LEASE) yield [id, lease];
     }
   }
 
@@ -259,21 +282,27 @@ export class MvccStore {
     const restored = restoreImage(image);
     s.#rev = restored.revision;
     s.#compactRev = restored.compactRevision;
-    for (const ki of restored.indexes) s.#tree.set(ki.id, ki);
-    s.#historyStart = Math.max(1, restored.compactRevision);
-    s.#history = Array.from({ length: s.#rev - s.#historyStart + 1 }, (): StoredRecord[] => []);
-    for (const ki of restored.indexes) {
-      for (const g of ki.generations()) {
-        for (const r of g) if (r.main >= s.#historyStart) s.#history[r.main - s.#historyStart]!.push(r);
-      }
+    const hs = Math.max(1, restored.compactRevision);
+    s.#historyStart = hs;
+    const history: { rec: StoredRecord; ki: KeyIndex }[] = [];
+    const older: StoredRecord[] = [];
+    for (const { id, generations } of restored.keys) {
+      const ki = KeyIndex.fromRecords(id, s.#values, generations);
+      s.#tree.set(id, ki);
+      for (const g of generations) for (const rec of g) (rec.main >= hs ? history.push({ rec, ki }) : older.push(rec));
     }
-    for (const bucket of s.#history) bucket.sort((a, b) => a.sub - b.sub);
-    if (opts.backend !== undefined) {
-      for (const bucket of s.#history) for (const r of bucket) opts.backend.putRecord(r);
-      // Records below the history's start (kept by compaction) are written too.
-      for (const ki of restored.indexes) for (const g of ki.generations()) for (const r of g) if (r.main < s.#historyStart) opts.backend.putRecord(r);
-      if (s.#compactRev >= 0) opts.backend.setCompactRevision(s.#compactRev);
+    history.sort((a, b) => a.rec.main - b.rec.main || a.rec.sub - b.rec.sub);
+    const offsets: number[] = [];
+    for (const { rec, ki } of history) {
+      while (offsets.length <= rec.main - hs) offsets.push(s.#histKeys.length);
+      s.#histKeys.push(ki);
     }
+    while (offsets.length < s.#rev - hs + 1) offsets.push(s.#histKeys.length);
+    s.#histOffsets = offsets;
+    // The image's records carry their values: the backend (or memory) keeps them from here.
+    // Records below the history's start (kept by compaction) are written too.
+    for (const rec of [...history.map((h) => h.rec), ...older]) s.#keep(rec);
+    if (opts.backend !== undefined && s.#compactRev >= 0) opts.backend.setCompactRevision(s.#compactRev);
     return s;
   }
 
@@ -301,21 +330,64 @@ export class MvccStore {
   }
 
   #begin(): Batch {
-    return { begin: this.#rev, main: this.#rev + 1, records: [], events: [] };
+    const batch: Batch = { begin: this.#rev, main: this.#rev + 1, records: [], kis: [], events: [] };
+    this.#batch = batch;
+    return batch;
   }
 
   #commit<R>(batch: Batch, response: R): WriteResult<R> {
+    this.#batch = undefined;
     if (batch.records.length === 0) return { response };
     this.#rev = batch.main;
-    // Exact size (see KeyIndex.#newGeneration): most revisions change one key.
-    this.#history.push(batch.records.length === 1 ? [batch.records[0]!] : batch.records.slice());
-    if (this.#backend !== undefined) for (const r of batch.records) this.#backend.putRecord(r);
+    this.#histOffsets.push(this.#histKeys.length);
+    for (const ki of batch.kis) this.#histKeys.push(ki);
+    for (const r of batch.records) this.#keep(r);
     return { response, changes: { revision: batch.main, events: batch.events } };
+  }
+
+  /** A record written (it carries its value): from now on its value is read from the backend. */
+  #keep(rec: StoredRecord): void {
+    if (this.#backend !== undefined) this.#backend.putRecord(rec);
+    else this.#memory!.keep(rec);
+  }
+
+  /** A record's value: the write in progress holds its own, the backend (or memory) the rest. */
+  #readValue(rec: StoredRecord): Buffer {
+    const b = this.#batch;
+    if (b !== undefined && rec.main === b.main) {
+      const own = b.records[rec.sub];
+      if (own !== undefined) return own.value;
+    }
+    return this.#backend !== undefined ? this.#backend.readValue(rec) : this.#memory!.readValue(rec);
+  }
+
+  /** Appends to `out` the records of revision `rev` on keys in `span` that are still held, by sub. */
+  #changesAt(rev: number, span: KeySpan, out: StoredRecord[]): void {
+    const i = rev - this.#historyStart;
+    const start = this.#histOffsets[i]!;
+    const end = rev === this.#rev ? this.#histKeys.length : this.#histOffsets[i + 1]!;
+    if (end - start === 1) {
+      const ki = this.#histKeys[start]!;
+      if (spanContains(span, ki.id)) out.push(...ki.between(rev, rev));
+      return;
+    }
+    // A key changed twice in one revision (a txn deleting and re-creating it) is listed twice.
+    const seen = new Set<KeyIndex>();
+    const recs: StoredRecord[] = [];
+    for (let j = start; j < end; j++) {
+      const ki = this.#histKeys[j]!;
+      if (seen.has(ki) || !spanContains(span, ki.id)) continue;
+      seen.add(ki);
+      recs.push(...ki.between(rev, rev));
+    }
+    recs.sort((a, b) => a.sub - b.sub);
+    out.push(...recs);
   }
 
   /** Records a change made in `batch` (its sub revision is its position). */
   #record(batch: Batch, rec: StoredRecord, ki: KeyIndex): void {
     batch.records.push(rec);
+    batch.kis.push(ki);
     batch.events.push(this.#liveEvent(rec, ki.visibleAt(batch.begin)));
   }
 
@@ -323,7 +395,7 @@ export class MvccStore {
     const id = keyId(req.key);
     let ki = this.#tree.get(id);
     if (ki === undefined) {
-      ki = new KeyIndex(id);
+      ki = new KeyIndex(id, this.#values);
       this.#tree.set(id, ki);
     }
     const prev = ki.live();
