@@ -18,6 +18,7 @@ import type { Snapshotter, Wal } from "../wal/index.ts";
 import { encodeConfState } from "./bootstrap.ts";
 import type { StateStorage } from "./state-storage.ts";
 import type { Logger } from "./logger.ts";
+import { collectGarbageWhenIdle } from "./gc.ts";
 
 /** A snapshot made in the background whose file is saved (see record()). */
 interface MadeSnapshot {
@@ -119,7 +120,11 @@ export class SnapshotFlow {
     await host.wal().saveSnapshotRef({ index: s.index, term: s.term });
     this.#index = s.index;
     const compactTo = s.index - host.catchupEntries;
-    if (compactTo > storage.firstIndex()) storage.compact(compactTo);
+    if (compactTo > storage.firstIndex()) {
+      storage.compact(compactTo);
+      // The entries compacted away are garbage now: collected once the member is idle (gc.ts).
+      collectGarbageWhenIdle((ms) => host.log.debug("collected the compacted log entries", { ms: Math.round(ms) }));
+    }
     // --max-wals as etcd's purge: old segments beyond the count go, once no snapshot needs them.
     await host.wal().releaseTo(s.index, { maxFiles: host.maxWals });
     if (host.maxSnapshots > 0) await host.snapshotter().purge(host.maxSnapshots);
