@@ -31,7 +31,7 @@ import { V3Errors } from "../api/v3-errors.ts";
 import { applyCommand, type ApplyResult } from "./apply.ts";
 import { decodeCommand, peekKeySpaceCommand, type Command, type CommandBody, type KeySpaceCommandHead } from "./request.ts";
 import type { Membership } from "./membership.ts";
-import { ServerUnavailableError } from "./http/respond.ts";
+import { ServerUnavailableError } from "./errors.ts";
 import { ReadIndexBatcher } from "./read-index.ts";
 import { openMember, v3DbOptions, PEER_MEMBERS_PATH } from "./bootstrap.ts";
 import { StateStorage } from "./state-storage.ts";

@@ -2,7 +2,7 @@
 // the same, so the cluster does not wait an election timeout), or to a chosen member
 // (etcd's MoveLeader). Both wait at most two election timeouts.
 import type { ConfState, Status } from "../raft/index.ts";
-import { ServerUnavailableError } from "./http/respond.ts";
+import { ServerUnavailableError } from "./errors.ts";
 import type { Logger } from "./logger.ts";
 
 /** What a leadership transfer needs of its member. */

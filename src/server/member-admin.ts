@@ -13,8 +13,8 @@ import { ConfChangeType, type ConfChange, type ConfState } from "../raft/index.t
 import type { PeerTransport } from "../transport/index.ts";
 import type { V2Store } from "../store/v2/store.ts";
 import { memberIdFor, type Member, type Membership } from "./membership.ts";
-import { HttpMessageError } from "./http/respond.ts";
-import { ReconfigCheckError, checkAddMember, checkRemoveMember, type ReconfigRefusal, type ReconfigView } from "./reconfig-check.ts";
+import { MemberError, MemberErrorKind } from "./errors.ts";
+import { ReconfigCheckError, checkAddMember, checkRemoveMember, reconfigViewOf, type ReconfigRefusal, type ReconfigView } from "./reconfig-check.ts";
 import type { ConfChangeContext, Proposals } from "./proposals.ts";
 import type { Logger } from "./logger.ts";
 
@@ -33,6 +33,10 @@ export interface MemberAdminHost {
   removed(): void;
 }
 
+function notFound(id: number): MemberError {
+  return new MemberError(MemberErrorKind.notFound, `No such member: ${Number.isFinite(id) ? id.toString(16) : String(id)}`);
+}
+
 export class MemberAdmin {
   readonly #host: MemberAdminHost;
 
@@ -47,7 +51,7 @@ export class MemberAdmin {
     if (this.#host.strictReconfigCheck) this.#refuseIf(checkAddMember(this.#reconfigView(), opts.learner === true), { add: peerUrls });
     const wanted = new Set(peerUrls.map((u) => new URL(u).href));
     if (membership.list().some((m) => m.peerUrls.some((u) => wanted.has(new URL(u).href)))) {
-      throw new HttpMessageError(409, "membership: peerURL exists");
+      throw new MemberError(MemberErrorKind.peerUrlExists, "membership: peerURL exists");
     }
     const member: Member = { id: memberIdFor(peerUrls, `${membership.clusterId.toString(16)}/${Date.now()}`), name: "", peerUrls, clientUrls: [] };
     if (opts.learner === true) member.isLearner = true;
@@ -58,21 +62,26 @@ export class MemberAdmin {
   /** Makes a learner a voter (etcd's member promote). */
   async promote(id: number): Promise<void> {
     const m = this.#host.membership().get(id);
-    if (!m) throw new HttpMessageError(404, `No such member: ${id.toString(16)}`);
-    if (m.isLearner !== true) throw new HttpMessageError(412, "etcdserver: can only promote a learner member");
+    if (!m) throw notFound(id);
+    if (m.isLearner !== true) throw new MemberError(MemberErrorKind.notLearner, "etcdserver: can only promote a learner member");
     const { isLearner: _learner, ...voter } = m;
     await this.#host.proposals().proposeConfChange(ConfChangeType.AddNode, id, voter);
   }
 
   async remove(id: number): Promise<void> {
-    if (!this.#host.membership().get(id)) throw new HttpMessageError(404, `No such member: ${id.toString(16)}`);
+    // etcd's order: mayRemoveMember first, the id looked up at apply: a cluster that could
+    // not spare a voter refuses even an id that names no member.
     if (this.#host.strictReconfigCheck) this.#refuseIf(checkRemoveMember(this.#reconfigView(), id), { remove: id.toString(16) });
+    if (!this.#host.membership().get(id)) throw notFound(id);
     await this.#host.proposals().proposeConfChange(ConfChangeType.RemoveNode, id);
   }
 
   async update(id: number, peerUrls: string[]): Promise<void> {
     const m = this.#host.membership().get(id);
-    if (!m) throw new HttpMessageError(404, `No such member: ${id.toString(16)}`);
+    if (!m) throw notFound(id);
+    // etcd's apply refuses peer URLs another member has (ErrPeerURLexists; it compares the strings).
+    const others = new Set(this.#host.membership().list().filter((o) => o.id !== id).flatMap((o) => o.peerUrls));
+    if (peerUrls.some((u) => others.has(u))) throw new MemberError(MemberErrorKind.peerUrlExists, "membership: peerURL exists");
     await this.#host.proposals().proposeConfChange(ConfChangeType.UpdateNode, id, { ...m, peerUrls });
   }
 
@@ -107,9 +116,7 @@ export class MemberAdmin {
 
   /** What --strict-reconfig-check judges (reconfig-check.ts): the members, and our links to them. */
   #reconfigView(): ReconfigView {
-    const members = this.#host.membership().list().map((m) => ({ id: m.id, started: m.name !== "", isLearner: m.isLearner === true }));
-    const transport = this.#host.transport();
-    return { selfId: this.#host.memberId, members, activeSince: (id) => transport.activeSince(id), now: performance.now() };
+    return reconfigViewOf({ memberId: this.#host.memberId, membership: this.#host.membership(), transport: this.#host.transport() }, performance.now());
   }
 
   #refuseIf(refusal: ReconfigRefusal | undefined, what: Record<string, unknown>): void {

@@ -14,7 +14,7 @@ import type { ApplyResult } from "./apply.ts";
 import { encodeCommand, type Command, type CommandBody } from "./request.ts";
 import type { Member } from "./membership.ts";
 import { WaitRegistry, requestIdGenerator } from "./wait.ts";
-import { ServerUnavailableError } from "./http/respond.ts";
+import { ServerUnavailableError } from "./errors.ts";
 import type { ServerMetrics } from "./metrics/server-metrics.ts";
 import type { WriteTracer } from "./write-trace.ts";
 import { DeadlineExceededError, type Deadline } from "./deadline.ts";

@@ -4,7 +4,7 @@
 //
 // Invariant: a read resolves only once the member has applied at least the commit index
 // the leader reported for a round that STARTED after the read arrived.
-import { ServerUnavailableError } from "./http/respond.ts";
+import { ServerUnavailableError } from "./errors.ts";
 
 interface PendingRead {
   resolve: () => void;

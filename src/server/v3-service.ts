@@ -54,9 +54,8 @@ import { ETCD_SERVER_VERSION } from "./version.ts";
 import { jwtTokensOf } from "./config.ts";
 import { encodePermission, type V3Permission } from "../auth/index.ts";
 import type { Member } from "./membership.ts";
-import { HttpMessageError } from "./http/respond.ts";
 import type { V3Op } from "./v3-command.ts";
-import { ServerUnavailableError } from "./http/respond.ts";
+import { MemberError, MemberErrorKind, ServerUnavailableError } from "./errors.ts";
 import { DeadlineExceededError, beforeDeadline } from "./deadline.ts";
 
 
@@ -389,7 +388,7 @@ export class V3Service implements V3Backend {
     return this.#members();
   }
 
-  /** The v2 members API's errors (HttpMessageError) in the v3 API's terms. */
+  /** Member administration's errors in the v3 API's terms. */
   async #membership<T>(fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
@@ -397,10 +396,10 @@ export class V3Service implements V3Backend {
       // etcd 3.4 returns ErrNotEnoughStartedMembers as a plain error (code Unknown, the
       // gateway's 500), while ErrUnhealthy is its gRPC status (Unavailable, 503).
       if (err instanceof ReconfigCheckError) throw err.kind === "unhealthy" ? V3Errors.unhealthy() : new V3Error(GrpcCode.Unknown, err.message);
-      if (err instanceof HttpMessageError) {
-        if (err.status === 404) throw V3Errors.memberNotFound();
-        if (err.status === 409) throw V3Errors.peerURLExist();
-        throw new V3Error(9, err.message);
+      if (err instanceof MemberError) {
+        if (err.kind === MemberErrorKind.notFound) throw V3Errors.memberNotFound();
+        if (err.kind === MemberErrorKind.peerUrlExists) throw V3Errors.peerURLExist();
+        throw V3Errors.memberNotLearner();
       }
       throw toV3Error(err);
     }

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { Etcd3 } from "etcd3";
 import { startCluster } from "../helpers/cluster.ts";
+import { until } from "../helpers/http.ts";
 import { etcdctl, installed, startGrpcServer, waitGrpcReady, type GrpcTestServer } from "../helpers/grpc.ts";
 import { freePort, kvctlBin, repoRoot } from "../helpers/server.ts";
 import { spawnServer, type Spawned } from "../helpers/spawned.ts";
@@ -154,7 +155,13 @@ describe("--strict-reconfig-check", () => {
     // Links younger than 5 s refuse any add too (etcd's HealthInterval): let them age first.
     await sleep(5500);
     await cluster.kill(m2!, "SIGKILL");
-    await sleep(500);
+    // If m2 led, a new leader must first commit an entry of its term: until then Raft drops
+    // a conf change (etcd's too: "pending unapplied configuration") and the removal below
+    // would wait out its request timeout. A write through m0 that succeeds proves it.
+    await until(async () => {
+      const r = await fetch(`${m0!.clientUrl}/v2/keys/settled`, { method: "PUT", body: new URLSearchParams({ value: "1" }) }).catch(() => undefined);
+      return r?.status === 200 || r?.status === 201;
+    }, 10_000, "a write after m2's death");
     const spare = await cluster.spare("m3");
     const v2 = await fetch(`${m0!.clientUrl}/v2/members`, { method: "POST", body: JSON.stringify({ peerURLs: [spare.peerUrl] }), headers: { "content-type": "application/json" } });
     assert.equal(v2.status, 500);

@@ -5,7 +5,8 @@ import { Header } from "../../api/headers.ts";
 import type { V2MemberJSON } from "../../api/v2-types.ts";
 import type { KvServer } from "../kv-server.ts";
 import type { Member } from "../membership.ts";
-import { ReconfigCheckError, checkRemoveMember, reconfigViewOf } from "../reconfig-check.ts";
+import { ReconfigCheckError } from "../reconfig-check.ts";
+import { MemberError, MemberErrorKind } from "../errors.ts";
 import { HttpMessageError, HttpTextError, corsHeaders, methodNotAllowed, notFound, writeJson } from "./respond.ts";
 import { goJsonSyntaxError, goJsonKind } from "./go-json.ts";
 import type { OutgoingHttpHeaders } from "node:http";
@@ -208,33 +209,31 @@ export async function handleMembers(req: IncomingMessage, res: ServerResponse, s
     throw new HttpMessageError(404, `No such member: ${id}`, headers);
   }
   const urls = method === "PUT" ? await readMemberRequest(req, headers) : (req.resume(), []);
-  const numeric = Number(parsedId);
-  const known = BigInt(numeric) === parsedId && s.membership.get(numeric) !== undefined;
-  // etcd's RemoveMember runs mayRemoveMember before the id is looked up (at apply): a
-  // cluster that could not spare a voter refuses even an id that names no member.
-  if (method === "DELETE" && !known && s.config.strictReconfigCheck && checkRemoveMember(reconfigViewOf(s, performance.now()), numeric) !== undefined) {
-    throw new HttpMessageError(500, "Internal Server Error", headers);
-  }
-  if (!known) throw new HttpMessageError(404, `No such member: ${parsedId.toString(16)}`, headers);
-  // etcd's apply refuses an update to peer URLs another member has (ErrPeerURLexists).
-  if (method === "PUT" && peerUrlTaken(s.membership.list(), numeric, urls)) throw new HttpMessageError(409, "membership: peerURL exists", headers);
-  if (method === "DELETE") await withHeaders(s.members.remove(numeric), headers);
-  else await withHeaders(s.members.update(numeric, urls), headers);
+  // An id past 2^53 names no member (kvctl's ids are below it): NaN looks up nothing, and
+  // a removal still runs the quorum check first, as etcd's.
+  const numeric = BigInt(Number(parsedId)) === parsedId ? Number(parsedId) : Number.NaN;
+  const hexId = parsedId.toString(16);
+  if (method === "DELETE") await withHeaders(s.members.remove(numeric), headers, hexId);
+  else await withHeaders(s.members.update(numeric, urls), headers, hexId);
   res.writeHead(204, { ...corsHeaders, ...headers });
   res.end();
 }
 
-/** Does a member other than `id` have one of these peer URLs (etcd compares the strings)? */
-export function peerUrlTaken(members: readonly Member[], id: number, urls: readonly string[]): boolean {
-  const others = new Set(members.filter((m) => m.id !== id).flatMap((m) => m.peerUrls));
-  return urls.some((u) => others.has(u));
-}
+/** etcd's members handler's statuses for a refused change. */
+const MEMBER_ERROR_STATUS: Record<MemberErrorKind, number> = { notFound: 404, peerUrlExists: 409, notLearner: 412 };
 
-/** Member writes answer their errors with the cluster id header, as etcd's members handler does. */
-async function withHeaders<T>(p: Promise<T>, headers: OutgoingHttpHeaders): Promise<T> {
+/**
+ * Member writes answer their errors with the cluster id header, as etcd's members handler
+ * does; `hexId` names the member as the request did (etcd prints the id it parsed).
+ */
+async function withHeaders<T>(p: Promise<T>, headers: OutgoingHttpHeaders, hexId?: string): Promise<T> {
   try {
     return await p;
   } catch (err) {
+    if (err instanceof MemberError) {
+      const message = err.kind === MemberErrorKind.notFound && hexId !== undefined ? `No such member: ${hexId}` : err.message;
+      throw new HttpMessageError(MEMBER_ERROR_STATUS[err.kind], message, headers);
+    }
     if (err instanceof HttpMessageError) throw new HttpMessageError(err.status, err.message, { ...headers, ...err.headers });
     // etcd's v2 members API answers a refused change (--strict-reconfig-check) as any unexpected error.
     if (err instanceof ReconfigCheckError) throw new HttpMessageError(500, "Internal Server Error", headers);

@@ -37,10 +37,9 @@ export class HttpTextError extends Error {
   }
 }
 
-/** Raised when the server cannot serve the request now (no leader, stopping, timeout). */
-export class ServerUnavailableError extends Error {
-  override name = "ServerUnavailableError";
-}
+// The core's error, answered here (writeError); re-exported for the handlers that raise it.
+import { ServerUnavailableError } from "../errors.ts";
+export { ServerUnavailableError };
 
 export interface ErrorContext {
   clusterId: string;

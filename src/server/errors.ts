@@ -1,0 +1,28 @@
+// Errors the member's core raises, in its own terms. The core knows no HTTP: each API's
+// edge turns these into its wire shape in one place (http/respond.ts and the members
+// handler for v2, v3-service.ts for the v3 gateway and gRPC).
+
+/** The member cannot serve the request now: no leader, stopping, a timeout. */
+export class ServerUnavailableError extends Error {
+  override name = "ServerUnavailableError";
+}
+
+export const MemberErrorKind = {
+  /** No member has this id. */
+  notFound: "notFound",
+  /** Another member already has one of these peer URLs. */
+  peerUrlExists: "peerUrlExists",
+  /** Only a learner can be promoted. */
+  notLearner: "notLearner",
+} as const;
+export type MemberErrorKind = (typeof MemberErrorKind)[keyof typeof MemberErrorKind];
+
+/** A member change refused for what the membership is (member-admin.ts). */
+export class MemberError extends Error {
+  override name = "MemberError";
+  readonly kind: MemberErrorKind;
+  constructor(kind: MemberErrorKind, message: string) {
+    super(message);
+    this.kind = kind;
+  }
+}
