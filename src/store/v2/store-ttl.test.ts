@@ -227,6 +227,16 @@ test("keys due in the same ms expire in ns order, and not before their ns", () =
   assert.deepEqual(order, ["/b", "/a"]);
 });
 
+test("an expire event's prevNode shows its expiration to the ns and no ttl, as etcd's", () => {
+  const s = new V2Store();
+  const at = Date.UTC(2026, 10, 26, 1, 0, 0);
+  s.set("/x", { value: "v", expireTime: at + 1000, expireNs: 999_999 }, at);
+  const events: V2Event[] = [];
+  s.watch("/", { recursive: true, stream: true }, (e) => void events.push(e));
+  s.deleteExpiredKeys(at + 1001);
+  assert.deepEqual(events.map((e) => [e.action, e.prevNode]), [["expire", { key: "/x", value: "v", expiration: "2026-11-26T01:00:01.000999999Z", modifiedIndex: 1, createdIndex: 1 }]]);
+});
+
 test("a past expiration (a wrapped TTL) makes set permanent and update due, as etcd", () => {
   const s = new V2Store();
   const at = Date.UTC(2026, 10, 26);

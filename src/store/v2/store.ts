@@ -262,8 +262,9 @@ export class V2Store {
       const n = this.#ttl.top();
       if (n === undefined || n.expireTime > cutoff || (n.expireTime === cutoff && n.expireNs > 0)) return;
       this.#ttl.pop();
-      // now = expireTime renders the prevNode with its expiration but no ttl (as etcd shows it).
-      this.#removeWithEvent(n, Action.Expire, n.expireTime);
+      // now = the expiration itself, to the nanosecond, renders the prevNode with its
+      // expiration but no ttl (as etcd shows it); the ms alone left the ns as a ttl of 1.
+      this.#removeWithEvent(n, Action.Expire, n.expireTime + n.expireNs / 1e6);
       this.#stats.inc("expireCount");
     }
   }
