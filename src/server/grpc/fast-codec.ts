@@ -6,7 +6,7 @@
 // h2load Range load. The bytes are the ones toBinary writes (fields in number order, zero
 // values left out, a set message field written even when empty); fast-codec.test.ts
 // compares the two.
-import type { KeyValue, PutRequest, PutResponse, RangeRequest, RangeResponse, SortOrderValue, SortTargetValue, V3Event } from "../../store/v3/index.ts";
+import { rangeRequest, type KeyValue, type PutRequest, type PutResponse, type RangeRequest, type RangeResponse, type SortOrderValue, type SortTargetValue, type V3Event } from "../../store/v3/index.ts";
 import type { V3Header } from "../http/v3-backend.ts";
 import { MESSAGE_PREFIX_BYTES } from "./frames.ts";
 
@@ -464,21 +464,7 @@ export function decodePutRequest(bytes: Uint8Array): PutRequest | undefined {
  */
 export function decodeRangeRequest(bytes: Uint8Array): RangeRequest | undefined {
   const r = new In(bufferOf(bytes));
-  const out: RangeRequest = {
-    key: EMPTY_BYTES,
-    rangeEnd: EMPTY_BYTES,
-    limit: 0,
-    revision: 0,
-    sortOrder: 0,
-    sortTarget: 0,
-    serializable: false,
-    keysOnly: false,
-    countOnly: false,
-    minModRevision: 0,
-    maxModRevision: 0,
-    minCreateRevision: 0,
-    maxCreateRevision: 0,
-  };
+  const out = rangeRequest();
   while (r.at < r.buf.length) {
     const t = r.tag();
     if (!r.ok) return undefined;

@@ -19,7 +19,7 @@ import { createHash } from "node:crypto";
 import { V3Errors } from "../../api/v3-errors.ts";
 import type { HistoryQuery } from "./mvcc-store.ts";
 import type { KeyValue, RangeRequest, RangeResponse, RevisionEvents } from "./types.ts";
-import { EventType } from "./types.ts";
+import { EventType, rangeRequest } from "./types.ts";
 
 /** What the hash reads (V3KeySpace and MvccStore provide it). */
 export interface HashKvSource {
@@ -67,21 +67,7 @@ export function hashKV(src: HashKvSource, revision: number): HashKvResult {
 function hashKept(sum: RecordSum, src: HashKvSource, compactRev: number): void {
   let key = ALL;
   for (;;) {
-    const r = src.range({
-      key,
-      rangeEnd: ALL,
-      limit: PAGE_KEYS,
-      revision: compactRev,
-      sortOrder: 0,
-      sortTarget: 0,
-      serializable: true,
-      keysOnly: false,
-      countOnly: false,
-      minModRevision: 0,
-      maxModRevision: 0,
-      minCreateRevision: 0,
-      maxCreateRevision: 0,
-    });
+    const r = src.range(rangeRequest({ key, rangeEnd: ALL, limit: PAGE_KEYS, revision: compactRev, serializable: true }));
     for (const kv of r.kvs) sum.add(kv.modRevision, false, kv);
     const last = r.kvs.at(-1);
     if (!r.more || last === undefined) return;

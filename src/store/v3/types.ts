@@ -45,6 +45,28 @@ export interface RangeRequest {
   maxCreateRevision: number;
 }
 
+const NO_BYTES = Buffer.alloc(0);
+
+/** A RangeRequest with every field at its protobuf zero value but those given. */
+export function rangeRequest(fields?: Partial<RangeRequest>): RangeRequest {
+  const r: RangeRequest = {
+    key: NO_BYTES,
+    rangeEnd: NO_BYTES,
+    limit: 0,
+    revision: 0,
+    sortOrder: SortOrder.NONE,
+    sortTarget: SortTarget.KEY,
+    serializable: false,
+    keysOnly: false,
+    countOnly: false,
+    minModRevision: 0,
+    maxModRevision: 0,
+    minCreateRevision: 0,
+    maxCreateRevision: 0,
+  };
+  return fields === undefined ? r : Object.assign(r, fields);
+}
+
 /** `revision` is the store's revision when the range was served (the header revision). */
 export interface RangeResponse {
   revision: number;

@@ -9,29 +9,14 @@ import type {
   RequestOp,
   TxnRequest,
 } from "./types.ts";
-import { CompareResult, CompareTarget, SortOrder, SortTarget } from "./types.ts";
+import { CompareResult, CompareTarget, rangeRequest } from "./types.ts";
 
 export const b = (s: string): Buffer => Buffer.from(s, "latin1");
 export const NONE = Buffer.alloc(0);
 export const FROM_KEY = Buffer.from([0]);
 
 export function rangeReq(key: string, over: Partial<RangeRequest> = {}): RangeRequest {
-  return {
-    key: b(key),
-    rangeEnd: NONE,
-    limit: 0,
-    revision: 0,
-    sortOrder: SortOrder.NONE,
-    sortTarget: SortTarget.KEY,
-    serializable: false,
-    keysOnly: false,
-    countOnly: false,
-    minModRevision: 0,
-    maxModRevision: 0,
-    minCreateRevision: 0,
-    maxCreateRevision: 0,
-    ...over,
-  };
+  return rangeRequest({ key: b(key), ...over });
 }
 
 export function putReq(key: string, value: string, over: Partial<PutRequest> = {}): PutRequest {
