@@ -78,6 +78,21 @@ test("a request line over 4096 bytes gets 414 and the connection stays usable", 
   assert.match(data, /"etcdserver":"3\.4/);
 });
 
+test("a target with a bad escape is Go's raw 400 for every method, OPTIONS included (no CORS, connection closed)", async () => {
+  const srv = await startServer();
+  after(() => srv.stop());
+  const port = Number(new URL(srv.url).port);
+  for (const method of ["OPTIONS", "GET", "PUT"]) {
+    const sock = connect(port, "127.0.0.1");
+    let data = "";
+    sock.on("data", (c: Buffer) => (data += c.toString()));
+    const closed = new Promise<void>((r) => sock.once("close", () => r()));
+    sock.write(`${method} /v2/keys/%zz HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n`);
+    await closed;
+    assert.equal(data, "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n400 Bad Request", method);
+  }
+});
+
 test("hundreds of malformed requests get 4xx answers and change nothing", async () => {
   const srv = await startServer();
   after(() => srv.stop());

@@ -116,6 +116,17 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterConte
     req.resume();
     throw new HttpTextError(414, "Request-URI Too Long: the request line exceeds 4096 bytes");
   }
+  // Go's server refuses a target it cannot parse before any handler, OPTIONS included: no
+  // CORS, and the connection closes. Written raw, as Go does: the body goes out even for HEAD.
+  const q = url.indexOf("?");
+  const rawPath = q < 0 ? url : url.slice(0, q);
+  const rawQuery = q < 0 ? "" : url.slice(q + 1);
+  const decoded = unescape(rawPath, false);
+  if ("error" in decoded || !rawPath.startsWith("/")) {
+    req.resume();
+    req.socket.end(BAD_REQUEST);
+    return;
+  }
   if (refuseUnlistedHost(req, res, ctx.server.config.hostWhitelist)) return; // before CORS, routing, auth
   // The v3 gateway never takes a user from a certificate's Common Name (etcd says so with a 400).
   const gatewayCn = { clientCertAuth: ctx.server.config.clientTls.clientCertAuth, v3AuthEnabled: ctx.server.v3auth.enabled };
@@ -126,17 +137,6 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterConte
     req.resume();
     res.writeHead(200, { ...corsHeaders, "Content-Length": "0" });
     res.end();
-    return;
-  }
-  const q = url.indexOf("?");
-  const rawPath = q < 0 ? url : url.slice(0, q);
-  const rawQuery = q < 0 ? "" : url.slice(q + 1);
-  const decoded = unescape(rawPath, false);
-  if ("error" in decoded || !rawPath.startsWith("/")) {
-    // Go's server refuses such a target before any handler: no CORS, and the connection closes.
-    // Written raw, as Go does: the body goes out even for HEAD.
-    req.resume();
-    req.socket.end(BAD_REQUEST);
     return;
   }
   const path = decoded.value;
