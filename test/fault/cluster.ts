@@ -256,15 +256,21 @@ export class Cluster {
     return { appliedIndex: b.appliedIndex, storeIndex: b.storeIndex, hash: b.hash };
   }
 
-  /** Whether member i answers GET /v2/stats/self with state StateLeader (1 s deadline). */
+  /**
+   * Whether member i answers GET /v2/stats/leader with 200 (1 s deadline): a member that
+   * leads now (etcd and kvctl answer 403 "not current leader" otherwise). Not
+   * /v2/stats/self's state: etcd sets StateFollower there only when an append arrives, so
+   * a deposed leader kept saying StateLeader, and a leader-kill could hit a follower and
+   * "elect" the sitting leader at once.
+   */
   async saysLeader(i: number, timeoutMs = 1000): Promise<boolean> {
     const m = this.members[i]!;
     if (m.state !== MemberState.running) return false;
-    const r = await getJson(`${m.clientUrl}/v2/stats/self`, timeoutMs);
-    return typeof r?.body === "object" && r.body !== null && (r.body as { state?: unknown }).state === "StateLeader";
+    const r = await getJson(`${m.clientUrl}/v2/stats/leader`, timeoutMs);
+    return r?.status === 200;
   }
 
-  /** The index of a member that says it is the leader (GET /v2/stats/self), if any. */
+  /** The index of a member that says it is the leader (GET /v2/stats/leader), if any. */
   async leader(): Promise<number | undefined> {
     const answers = await Promise.all(this.members.map((m) => this.saysLeader(m.index)));
     const i = answers.indexOf(true);
@@ -283,7 +289,7 @@ export class Cluster {
         if (Array.isArray(list) && list.length === this.members.length) return leader;
         seen = `leader m${leader} lists ${Array.isArray(list) ? list.length : "no"} members`;
       } else {
-        seen = "no member reports StateLeader";
+        seen = "no member answers /v2/stats/leader";
       }
       if (Date.now() > deadline) throw new ClusterNotReadyError(`not a ${this.members.length}-member cluster after ${timeoutMs} ms: ${seen}`);
       await sleep(200);
