@@ -1,6 +1,6 @@
 // "A new leader is elected within 3 election timeouts of the leader's death": after a
-// leader-kill the nemesis polls the surviving members' GET /v2/stats/self every 20 ms and
-// records how long after the SIGKILL one of them first said StateLeader. The new leader
+// leader-kill the nemesis polls the surviving members' GET /v2/stats/leader every 20 ms and
+// records how long after the SIGKILL one of them first answered it (it leads). The new leader
 // itself is the first to know, so this is the earliest a client could see it.
 // Resolution: the 20 ms poll plus one loopback round trip.
 
@@ -9,12 +9,12 @@ import { sleep, type Cluster } from "./cluster.ts";
 const POLL_MS = 20;
 
 export interface ElectionTiming {
-  /** Milliseconds from the kill to a survivor saying StateLeader; undefined: none before the cap. */
+  /** Milliseconds from the kill to a survivor leading (/v2/stats/leader 200); undefined: none before the cap. */
   newLeaderMs: number | undefined;
   capMs: number;
 }
 
-/** Polls every member but `dead` until one says StateLeader, or `capMs` after `killedAt` passes. */
+/** Polls every member but `dead` until one leads, or `capMs` after `killedAt` passes. */
 export async function timeNewLeader(opts: { cluster: Cluster; dead: number; killedAt: number; capMs: number; now: () => number; signal: AbortSignal }): Promise<ElectionTiming> {
   const survivors = opts.cluster.members.filter((m) => m.index !== opts.dead).map((m) => m.index);
   while (!opts.signal.aborted && opts.now() - opts.killedAt < opts.capMs) {

@@ -1,7 +1,7 @@
 // The fault scheduler: one fault at a time, each undone before the next.
 //   kill        → SIGKILL a random member, restart it on its data after 1–3 s;
 //   leader-kill → the same for the current leader (a random member if none is found); the
-//                 time until a survivor says StateLeader is measured (election.ts), and
+//                 time until a survivor leads is measured (election.ts), and
 //                 the dead member stays down at least until then (or until the cap);
 //   pause       → SIGSTOP the leader or a random member for 1–3 s, then SIGCONT;
 //   partition   → isolate a random member, isolate the leader, or split the cluster into
