@@ -514,15 +514,25 @@ class UnaryCall {
     );
   }
 
-  #answer(bytes: Uint8Array): void {
-    if (this.#answered) return;
+  /**
+   * The call's one answer: the stream to answer on, or undefined when it was answered
+   * already or the client went away (then counted as Cancelled).
+   */
+  #settle(): http2.ServerHttp2Stream | undefined {
+    if (this.#answered) return undefined;
     this.#answered = true;
     this.#deadline?.cancel();
     const stream = this.#stream;
     if (stream.destroyed || stream.closed) {
       this.#handled(GrpcCode.Cancelled);
-      return;
+      return undefined;
     }
+    return stream;
+  }
+
+  #answer(bytes: Uint8Array): void {
+    const stream = this.#settle();
+    if (stream === undefined) return;
     this.#handled(0);
     stream.respond(RESPONSE_HEADERS, WITH_TRAILERS);
     stream.on("wantTrailers", sendOkTrailers);
@@ -530,14 +540,8 @@ class UnaryCall {
   }
 
   #fail(s: GrpcStatus): void {
-    if (this.#answered) return;
-    this.#answered = true;
-    this.#deadline?.cancel();
-    const stream = this.#stream;
-    if (stream.destroyed || stream.closed) {
-      this.#handled(GrpcCode.Cancelled);
-      return;
-    }
+    const stream = this.#settle();
+    if (stream === undefined) return;
     this.#handled(s.code);
     respondStatus(stream, s);
     // Whatever else the client sends is not read: let it drain so the stream can close.
