@@ -2,69 +2,48 @@
 // and a watch client that stops reading, on GrpcServer instances over the fake backend.
 import assert from "node:assert/strict";
 import http2 from "node:http2";
-import { connect, createServer, type AddressInfo, type Server } from "node:net";
+import { connect } from "node:net";
 import { after, describe, test } from "node:test";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { FakeV3Backend } from "../http/v3-fake-backend.test-helper.ts";
 import { MessageReader, decodeGrpcMessage, frameMessage } from "./frames.ts";
-import { PutRequestSchema, RangeRequestSchema, WatchRequestSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
-import { GrpcServer, type GrpcServerOptions } from "./server.ts";
-import { createRpcTable, grpcRecvLimit } from "./services.ts";
+import { PutRequestSchema, WatchRequestSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
+import { grpcHeaders, rangeFrame, startGrpcTestServer, type GrpcTestServer } from "./grpc-test-server.test-helper.ts";
+import type { GrpcServerOptions } from "./server.ts";
 
-interface Running {
-  url: string;
-  port: number;
-  backend: FakeV3Backend;
-  stop(): void;
-}
-
-const running: Running[] = [];
+const running: GrpcTestServer<FakeV3Backend>[] = [];
 after(() => {
-  for (const r of running) r.stop();
+  for (const r of running) r.close();
 });
 
-async function start(opts: Partial<GrpcServerOptions> = {}, streamBufferBytes?: number): Promise<Running> {
-  const backend = new FakeV3Backend();
-  const gw = { backend, maxRequestBytes: 1.5 * 1024 * 1024, maxTxnOps: 128, ...(streamBufferBytes === undefined ? {} : { streamBufferBytes }) };
-  const grpc = new GrpcServer(createRpcTable(gw), { maxRecvBytes: grpcRecvLimit(gw), clientCertAuth: false, ...opts });
-  const tcp: Server = createServer((s) => grpc.accept(s));
-  await new Promise<void>((r) => tcp.listen(0, "127.0.0.1", r));
-  const port = (tcp.address() as AddressInfo).port;
-  const r = {
-    url: `http://127.0.0.1:${port}`,
-    port,
-    backend,
-    stop: () => {
-      grpc.close();
-      tcp.close();
-    },
-  };
+async function start(server: Partial<GrpcServerOptions> = {}, streamBufferBytes?: number): Promise<GrpcTestServer<FakeV3Backend>> {
+  const r = await startGrpcTestServer(new FakeV3Backend(), { server, ...(streamBufferBytes === undefined ? {} : { streamBufferBytes }) });
   running.push(r);
   return r;
 }
 
 function rangeCall(client: http2.ClientHttp2Session): Promise<string> {
   return new Promise((resolve, reject) => {
-    const req = client.request({ ":method": "POST", ":path": "/etcdserverpb.KV/Range", "content-type": "application/grpc", te: "trailers" });
+    const req = client.request(grpcHeaders("/etcdserverpb.KV/Range"));
     let status = "";
     req.on("response", (h) => (status = String(h["grpc-status"] ?? status)));
     req.on("trailers", (t) => (status = String(t["grpc-status"])));
     req.on("data", () => undefined);
     req.on("end", () => resolve(status));
     req.on("error", reject);
-    req.end(frameMessage(toBinary(RangeRequestSchema, create(RangeRequestSchema, { key: Buffer.from("k") }))));
+    req.end(rangeFrame("k"));
   });
 }
 
 describe("--max-concurrent-streams", () => {
   test("announced in SETTINGS; a stream beyond it is refused", async () => {
     const s = await start({ maxConcurrentStreams: 2 });
-    const client = http2.connect(s.url);
+    const client = s.connect();
     await new Promise<void>((r) => client.once("remoteSettings", () => r()));
     assert.equal(client.remoteSettings.maxConcurrentStreams, 2);
     // Two watch streams stay open; a third call waits for one of them to end.
     const open = [0, 1].map(() => {
-      const w = client.request({ ":method": "POST", ":path": "/etcdserverpb.Watch/Watch", "content-type": "application/grpc", te: "trailers" });
+      const w = client.request(grpcHeaders("/etcdserverpb.Watch/Watch"));
       w.on("data", () => undefined);
       w.on("error", () => undefined);
       return w;
@@ -81,12 +60,12 @@ describe("--max-concurrent-streams", () => {
 describe("--grpc-keepalive-*", () => {
   test("a client pinging more often than the minimum time gets GOAWAY ENHANCE_YOUR_CALM too_many_pings", async () => {
     const s = await start({ keepAlive: { minTimeMs: 5_000, intervalMs: 0, timeoutMs: 0 } });
-    const client = http2.connect(s.url);
+    const client = s.connect();
     client.on("error", () => undefined);
     await new Promise<void>((r) => client.once("connect", () => r()));
     const goaway = new Promise<{ code: number; data: string }>((r) => client.once("goaway", (code, _last, data) => r({ code, data: data?.toString() ?? "" })));
     // With a call open: the minimum time applies (etcd: PermitWithoutStream false).
-    const w = client.request({ ":method": "POST", ":path": "/etcdserverpb.Watch/Watch", "content-type": "application/grpc", te: "trailers" });
+    const w = client.request(grpcHeaders("/etcdserverpb.Watch/Watch"));
     w.on("error", () => undefined);
     w.on("data", () => undefined);
     await new Promise((r) => setTimeout(r, 50));
@@ -97,10 +76,10 @@ describe("--grpc-keepalive-*", () => {
 
   test("pings spaced by the minimum time are fine", async () => {
     const s = await start({ keepAlive: { minTimeMs: 100, intervalMs: 0, timeoutMs: 0 } });
-    const client = http2.connect(s.url);
+    const client = s.connect();
     let goaway = false;
     client.on("goaway", () => (goaway = true));
-    const w = client.request({ ":method": "POST", ":path": "/etcdserverpb.Watch/Watch", "content-type": "application/grpc", te: "trailers" });
+    const w = client.request(grpcHeaders("/etcdserverpb.Watch/Watch"));
     w.on("data", () => undefined);
     for (let i = 0; i < 5; i++) {
       await new Promise<void>((r) => client.ping(() => r()));
@@ -113,7 +92,7 @@ describe("--grpc-keepalive-*", () => {
 
   test("the server pings every interval; a connection that does not answer is closed after the timeout", async () => {
     const s = await start({ keepAlive: { minTimeMs: 5_000, intervalMs: 100, timeoutMs: 300 } });
-    const client = http2.connect(s.url);
+    const client = s.connect();
     let pings = 0;
     client.on("ping", () => pings++);
     await new Promise((r) => setTimeout(r, 450));
@@ -136,8 +115,8 @@ describe("--grpc-keepalive-*", () => {
 describe("a watch client that stops reading", () => {
   test("cannot stall the member or other streams; its watch is canceled past the buffer limit", async () => {
     const s = await start({}, 64 * 1024);
-    const slow = http2.connect(s.url, { settings: { initialWindowSize: 65_535 } });
-    const w = slow.request({ ":method": "POST", ":path": "/etcdserverpb.Watch/Watch", "content-type": "application/grpc", te: "trailers" });
+    const slow = s.connect({ settings: { initialWindowSize: 65_535 } });
+    const w = slow.request(grpcHeaders("/etcdserverpb.Watch/Watch"));
     w.on("error", () => undefined);
     let created = false;
     let trailers: { status: string; message: string } | undefined;
@@ -150,7 +129,7 @@ describe("a watch client that stops reading", () => {
     w.write(frameMessage(toBinary(WatchRequestSchema, create(WatchRequestSchema, { requestUnion: { case: "createRequest", value: { key: Buffer.from("w"), rangeEnd: Buffer.from("x") } } }))));
     while (!created) await new Promise((r) => setTimeout(r, 10));
 
-    const fast = http2.connect(s.url);
+    const fast = s.connect();
     const value = Buffer.alloc(4096, 0x61);
     const started = performance.now();
     for (let i = 0; i < 200; i++) {
@@ -160,7 +139,7 @@ describe("a watch client that stops reading", () => {
     // 800 KiB of events for a reader that takes none: the other connection's calls kept
     // going, and a put through gRPC still answers at once.
     const put = await new Promise<string>((resolve) => {
-      const req = fast.request({ ":method": "POST", ":path": "/etcdserverpb.KV/Put", "content-type": "application/grpc", te: "trailers" });
+      const req = fast.request(grpcHeaders("/etcdserverpb.KV/Put"));
       let status = "";
       req.on("trailers", (t) => (status = String(t["grpc-status"])));
       req.on("data", () => undefined);

@@ -2,15 +2,14 @@
 // through mux -> server -> services against the gateway tests' fake backend.
 import assert from "node:assert/strict";
 import http2 from "node:http2";
-import { createServer, type AddressInfo, type Server } from "node:net";
+import type { Socket } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { V3Errors } from "../../api/v3-errors.ts";
 import { FakeV3Backend } from "../http/v3-fake-backend.test-helper.ts";
 import { MessageReader, decodeGrpcMessage, encodeGrpcMessage, frameMessage } from "./frames.ts";
+import { grpcHeaders, rangeFrame, startGrpcTestServer, type GrpcTestServer } from "./grpc-test-server.test-helper.ts";
 import { HTTP2_PREFACE, classify, muxConnections } from "./mux.ts";
-import { GrpcServer } from "./server.ts";
-import { createRpcTable, grpcRecvLimit } from "./services.ts";
 import {
   LeaseGrantRequestSchema,
   LeaseGrantResponseSchema,
@@ -53,29 +52,22 @@ test("cmux classification: the preface, a prefix of it, anything else", () => {
 
 describe("gRPC calls through the mux", () => {
   const backend = new FakeV3Backend();
-  const gw = { backend, maxRequestBytes: 1.5 * 1024 * 1024, maxTxnOps: 128 };
-  const grpc = new GrpcServer(createRpcTable(gw), { maxRecvBytes: grpcRecvLimit(gw), clientCertAuth: false });
-  let tcp: Server;
+  let server: GrpcTestServer<FakeV3Backend>;
   let client: http2.ClientHttp2Session;
   const httpSeen: string[] = [];
 
   before(async () => {
-    const toHttp = (s: import("node:net").Socket): void => {
+    const toHttp = (s: Socket): void => {
       s.once("data", (d: Buffer) => {
         httpSeen.push(d.toString("latin1").split("\r\n")[0] ?? "");
         s.end("HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
       });
       s.resume(); // the mux hands over a paused socket (as node:http resumes it)
     };
-    tcp = createServer(muxConnections(toHttp, (s) => grpc.accept(s)));
-    await new Promise<void>((r) => tcp.listen(0, "127.0.0.1", r));
-    client = http2.connect(`http://127.0.0.1:${(tcp.address() as AddressInfo).port}`);
+    server = await startGrpcTestServer(backend, { connections: (toGrpc) => muxConnections(toHttp, toGrpc) });
+    client = server.connect();
   });
-  after(() => {
-    client.close();
-    grpc.close();
-    tcp.close();
-  });
+  after(() => server.close());
 
   interface Reply {
     status: string;
@@ -85,7 +77,7 @@ describe("gRPC calls through the mux", () => {
 
   function call(path: string, bodies: Uint8Array[], headers: http2.OutgoingHttpHeaders = {}): Promise<Reply> {
     return new Promise((resolve, reject) => {
-      const req = client.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...headers });
+      const req = client.request(grpcHeaders(path, headers));
       const reader = new MessageReader(1 << 30);
       const messages: Uint8Array[] = [];
       let status = "";
@@ -167,7 +159,7 @@ describe("gRPC calls through the mux", () => {
   });
 
   test("Watch: created, then events, progress answered with -1, half-close keeps the stream", async () => {
-    const req = client.request({ ":method": "POST", ":path": "/etcdserverpb.Watch/Watch", "content-type": "application/grpc" });
+    const req = client.request(grpcHeaders("/etcdserverpb.Watch/Watch"));
     const reader = new MessageReader(1 << 30);
     const got: MessageShape<typeof WatchResponseSchema>[] = [];
     let wake: () => void = () => undefined;
@@ -200,7 +192,7 @@ describe("gRPC calls through the mux", () => {
   });
 
   test("HTTP/1.1 on the same port goes to the HTTP side", async () => {
-    const res = await fetch(`http://127.0.0.1:${(tcp.address() as AddressInfo).port}/version`);
+    const res = await fetch(`${server.url}/version`);
     assert.equal(res.status, 204);
     assert.deepEqual(httpSeen, ["GET /version HTTP/1.1"]);
   });
@@ -224,15 +216,12 @@ test("a call the client resets while it is being served is counted as Canceled a
       return super.range(...args);
     }
   }
-  const gw = { backend: new HeldBackend(), maxRequestBytes: 1.5 * 1024 * 1024, maxTxnOps: 128 };
   const handled: [string, number][] = [];
   const observer = { callStarted: (): void => {}, callHandled: (path: string, code: number): void => void handled.push([path, code]), traffic: (): void => {} };
-  const grpc = new GrpcServer(createRpcTable(gw), { maxRecvBytes: grpcRecvLimit(gw), clientCertAuth: false, observer });
-  const tcp = createServer((s) => grpc.accept(s));
-  await new Promise<void>((r) => tcp.listen(0, "127.0.0.1", r));
-  const client = http2.connect(`http://127.0.0.1:${(tcp.address() as AddressInfo).port}`);
-  const rangeBody = frameMessage(toBinary(RangeRequestSchema, create(RangeRequestSchema, { key: Buffer.from("k") })));
-  const headers = { ":method": "POST", ":path": "/etcdserverpb.KV/Range", "content-type": "application/grpc", te: "trailers" };
+  const server = await startGrpcTestServer(new HeldBackend(), { server: { observer } });
+  const client = server.connect();
+  const rangeBody = rangeFrame("k");
+  const headers = grpcHeaders("/etcdserverpb.KV/Range");
   try {
     const req = client.request(headers);
     req.on("error", () => {});
@@ -252,8 +241,6 @@ test("a call the client resets while it is being served is counted as Canceled a
     ok.end(rangeBody);
     assert.equal((await trailers)["grpc-status"], "0");
   } finally {
-    client.close();
-    grpc.close();
-    tcp.close();
+    server.close();
   }
 });

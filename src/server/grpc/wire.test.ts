@@ -3,16 +3,14 @@
 // a unary request cut short or not half-closed, and what a response carries.
 import assert from "node:assert/strict";
 import http2 from "node:http2";
-import { createServer, type AddressInfo, type Server } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { RangeRequest, RangeResponse } from "../../store/v3/index.ts";
 import type { V3CallContext } from "../http/v3-backend.ts";
 import { FakeV3Backend } from "../http/v3-fake-backend.test-helper.ts";
 import { frameMessage } from "./frames.ts";
-import { GrpcServer } from "./server.ts";
-import { createRpcTable, grpcRecvLimit } from "./services.ts";
-import { RangeRequestSchema, WatchRequestSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
+import { WatchRequestSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
+import { grpcHeaders, rangeFrame, startGrpcTestServer, type GrpcTestServer } from "./grpc-test-server.test-helper.ts";
 
 /** A Range on key "held" never answers; every call's deadline is noted. */
 class HoldingBackend extends FakeV3Backend {
@@ -34,26 +32,19 @@ interface Outcome {
 
 describe("gRPC wire edges as grpc-go 1.33", () => {
   const backend = new HoldingBackend();
-  const gw = { backend, maxRequestBytes: 1.5 * 1024 * 1024, maxTxnOps: 128 };
-  const grpc = new GrpcServer(createRpcTable(gw), { maxRecvBytes: grpcRecvLimit(gw), clientCertAuth: false });
-  let tcp: Server;
+  let server: GrpcTestServer<HoldingBackend>;
   let client: http2.ClientHttp2Session;
 
   before(async () => {
-    tcp = createServer((s) => grpc.accept(s));
-    await new Promise<void>((r) => tcp.listen(0, "127.0.0.1", r));
-    client = http2.connect(`http://127.0.0.1:${(tcp.address() as AddressInfo).port}`);
+    server = await startGrpcTestServer(backend);
+    client = server.connect();
   });
-  after(() => {
-    client.close();
-    grpc.close();
-    tcp.close();
-  });
+  after(() => server.close());
 
   /** One call: `body` written, the request ended after `endAfterMs` (0: at once); resolves at the answer's end. */
   function call(path: string, body: Buffer, extra: Record<string, string> = {}, endAfterMs = 0): Promise<Outcome> {
     const t0 = performance.now();
-    const req = client.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...extra });
+    const req = client.request(grpcHeaders(path, extra));
     const out: Outcome = { headers: undefined, trailers: undefined, data: Buffer.alloc(0), rstCode: undefined, ms: 0 };
     return new Promise((resolve) => {
       let timer: NodeJS.Timeout | undefined;
@@ -81,7 +72,6 @@ describe("gRPC wire edges as grpc-go 1.33", () => {
       else timer = setTimeout(() => req.end(), endAfterMs);
     });
   }
-  const range = (key: string): Buffer => frameMessage(toBinary(RangeRequestSchema, create(RangeRequestSchema, { key: Buffer.from(key) })));
   const status = (o: Outcome): [string | string[] | undefined, string | string[] | undefined] => {
     const h = o.trailers ?? o.headers;
     return [h?.["grpc-status"], h?.["grpc-message"]];
@@ -89,23 +79,23 @@ describe("gRPC wire edges as grpc-go 1.33", () => {
 
   test("a grpc-timeout grpc-go cannot read resets the stream (PROTOCOL_ERROR, no status)", async () => {
     for (const bad of ["tomorrow", "1", "123456789S", "5s", "1.5S"]) {
-      const o = await call("/etcdserverpb.KV/Range", range("k"), { "grpc-timeout": bad });
+      const o = await call("/etcdserverpb.KV/Range", rangeFrame("k"), { "grpc-timeout": bad });
       assert.equal(o.headers, undefined, bad);
       assert.equal(o.rstCode, http2.constants.NGHTTP2_PROTOCOL_ERROR, bad);
     }
-    const ok = await call("/etcdserverpb.KV/Range", range("k"), { "grpc-timeout": "+5S" });
+    const ok = await call("/etcdserverpb.KV/Range", rangeFrame("k"), { "grpc-timeout": "+5S" });
     assert.deepEqual(status(ok), ["0", undefined]);
     assert.equal(backend.deadlines.at(-1), true, "the backend sees the call's deadline");
   });
 
   test("a deadline passed before the request was read: DEADLINE_EXCEEDED", async () => {
     for (const t of ["0S", "-5S", "1n"]) {
-      assert.deepEqual(status(await call("/etcdserverpb.KV/Range", range("k"), { "grpc-timeout": t })), ["4", "context deadline exceeded"], t);
+      assert.deepEqual(status(await call("/etcdserverpb.KV/Range", rangeFrame("k"), { "grpc-timeout": t })), ["4", "context deadline exceeded"], t);
     }
   });
 
   test("a deadline passing while the call waits ends it then ('context deadline exceeded', Unknown, as etcd's handlers return it)", async () => {
-    const o = await call("/etcdserverpb.KV/Range", range("held"), { "grpc-timeout": "150m" });
+    const o = await call("/etcdserverpb.KV/Range", rangeFrame("held"), { "grpc-timeout": "150m" });
     assert.deepEqual(status(o), ["2", "context deadline exceeded"]);
     assert.ok(o.ms >= 140 && o.ms < 2000, `${o.ms} ms`);
   });
@@ -129,13 +119,13 @@ describe("gRPC wire edges as grpc-go 1.33", () => {
     const s = await call("/etcdserverpb.Watch/Watch", Buffer.alloc(0), { "grpc-encoding": "snappy" }, 2000);
     assert.deepEqual(status(s), ["12", 'grpc: Decompressor is not installed for grpc-encoding "snappy"']);
     // An unknown method is judged first, as in grpc-go.
-    assert.deepEqual(status(await call("/etcdserverpb.KV/Nope", range("k"), { "grpc-encoding": "gzip" })), ["12", "unknown method Nope for service etcdserverpb.KV"]);
-    assert.deepEqual(status(await call("/etcdserverpb.KV/Range", range("k"), { "grpc-encoding": "identity" })), ["0", undefined]);
+    assert.deepEqual(status(await call("/etcdserverpb.KV/Nope", rangeFrame("k"), { "grpc-encoding": "gzip" })), ["12", "unknown method Nope for service etcdserverpb.KV"]);
+    assert.deepEqual(status(await call("/etcdserverpb.KV/Range", rangeFrame("k"), { "grpc-encoding": "identity" })), ["0", undefined]);
   });
 
   test("the flag byte: compressed without an encoding, or unknown, is Internal", async () => {
     const flagged = (flag: number): Buffer => {
-      const b = Buffer.from(range("k"));
+      const b = Buffer.from(rangeFrame("k"));
       b[0] = flag;
       return b;
     };
@@ -147,18 +137,18 @@ describe("gRPC wire edges as grpc-go 1.33", () => {
   });
 
   test("a unary request: served at its first message, EOF and unexpected EOF as grpc-go's parser", async () => {
-    const open = await call("/etcdserverpb.KV/Range", range("k"), {}, 1500);
+    const open = await call("/etcdserverpb.KV/Range", rangeFrame("k"), {}, 1500);
     assert.equal(open.headers?.[":status"], 200);
     assert.ok(open.data.length > 0);
-    const two = await call("/etcdserverpb.KV/Range", Buffer.concat([range("k"), range("k")]));
+    const two = await call("/etcdserverpb.KV/Range", Buffer.concat([rangeFrame("k"), rangeFrame("k")]));
     assert.deepEqual(status(two), ["0", undefined], "a second message is ignored");
     assert.deepEqual(status(await call("/etcdserverpb.KV/Range", Buffer.alloc(0))), ["2", "EOF"]);
-    assert.deepEqual(status(await call("/etcdserverpb.KV/Range", range("k").subarray(0, 6))), ["2", "unexpected EOF"]);
-    assert.deepEqual(status(await call("/etcdserverpb.KV/Range", range("k").subarray(0, 3))), ["2", "unexpected EOF"]);
+    assert.deepEqual(status(await call("/etcdserverpb.KV/Range", rangeFrame("k").subarray(0, 6))), ["2", "unexpected EOF"]);
+    assert.deepEqual(status(await call("/etcdserverpb.KV/Range", rangeFrame("k").subarray(0, 3))), ["2", "unexpected EOF"]);
   });
 
   test("a response carries no date and is never compressed, whatever grpc-accept-encoding says", async () => {
-    const o = await call("/etcdserverpb.KV/Range", range("k"), { "grpc-accept-encoding": "gzip,identity" });
+    const o = await call("/etcdserverpb.KV/Range", rangeFrame("k"), { "grpc-accept-encoding": "gzip,identity" });
     assert.deepEqual(status(o), ["0", undefined]);
     assert.equal(o.headers?.["date"], undefined);
     assert.equal(o.headers?.["grpc-encoding"], undefined);
