@@ -88,8 +88,8 @@ export function renderNode(n: V2Node, opts: RenderOptions): V2NodeJSON {
   if (n.expireTime !== PERMANENT) {
     out.expiration = formatRfc3339Nano(n.expireTime, n.expireNs);
     const ttl = ttlSeconds(n.expireTime, opts.now, n.expireNs);
-    // 0 (due, not yet expired) is omitted as etcd's omitempty does; a negative ttl shows
-    // only in a write's prevNode, as etcd's: reads never render a node past its time (isStale).
+    // 0 (due, not yet expired) is omitted as etcd's omitempty does; a negative ttl shows in
+    // a write's prevNode, and on reads only for a wrapped TTL (isStale keeps the others out).
     if (ttl !== 0) out.ttl = ttl;
   }
   if (children !== null && opts.depth > 0 && children.size > 0) {
@@ -114,9 +114,14 @@ export function renderNode(n: V2Node, opts: RenderOptions): V2NodeJSON {
  */
 export const STALE_AFTER_MS = 1000;
 
-/** Is this node past its expiration by more than STALE_AFTER_MS at `now`? */
+/**
+ * Is this node past its expiration by more than STALE_AFTER_MS at `now`? Not a node due
+ * before 2000: only an update or CAS with a TTL that wrapped Go's int64 gets such a time
+ * (set and create make it permanent), it was already past when written, and etcd shows it,
+ * ttl -9223372036, until the next SYNC expires it, like any node due less than a period ago.
+ */
 export function isStale(n: V2Node, now: number): boolean {
-  return n.expireTime !== PERMANENT && now - n.expireTime > STALE_AFTER_MS;
+  return n.expireTime >= MIN_EXPIRE_TIME && now - n.expireTime > STALE_AFTER_MS;
 }
 
 function visibleChildren(children: Map<string, V2Node>, sorted: boolean, now: number): V2Node[] {

@@ -245,6 +245,10 @@ test("a past expiration (a wrapped TTL) makes set permanent and update due, as e
   const up = s.update("/k", { value: "2", expireTime: past, expireNs: 5 }, at);
   assert.equal(up.node.ttl, -9223372036);
   assert.match(up.node.expiration ?? "", /^1688-06-13T00:00:00.000000005Z$/);
+  // Until a SYNC expires it, reads show it with that ttl as etcd does (not 404: it is no
+  // node a missed SYNC left behind).
+  assert.equal(s.get("/k", {}, at + 100).node.ttl, -9223372036);
+  assert.deepEqual(s.get("/", {}, at + 100).node.nodes?.map((n) => [n.key, n.ttl]), [["/k", -9223372036]]);
   const again = V2Store.recover(s.save());
   assert.equal(again.save(), s.save());
   s.deleteExpiredKeys(at);
