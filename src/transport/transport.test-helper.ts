@@ -7,6 +7,7 @@ import type { AddressInfo } from "node:net";
 import { MessageType, message, type Message } from "../raft/index.ts";
 import { PeerTransport, type PeerTransportOptions } from "./transport.ts";
 import type { TransportLimits, TransportLogger } from "./types.ts";
+import { until } from "../until.test-helper.ts";
 
 export interface LogLine {
   level: "debug" | "info" | "warn" | "error";
@@ -24,13 +25,9 @@ export function recordingLogger(): { logger: TransportLogger; lines: LogLine[] }
   return { logger: { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") }, lines };
 }
 
-/** Polls `cond` every 5 ms until it holds; fails after `ms` with `what`. */
-export async function waitFor(what: string, cond: () => boolean, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
+/** Polls `cond` until it holds; fails after `ms` with `what`. */
+export function waitFor(what: string, cond: () => boolean, ms = 5000): Promise<void> {
+  return until(cond, what, ms);
 }
 
 export interface Member {

@@ -6,6 +6,7 @@ import { writeError } from "./respond.ts";
 import { handleV3, v3Route } from "./v3-routes.ts";
 import type { V3GatewayContext } from "./v3-backend.ts";
 import { FakeV3Backend } from "./v3-fake-backend.test-helper.ts";
+import { until } from "../../until.test-helper.ts";
 
 export interface V3TestServer {
   url: string;
@@ -67,14 +68,7 @@ export function call(port: number, path: string, body: string | object, opts: { 
   });
 }
 
-/** Polls `cond` until it holds or the deadline passes (no fixed sleeps). */
-export async function until(cond: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+export { until };
 
 /** A streaming call: lines as they arrive; the body can be written in pieces. */
 export class StreamClient {
