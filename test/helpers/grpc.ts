@@ -4,12 +4,13 @@
 // (bin/kvctl, or the sources with KVCTL_TEST_FROM_SOURCE=1).
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
+import http2 from "node:http2";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { kvctlCommand, rangePort } from "./etcd.ts";
 import { repoRoot } from "./server.ts";
 import { runProcess, type ProcessResult } from "./run-process.ts";
-import { singleMemberFlags, spawnServer } from "./spawned.ts";
+import { singleMemberFlags, spawnServer, type Spawned } from "./spawned.ts";
 
 export interface GrpcTestServer {
   kind: "etcd" | "kvctl";
@@ -42,6 +43,67 @@ export async function startGrpcServer(kind: "etcd" | "kvctl", extraFlags: readon
   const endpoint = `127.0.0.1:${client}`;
   const server: GrpcTestServer = { kind, endpoint, url, stop, logs: proc.log };
   return server;
+}
+
+export interface GrpcTestMember {
+  name: string;
+  /** host:port of its client URL */
+  endpoint: string;
+  url: string;
+  proc: Spawned;
+}
+
+export interface GrpcTestCluster {
+  kind: "etcd" | "kvctl";
+  members: GrpcTestMember[];
+  stop(): Promise<void>;
+}
+
+/** `n` members (a, b, c, ...) of one new cluster, started at once on ports of the v3 range; not waited for. */
+export async function startGrpcCluster(kind: "etcd" | "kvctl", n: number, extraFlags: readonly string[] = []): Promise<GrpcTestCluster> {
+  const names = Array.from({ length: n }, (_, i) => String.fromCharCode(97 + i));
+  const ports: Array<{ client: number; peer: number }> = [];
+  for (let i = 0; i < n; i++) ports.push({ client: await rangePort(), peer: await rangePort() });
+  const dirs = names.map(() => mkdtempSync(join(tmpdir(), "kvctl-grpc-cluster-")));
+  const peer = (i: number): string => `http://127.0.0.1:${ports[i]!.peer}`;
+  const cluster = names.map((name, i) => `${name}=${peer(i)}`).join(",");
+  const members = names.map((name, i): GrpcTestMember => {
+    const url = `http://127.0.0.1:${ports[i]!.client}`;
+    const flags = ["--name", name, "--data-dir", dirs[i]!, "--listen-client-urls", url, "--advertise-client-urls", url,
+      "--listen-peer-urls", peer(i), "--initial-advertise-peer-urls", peer(i), "--initial-cluster", cluster, ...extraFlags];
+    const proc = kind === "etcd" ? spawnServer("etcd", flags, repoRoot) : spawnServer(process.execPath, [...kvctlCommand(), "serve", ...flags], repoRoot);
+    return { name, endpoint: `127.0.0.1:${ports[i]!.client}`, url, proc };
+  });
+  return {
+    kind,
+    members,
+    stop: async () => {
+      await Promise.all(members.map((m) => m.proc.stop()));
+      for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    },
+  };
+}
+
+/** One unary call made by hand (`message`: the request's protobuf bytes): its status and how long it took. */
+export function grpcUnary(endpoint: string, path: string, message: number[], headers: http2.OutgoingHttpHeaders = {}): Promise<{ status: string; message: string; ms: number }> {
+  const session = http2.connect(`http://${endpoint}`);
+  const t0 = performance.now();
+  const framed = Buffer.concat([Buffer.from([0, 0, 0, 0, message.length]), Buffer.from(message)]);
+  return new Promise((resolve, reject) => {
+    const req = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...headers });
+    let status: http2.IncomingHttpHeaders | undefined;
+    req.on("response", (h) => {
+      if (h["grpc-status"] !== undefined) status = h;
+    });
+    req.on("trailers", (t) => (status = t));
+    req.on("error", reject);
+    req.resume();
+    req.on("close", () => {
+      session.close();
+      resolve({ status: String(status?.["grpc-status"]), message: String(status?.["grpc-message"]), ms: performance.now() - t0 });
+    });
+    req.end(framed);
+  });
 }
 
 /** Waits until `etcdctl endpoint health` succeeds against the server (20 s). */
