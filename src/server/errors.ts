@@ -7,6 +7,17 @@ export class ServerUnavailableError extends Error {
   override name = "ServerUnavailableError";
 }
 
+/**
+ * A linearizable read whose ReadIndex round was still unanswered when a new leader became
+ * known (etcd 3.4's ErrLeaderChanged): the read did not happen, and the client may retry.
+ */
+export class LeaderChangedError extends ServerUnavailableError {
+  override name = "LeaderChangedError";
+  constructor() {
+    super("etcdserver: leader changed");
+  }
+}
+
 export const MemberErrorKind = {
   /** No member has this id. */
   notFound: "notFound",

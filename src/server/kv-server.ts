@@ -32,7 +32,7 @@ import { applyCommand, type ApplyResult } from "./apply.ts";
 import { decodeCommand, peekKeySpaceCommand, type Command, type CommandBody, type KeySpaceCommandHead } from "./request.ts";
 import type { Membership } from "./membership.ts";
 import { ServerUnavailableError } from "./errors.ts";
-import { ReadIndexBatcher } from "./read-index.ts";
+import { ReadIndexBatcher, type ReadOptions } from "./read-index.ts";
 import { openMember, v3DbOptions, PEER_MEMBERS_PATH } from "./bootstrap.ts";
 import { StateStorage } from "./state-storage.ts";
 import { raftLogger, type Logger } from "./logger.ts";
@@ -472,9 +472,9 @@ export class KvServer {
    * Linearizable read barrier (Raft's ReadIndex): resolves once this member has applied
    * everything committed before the call. Concurrent callers share one ReadIndex round.
    */
-  linearizableRead(): Promise<void> {
+  linearizableRead(opts?: ReadOptions): Promise<void> {
     if (this.#stopped) return Promise.reject(new ServerUnavailableError("etcdserver: server stopped"));
-    return this.#reads.read();
+    return this.#reads.read(opts);
   }
 
   /**
@@ -628,7 +628,7 @@ export class KvServer {
     if (lead !== 0 && lead === this.#memberId && this.store.hasTtlKeys()) this.#maybeSync();
     if (lead !== 0) {
       this.#proposals.leaderKnown();
-      this.#reads.retry();
+      this.#reads.leaderChanged();
     }
   }
 

@@ -1,5 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { until } from "../until.test-helper.ts";
+import { LeaderChangedError } from "./errors.ts";
 import { ReadIndexBatcher } from "./read-index.ts";
 
 function host() {
@@ -59,13 +61,50 @@ test("ReadIndexBatcher ignores answers to superseded requests", async () => {
   const { sent, h, setApplied } = host();
   const b = new ReadIndexBatcher(h, 5000, 20);
   const r = b.read();
-  await new Promise((res) => setTimeout(res, 50));
-  assert.ok(sent.length >= 2);
+  await until(() => sent.length >= 2, "the request sent again");
   b.onReadState(3, Buffer.from("r1")); // a late answer to the first try: ignored
   setApplied(100);
   b.release();
   b.onReadState(4, Buffer.from(sent.at(-1)!));
   b.release();
   await r;
+  b.failAll(new Error("stop"));
+});
+
+test("a new leader fails the unanswered round's reads that ask for it ('leader changed') and sends the others again", async () => {
+  const { sent, h, setApplied } = host();
+  const b = new ReadIndexBatcher(h, 5000, 1000);
+  const answered = b.read({ failOnLeaderChange: true });
+  const v3 = b.read({ failOnLeaderChange: true });
+  const v2 = b.read();
+  b.onReadState(7, Buffer.from("r1")); // r1's index is known: it only waits for apply
+  assert.deepEqual(sent, ["r1", "r2"], "v3 and v2 share r2");
+  const next = b.read({ failOnLeaderChange: true }); // waits for the round after r2
+  b.leaderChanged();
+  await assert.rejects(v3, (e: unknown) => e instanceof LeaderChangedError && e.message === "etcdserver: leader changed");
+  assert.deepEqual(sent, ["r1", "r2", "r3"], "v2 and the next read go again at once");
+  b.onReadState(9, Buffer.from("r3"));
+  setApplied(9);
+  b.release();
+  await Promise.all([answered, v2, next]);
+  b.leaderChanged(); // nothing in flight: nothing to do
+  assert.deepEqual(sent, ["r1", "r2", "r3"]);
+});
+
+test("a read that arrives while a round is sent again waits for the next round, and a new leader does not fail it", async () => {
+  const { sent, h, setApplied } = host();
+  const b = new ReadIndexBatcher(h, 5000, 20);
+  const first = b.read({ failOnLeaderChange: true });
+  await until(() => sent.length >= 2, "the request sent again");
+  const n = sent.length;
+  const late = b.read({ failOnLeaderChange: true });
+  assert.equal(sent.length, n, "the late read did not start a round of its own");
+  b.leaderChanged();
+  await assert.rejects(first, LeaderChangedError);
+  assert.equal(sent.length, n + 1, "the late read's round");
+  b.onReadState(5, Buffer.from(sent.at(-1)!));
+  setApplied(5);
+  b.release();
+  await late;
   b.failAll(new Error("stop"));
 });

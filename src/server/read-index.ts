@@ -2,13 +2,25 @@
 // ReadIndex round is in flight joins the next round, so a burst of quorum reads costs one
 // leadership confirmation (a heartbeat round with several members) instead of one each.
 //
-// Invariant: a read resolves only once the member has applied at least the commit index
-// the leader reported for a round that STARTED after the read arrived.
-import { ServerUnavailableError } from "./errors.ts";
+// Invariants:
+// - a read resolves only once the member has applied at least the commit index the leader
+//   reported for a round that STARTED after the read arrived;
+// - when a new leader becomes known while a round is unanswered, the round's reads that
+//   etcd makes through its linearizableReadLoop (v3 Range, read-only Txn) fail with
+//   "leader changed", as requestCurrentIndex fails them there; the others (v2 quorum GET,
+//   health: reads etcd 3.4 makes through the log) go again in a new round. Reads waiting
+//   for the next round, or with their index known and waiting for apply, are not touched.
+import { LeaderChangedError, ServerUnavailableError } from "./errors.ts";
 
 interface PendingRead {
   resolve: () => void;
   reject: (e: unknown) => void;
+  failOnLeaderChange: boolean;
+}
+
+export interface ReadOptions {
+  /** Fail with LeaderChangedError if a new leader is known before the round is answered. */
+  failOnLeaderChange?: boolean;
 }
 
 export interface ReadIndexHost {
@@ -39,9 +51,9 @@ export class ReadIndexBatcher {
     this.#retryMs = Math.min(retryMs, timeoutMs);
   }
 
-  read(): Promise<void> {
+  read(opts: ReadOptions = {}): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.#pending.push({ resolve, reject });
+      this.#pending.push({ resolve, reject, failOnLeaderChange: opts.failOnLeaderChange === true });
       this.#startRound();
     });
   }
@@ -69,15 +81,18 @@ export class ReadIndexBatcher {
   }
 
   /**
-   * Leadership changed: a request in flight may never be answered (the old leader dropped
-   * it). Retry it at once rather than wait for the timeout.
+   * A new leader is known: a request in flight may never be answered (the old leader
+   * dropped it). Its reads that asked for it fail; the rest go again at once rather than
+   * wait for the retry interval.
    */
-  retry(): void {
+  leaderChanged(): void {
     const f = this.#inFlight;
     if (!f) return;
     clearTimeout(f.timer);
     this.#inFlight = undefined;
-    this.#pending = f.batch.concat(this.#pending);
+    const again = f.batch.filter((r) => !r.failOnLeaderChange);
+    for (const r of f.batch) if (r.failOnLeaderChange) r.reject(new LeaderChangedError());
+    this.#pending = again.concat(this.#pending);
     this.#startRound();
   }
 
@@ -97,7 +112,12 @@ export class ReadIndexBatcher {
     this.#send(batch, Date.now() + this.#timeoutMs);
   }
 
-  /** Sends one ReadIndex request for `batch`, re-sent every retry interval until the deadline. */
+  /**
+   * Sends one ReadIndex request for `batch`, re-sent every retry interval until the
+   * deadline. Reads that arrive meanwhile wait for the next round, as in etcd, rather than
+   * join a re-sent request: they would take on its deadline, and a new leader would fail
+   * them though they came after the round began.
+   */
   #send(batch: PendingRead[], deadline: number): void {
     const ctx = `r${++this.#counter}`;
     const timer = setTimeout(() => {
@@ -107,7 +127,7 @@ export class ReadIndexBatcher {
         for (const r of batch) r.reject(new ServerUnavailableError("etcdserver: request timed out"));
         this.#startRound();
       } else {
-        this.#send(batch.concat(this.#pending.splice(0)), deadline);
+        this.#send(batch, deadline);
       }
     }, Math.max(1, Math.min(this.#retryMs, deadline - Date.now())));
     this.#inFlight = { ctx, batch, timer, deadline };

@@ -55,9 +55,13 @@ import { jwtTokensOf } from "./config.ts";
 import { encodePermission, type V3Permission } from "../auth/index.ts";
 import type { Member } from "./membership.ts";
 import type { V3Op } from "./v3-command.ts";
-import { MemberError, MemberErrorKind, ServerUnavailableError } from "./errors.ts";
+import { LeaderChangedError, MemberError, MemberErrorKind, ServerUnavailableError } from "./errors.ts";
 import { DeadlineExceededError, beforeDeadline } from "./deadline.ts";
+import type { ReadOptions } from "./read-index.ts";
 
+
+/** The reads etcd makes through linearizableReadLoop, which a new leader fails. */
+const LOOP_READ: ReadOptions = { failOnLeaderChange: true };
 
 /** etcd's quota costs (etcdserver/quota.go): a key's metadata and a lease, estimated. */
 const KV_OVERHEAD = 256;
@@ -131,10 +135,15 @@ export class V3Service implements V3Backend {
     return this.#kv.v3auth.authInfoOf(ctx.token, Date.now());
   }
 
-  /** A ReadIndex round; `ctx`'s deadline ends the wait (etcd's linearizableReadNotify returns ctx.Err()). */
-  async #read(ctx?: V3CallContext): Promise<void> {
+  /**
+   * A ReadIndex round; `ctx`'s deadline ends the wait (etcd's linearizableReadNotify returns
+   * ctx.Err()). LOOP_READ for the reads etcd makes through its linearizable read loop
+   * (Range, a read-only Txn, a linearizable MemberList), which a new leader fails; the
+   * others here are reads etcd 3.4 makes through the log, or none at all.
+   */
+  async #read(ctx?: V3CallContext, opts?: ReadOptions): Promise<void> {
     try {
-      await beforeDeadline(this.#kv.linearizableRead(), ctx?.deadline);
+      await beforeDeadline(this.#kv.linearizableRead(opts), ctx?.deadline);
     } catch (err) {
       throw toV3Error(err);
     }
@@ -154,7 +163,7 @@ export class V3Service implements V3Backend {
   async range(req: RangeRequest, ctx: V3CallContext): Promise<RangeResponse> {
     const info = await this.authInfo(ctx);
     checkRangePerm(this.#kv.v3auth, info, req);
-    if (!req.serializable) await this.#read(ctx);
+    if (!req.serializable) await this.#read(ctx, LOOP_READ);
     this.#kv.metrics.ranged();
     return this.#kv.v3.range(req);
   }
@@ -192,7 +201,7 @@ export class V3Service implements V3Backend {
     await this.#checkQuota(costTxn(req));
     if (isReadOnlyTxn(req)) {
       // etcd serves a txn without writes as a read: no log entry, no revision.
-      await this.#read(ctx);
+      await this.#read(ctx, LOOP_READ);
       const res = this.#kv.v3.txn(req).response;
       this.#kv.metrics.readOnlyTxn(req, res);
       return res;
@@ -356,7 +365,8 @@ export class V3Service implements V3Backend {
 
   async memberList(req: { linearizable: boolean }, ctx: V3CallContext): Promise<V3Member[]> {
     await this.authInfo(ctx);
-    if (req.linearizable) await this.#read(ctx);
+    // etcd 3.5's field, read through the same loop there.
+    if (req.linearizable) await this.#read(ctx, LOOP_READ);
     return this.#members();
   }
 
@@ -490,6 +500,7 @@ function parseMemberId(id: string): number {
 /** Raft-side failures in the v3 API's terms (etcd: "etcdserver: request timed out", code 14). */
 function toV3Error(err: unknown): unknown {
   if (err instanceof V3Error) return err;
+  if (err instanceof LeaderChangedError) return V3Errors.leaderChanged();
   if (err instanceof DeadlineExceededError) return err.proposed ? V3Errors.timeout() : V3Errors.contextDeadlineExceeded();
   if (err instanceof ServerUnavailableError) {
     if (/stopped/.test(err.message)) return V3Errors.stopped();
