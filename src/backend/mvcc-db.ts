@@ -21,7 +21,7 @@ import type { LeaseRecord, MvccBackend, MvccLoaded } from "../store/v3/backend.t
 import type { StoredRecord } from "../store/v3/key-index.ts";
 import type { LeaseId } from "../store/v3/types.ts";
 import type { AlarmMember } from "../store/v3/alarms.ts";
-import { encodeRecord, parseRevisionKey, recordFromHead, recordValue, revisionKey, decodeRecordHead, type RecordHead } from "./record-codec.ts";
+import { encodeRecord, parseRevisionKey, recordValue, revisionKey, revisionOf, decodeRecordHead, type RecordHead } from "./record-codec.ts";
 
 // lmdb ships CommonJS too: require() skips Node's ESM export scan of it (start-up).
 const require = createRequire(import.meta.url);
@@ -164,16 +164,12 @@ export class MvccDb implements MvccBackend {
     const heads = this.#heads;
     const leases = this.#leases;
     const alarms = [...this.#alarms.getRange({})].map(({ value }) => value);
-    const source = this;
     return {
       revision: this.#state.revision,
       compactRevision: this.#state.compactRevision,
       records: {
         *[Symbol.iterator]() {
-          for (const { key, value } of heads.getRange({})) {
-            const { main, sub } = parseRevisionKey(key);
-            yield recordFromHead(main, sub, value, source);
-          }
+          for (const { key, value } of heads.getRange({})) yield revisionOf(value, key);
         },
       },
       leases: {

@@ -5,7 +5,7 @@
 //
 // Revisions are JS numbers (safe integers); lease IDs are int64 and never pass through one.
 
-import { StoredRecord, type ValueSource } from "../store/v3/key-index.ts";
+import type { StoredRecord } from "../store/v3/key-index.ts";
 import { NO_LEASE } from "../store/v3/types.ts";
 
 export const REVISION_KEY_BYTES = 16;
@@ -40,9 +40,14 @@ export function encodeRecord(rec: StoredRecord): Buffer {
   return out;
 }
 
-/** What a restart needs of a record: everything but its value. */
+/**
+ * What a restart needs of a record: everything but its value. The decoder leaves main and
+ * sub at 0: they come from the record's key (see revisionOf).
+ */
 export interface RecordHead {
   id: string;
+  main: number;
+  sub: number;
   createRevision: number;
   version: number;
   lease: bigint;
@@ -50,26 +55,43 @@ export interface RecordHead {
 }
 
 /**
+ * A Buffer over the ArrayBuffer LMDB reads into, made once per ArrayBuffer: a restart
+ * decodes every record's head, and a view per record had cost as much as the read.
+ */
+let viewOf: ArrayBufferLike | undefined;
+let view: Buffer<ArrayBufferLike> = Buffer.alloc(0);
+
+/**
  * The head of an encoded record, read in place: `b` may be LMDB's shared read buffer,
  * valid only during this call, so nothing of it is kept (the key becomes a string).
  */
 export function decodeRecordHead(b: Uint8Array, size: number): RecordHead {
-  const buf = Buffer.from(b.buffer, b.byteOffset, size);
+  if (b.buffer !== viewOf) {
+    viewOf = b.buffer;
+    view = Buffer.from(b.buffer);
+  }
+  const o = b.byteOffset;
   if (size < HEADER) throw new Error(`v3 backend: a record of ${size} bytes`);
-  const keyLen = buf.readUInt32BE(1);
+  const keyLen = view.readUInt32BE(o + 1);
   if (HEADER + keyLen > size) throw new Error("v3 backend: a record's key runs past its end");
   return {
-    id: buf.toString("latin1", HEADER, HEADER + keyLen),
-    createRevision: buf.readDoubleBE(5),
-    version: buf.readDoubleBE(13),
-    lease: buf.readBigInt64BE(21),
-    tombstone: (buf.readUInt8(0) & 1) === 1,
+    id: view.toString("latin1", o + HEADER, o + HEADER + keyLen),
+    main: 0,
+    sub: 0,
+    createRevision: view.readDoubleBE(o + 5),
+    version: view.readDoubleBE(o + 13),
+    // Most keys have no lease: no BigInt is made for them.
+    lease: view.readUInt32BE(o + 21) === 0 && view.readUInt32BE(o + 25) === 0 ? NO_LEASE : view.readBigInt64BE(o + 21),
+    tombstone: ((view[o] as number) & 1) === 1,
   };
 }
 
-/** The record at (main, sub) from its head; `source` reads the value when asked. */
-export function recordFromHead(main: number, sub: number, h: RecordHead, source: ValueSource): StoredRecord {
-  return new StoredRecord(h.id, main, sub, h.createRevision, h.version, h.tombstone ? EMPTY : undefined, h.lease === NO_LEASE ? NO_LEASE : h.lease, h.tombstone, source);
+/** Sets `h`'s main and sub from its revision key `k` (16 bytes, as revisionKey writes them). */
+export function revisionOf(h: RecordHead, k: Uint8Array): RecordHead {
+  if (k.length !== REVISION_KEY_BYTES) throw new Error(`v3 backend: a revision key of ${k.length} bytes`);
+  h.main = (k[2]! * 65536 + k[3]! * 256 + k[4]!) * 16777216 + (k[5]! * 65536 + k[6]! * 256 + k[7]!);
+  h.sub = (k[10]! * 65536 + k[11]! * 256 + k[12]!) * 16777216 + (k[13]! * 65536 + k[14]! * 256 + k[15]!);
+  return h;
 }
 
 /** The value bytes of an encoded record (a view into `b`). */

@@ -9,7 +9,7 @@ import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
-import { MemoryStorage, EntryType, type ConfState } from "../raft/index.ts";
+import { MemoryStorage, EntryType, retainEntryData, type ConfState } from "../raft/index.ts";
 import { Wal, Snapshotter } from "../wal/index.ts";
 import { V2Store } from "../store/v2/store.ts";
 import { DEFAULT_SIMPLE_TOKEN_TTL_MS, V2AuthState, V3AuthState, type V2AuthImage, type V3AuthImage, type V3AuthStateOptions } from "../auth/index.ts";
@@ -172,7 +172,8 @@ async function restart(config: ServerConfig, walDir: string, snapshotter: Snapsh
     storage.applySnapshot({ data: snap.data, metadata: { index: snap.index, term: snap.term, confState } });
     ref = { index: snap.index, term: snap.term };
   }
-  const opened = await Wal.open(walDir, { snapshot: ref, logger: log, ...walOpts });
+  // Replayed entries go straight where the raft log keeps its entries (one copy, not two).
+  const opened = await Wal.open(walDir, { snapshot: ref, logger: log, retain: retainEntryData, ...walOpts });
   if (opened.repaired) {
     log.warn("repaired a torn WAL tail", { file: opened.repaired.file, offset: opened.repaired.offset, droppedBytes: opened.repaired.droppedBytes });
   }

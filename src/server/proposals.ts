@@ -15,6 +15,7 @@ import { encodeCommand, type Command, type CommandBody } from "./request.ts";
 import type { Member } from "./membership.ts";
 import { WaitRegistry, requestIdGenerator } from "./wait.ts";
 import { ServerUnavailableError } from "./errors.ts";
+import { V3Errors } from "../api/v3-errors.ts";
 import type { ServerMetrics } from "./metrics/server-metrics.ts";
 import type { WriteTracer } from "./write-trace.ts";
 import { DeadlineExceededError, type Deadline } from "./deadline.ts";
@@ -84,6 +85,16 @@ export class Proposals {
   /** Apply's answer to the proposer of command `id` (on the proposing member). */
   applied(id: number, result: ApplyResult): void {
     this.#waits.trigger(id, result);
+  }
+
+  /**
+   * Command `id` was applied in a database that came with a snapshot, so its outcome is not
+   * known here: its proposer hears what a timeout says (etcd leaves it waiting until its
+   * request times out). The error is built only for a waiter: a restart replays tens of
+   * thousands of these with nobody waiting, and each Error captures a stack.
+   */
+  outcomeUnknown(id: number): void {
+    if (this.#waits.has(id)) this.#waits.trigger(id, { ok: false, error: V3Errors.timeout() });
   }
 
   /** Apply of a membership change this member proposed. */

@@ -23,6 +23,10 @@ export class WaitRegistry<T> {
     }
   }
 
+  has(id: number): boolean {
+    return this.#waiters.has(id);
+  }
+
   fail(id: number, err: unknown): void {
     const w = this.#waiters.get(id);
     if (w) {

@@ -2,7 +2,7 @@
 import { WalCorruptError, WalError, WalErrorCode } from "./errors.ts";
 import type { ScanResult } from "./decoder.ts";
 import { RecordType, parseEntry, parseEntryIndex, parseEntryTerm, parseHardState, parseSnapshotRef } from "./record.ts";
-import type { HardState, SnapshotRef, WalEntry } from "./record.ts";
+import type { HardState, RetainData, SnapshotRef, WalEntry } from "./record.ts";
 
 export interface ReplayResult {
   metadata: Uint8Array;
@@ -28,8 +28,11 @@ export class Replayer {
   /** Term of the last entry seen AT the snapshot index, to check a snapshot without a ref. */
   #snapEntryTerm: number | null = null;
 
-  constructor(snapshot: SnapshotRef) {
+  readonly #retain: RetainData | undefined;
+
+  constructor(snapshot: SnapshotRef, retain?: RetainData) {
     this.#snap = snapshot;
+    this.#retain = retain;
     if (snapshot.index === 0 && snapshot.term === 0) this.#matched = true;
   }
 
@@ -50,7 +53,7 @@ export class Replayer {
           // so their data is not copied out.
           const index = parseEntryIndex(buf, r.payloadStart);
           if (index <= this.#snap.index) this.#covered(index, parseEntryTerm(buf, r.payloadStart));
-          else this.#entry(parseEntry(buf, r.payloadStart, r.payloadEnd), file, r.offset);
+          else this.#entry(parseEntry(buf, r.payloadStart, r.payloadEnd, this.#retain), file, r.offset);
           break;
         }
         case RecordType.HardState:

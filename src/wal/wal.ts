@@ -7,7 +7,7 @@
 // - #segments lists every segment file still on disk, in seq order, the last one open;
 // - after a failed write the Wal refuses every call: the file's state is unknown, and
 //   carrying on could acknowledge writes that are not on disk (etcd panics here).
-import { mkdir, open, readFile, rename, rm, rmdir, unlink, writeFile } from "node:fs/promises";
+import { mkdir, open, rename, rm, rmdir, unlink, writeFile } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fdatasync, fdatasyncSync, writeSync } from "node:fs";
@@ -15,9 +15,9 @@ import { scanSegment } from "./decoder.ts";
 import { WalCorruptError, WalError, WalErrorCode } from "./errors.ts";
 import { FilePipeline } from "./file-pipeline.ts";
 import { CRC_RECORD_SIZE, HARD_STATE_RECORD_SIZE, RecordWriter, SNAPSHOT_REF_RECORD_SIZE, entryRecordSize, metadataRecordSize } from "./record.ts";
-import type { HardState, SnapshotRef, WalEntry } from "./record.ts";
+import type { HardState, RetainData, SnapshotRef, WalEntry } from "./record.ts";
 import { Replayer } from "./replay.ts";
-import { BROKEN_SUFFIX, TMP_SUFFIX, fsyncDir, listSegments, listSegmentsSync, readWrittenPart, segmentName, writeFully, zeroFill } from "./segment.ts";
+import { BROKEN_SUFFIX, TMP_SUFFIX, fsyncDir, listSegments, listSegmentsSync, readSealed, readWrittenPart, segmentName, writeFully, zeroFill } from "./segment.ts";
 import type { SegmentName } from "./segment.ts";
 
 export interface WalLogger {
@@ -161,7 +161,7 @@ export class Wal {
    * Reads the log from the segment holding `snapshot.index` to the end, repairs a torn
    * tail, and returns a Wal ready to append after the last good record.
    */
-  static async open(dir: string, opts: { snapshot: SnapshotRef; logger?: WalLogger; segmentBytes?: number; slowSyncMs?: number }): Promise<WalOpenResult> {
+  static async open(dir: string, opts: { snapshot: SnapshotRef; logger?: WalLogger; segmentBytes?: number; slowSyncMs?: number; retain?: RetainData }): Promise<WalOpenResult> {
     const logger = opts.logger ?? silent;
     const segmentBytes = opts.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
     const snap = opts.snapshot;
@@ -176,15 +176,23 @@ export class Wal {
       throw new WalError(WalErrorCode.MissingEntries, `Cannot open WAL: the first segment ${(segments[0] as SegmentName).name} starts after snapshot index ${snap.index}`);
     }
 
-    const replay = new Replayer(snap);
+    const replay = new Replayer(snap, opts.retain);
     let prevCrc: number | null = null;
     let tail = { offset: 0, crc: 0, path: "" };
     let repaired: WalOpenResult["repaired"] = null;
+    let scratch: Buffer | undefined;
     for (let i = start; i < segments.length; i++) {
       const path = join(dir, (segments[i] as SegmentName).name);
       const last = i === segments.length - 1;
       // Sealed segments end at their last record; the last one is mostly preallocated zeros.
-      const buf = last ? await readWrittenPart(path) : await readFile(path);
+      // A replay keeps nothing of a segment's buffer (entries are copied out), so the next
+      // sealed segment is read into the same one.
+      let buf: Buffer;
+      if (last) buf = await readWrittenPart(path);
+      else {
+        buf = await readSealed(path, scratch);
+        if (buf.length > (scratch?.length ?? 0)) scratch = buf;
+      }
       const scan = scanSegment(buf, { file: path, last, prevCrc });
       replay.segment(buf, scan, path);
       prevCrc = scan.crc;

@@ -6,6 +6,7 @@
 
 import type { StoredRecord, ValueSource } from "./key-index.ts";
 import type { LeaseId } from "./types.ts";
+import type { KeyId } from "./keys.ts";
 import type { AlarmMember } from "./alarms.ts";
 
 /** A lease as the backend keeps it (its attached keys follow from the records). */
@@ -34,10 +35,21 @@ export interface MvccBackend extends ValueSource {
   removeAlarm(a: AlarmMember): void;
 }
 
+/** A record as a restart reads it back: everything but its value (read through the backend). */
+export interface LoadedRecord {
+  readonly id: KeyId;
+  readonly main: number;
+  readonly sub: number;
+  readonly createRevision: number;
+  readonly version: number;
+  readonly lease: LeaseId;
+  readonly tombstone: boolean;
+}
+
 /** What a backend hands back at start: the state of its last commit. */
 export interface MvccLoaded {
-  /** In (main, sub) order; values not held (read through the backend). */
-  records: Iterable<StoredRecord>;
+  /** In (main, sub) order. */
+  records: Iterable<LoadedRecord>;
   leases: Iterable<LeaseRecord>;
   alarms: Iterable<AlarmMember>;
   /** The highest revision written; 1 for an empty store. */

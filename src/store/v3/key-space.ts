@@ -71,7 +71,7 @@ export class V3KeySpace {
 
   /** Attachments follow from the live keys (like etcd's restore). */
   #attachLiveKeys(): void {
-    for (const [id, lease] of this.#store.liveLeases()) {
+    for (const [id, lease] of this.#store.restoredLiveLeases()) {
       if (!this.#lessor.exists(lease)) throw new Error(`Cannot restore the v3 key space: a key uses unknown lease ${lease}`);
       this.#lessor.attach(lease, id);
     }

@@ -74,6 +74,8 @@ interface Batch {
 
 export class MvccStore {
   #tree: KeyTree = newKeyTree();
+  /** Keys that had a record with a lease when the store was restored (see restoredLiveLeases). */
+  #restoredLeased: Set<KeyIndex> | undefined;
   /** Invariant: the highest main revision of any record; 1 for an empty store. */
   #rev = 1;
   /** etcd's compactMainRev: -1 until the first compaction. */
@@ -115,6 +117,8 @@ export class MvccStore {
     s.#historyStart = hs;
     const keys: KeyIndex[] = [];
     const offsets: number[] = [];
+    const leased = new Set<KeyIndex>();
+    s.#restoredLeased = leased;
     for (const r of loaded.records) {
       let ki = s.#tree.get(r.id);
       if (ki === undefined) {
@@ -122,6 +126,7 @@ export class MvccStore {
         s.#tree.set(r.id, ki);
       }
       ki.restore(r);
+      if (r.lease !== NO_LEASE) leased.add(ki);
       if (r.main >= hs) {
         while (offsets.length <= r.main - hs) offsets.push(keys.length);
         keys.push(ki);
@@ -264,10 +269,16 @@ export class MvccStore {
   }
 
   /** The lease of every live key that has one (no value is read). */
-  *liveLeases(): Generator<[KeyId, LeaseId]> {
-    for (const [id, ki] of this.#tree.entries()) {
+  /**
+   * The live keys with a lease, as a restore found them (read once, right after it): only
+   * the keys that had a record with a lease, not the whole index, are looked at.
+   */
+  *restoredLiveLeases(): Generator<[KeyId, LeaseId]> {
+    const leased = this.#restoredLeased;
+    this.#restoredLeased = undefined;
+    for (const ki of leased ?? []) {
       const lease = ki.liveLease();
-      if (lease !== undefined && lease !== NO_LEASE) yield [id, lease];
+      if (lease !== undefined && lease !== NO_LEASE) yield [ki.id, lease];
     }
   }
 
@@ -286,10 +297,17 @@ export class MvccStore {
     s.#historyStart = hs;
     const history: { rec: StoredRecord; ki: KeyIndex }[] = [];
     const older: StoredRecord[] = [];
+    const leased = new Set<KeyIndex>();
+    s.#restoredLeased = leased;
     for (const { id, generations } of restored.keys) {
       const ki = KeyIndex.fromRecords(id, s.#values, generations);
       s.#tree.set(id, ki);
-      for (const g of generations) for (const rec of g) (rec.main >= hs ? history.push({ rec, ki }) : older.push(rec));
+      for (const g of generations) {
+        for (const rec of g) {
+          (rec.main >= hs ? history.push({ rec, ki }) : older.push(rec));
+          if (rec.lease !== NO_LEASE) leased.add(ki);
+        }
+      }
     }
     history.sort((a, b) => a.rec.main - b.rec.main || a.rec.sub - b.rec.sub);
     const offsets: number[] = [];
