@@ -129,6 +129,10 @@ export function applyCommand(sm: StateMachine, cmd: Command, index: number, opts
       sm.membership.setAttributes(cmd.a.id, cmd.a.name, cmd.a.clientUrls);
       sm.store.consumeIndex();
       return { ok: true };
+    case "ver":
+      sm.membership.setVersion(cmd.v);
+      sm.store.consumeIndex();
+      return { ok: true };
     case "auth": {
       // etcd keeps auth data in its v2 store, so auth writes spend v2 indexes (REFERENCE "v2 auth").
       const applied = sm.auth.apply(cmd.op);

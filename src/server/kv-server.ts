@@ -50,6 +50,7 @@ import { MemberAdmin } from "./member-admin.ts";
 import { SnapshotFlow } from "./snapshot-flow.ts";
 import { Leadership } from "./leadership.ts";
 import { TracePhase, WriteTracer } from "./write-trace.ts";
+import { ETCD_CLUSTER_VERSION } from "./version.ts";
 
 /** How often the leader stamps its clock into the log while TTL keys exist (etcd: 500 ms). */
 const SYNC_INTERVAL_MS = 500;
@@ -531,6 +532,18 @@ export class KvServer {
     this.#kick();
   }
 
+  /**
+   * etcd's leader decides the cluster version at the first commit of its term and records
+   * it when none is recorded (monitorVersions); a leader lost before it lands leaves it to
+   * the next one.
+   */
+  #recordClusterVersion(): void {
+    if (this.membership.version !== undefined) return;
+    this.propose({ t: "ver", time: Date.now(), v: ETCD_CLUSTER_VERSION }).catch((err: unknown) => {
+      this.#log.debug("cluster version proposal failed", { error: String(err) });
+    });
+  }
+
   #maybeSync(): void {
     if (this.isLeader && this.store.hasTtlKeys()) {
       this.propose({ t: "sync", time: Date.now(), keysOnly: true }).catch((err: unknown) => {
@@ -652,7 +665,10 @@ export class KvServer {
     else if (e.type === EntryType.Normal && e.data.length === 0) {
       // A new leader's first entry: every entry of earlier terms (every grant) is applied, so
       // the lessor can take over the leases (etcd promotes its lessor here too).
-      if (this.isLeader && e.term === this.#term) this.leases.promote();
+      if (this.isLeader && e.term === this.#term) {
+        this.leases.promote();
+        this.#recordClusterVersion();
+      }
     } else if (cmd?.t === "v3-head") {
       // Applied already, in the database that came with a snapshot: the outcome is not known
       // here, so a client of this member waiting for it hears what a timeout says (etcd

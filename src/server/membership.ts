@@ -34,14 +34,23 @@ export function idHex(id: number): string {
   return id.toString(16);
 }
 
+export interface MembershipJSON {
+  clusterId: number;
+  members: Member[];
+  version?: string;
+}
+
 /** The replicated member list. Mutated only by apply (conf changes, attribute publishes). */
 export class Membership {
   #members = new Map<number, Member>();
   #clusterId: number;
+  /** The cluster version the leader recorded ("3.4.0"); undefined until the first leader does. */
+  #version: string | undefined;
 
-  constructor(clusterId: number, members: Iterable<Member> = []) {
+  constructor(clusterId: number, members: Iterable<Member> = [], opts: { version?: string | undefined } = {}) {
     this.#clusterId = clusterId;
     for (const m of members) this.#members.set(m.id, { ...m });
+    this.#version = opts.version;
   }
 
   /** The initial membership of a new cluster, the same on every member given the same flags. */
@@ -57,6 +66,14 @@ export class Membership {
 
   get clusterId(): number {
     return this.#clusterId;
+  }
+
+  get version(): string | undefined {
+    return this.#version;
+  }
+
+  setVersion(v: string): void {
+    this.#version = v;
   }
 
   get(id: number): Member | undefined {
@@ -88,11 +105,12 @@ export class Membership {
     }
   }
 
-  toJSON(): { clusterId: number; members: Member[] } {
-    return { clusterId: this.#clusterId, members: this.list() };
+  /** `version` only once set: the image (and the state hash) of older states is unchanged. */
+  toJSON(): MembershipJSON {
+    return { clusterId: this.#clusterId, members: this.list(), ...(this.#version === undefined ? {} : { version: this.#version }) };
   }
 
-  static fromJSON(j: { clusterId: number; members: Member[] }): Membership {
-    return new Membership(j.clusterId, j.members);
+  static fromJSON(j: MembershipJSON): Membership {
+    return new Membership(j.clusterId, j.members, { version: j.version });
   }
 }

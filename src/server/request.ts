@@ -52,6 +52,11 @@ export type Command =
    */
   | { t: "sync"; m: number; id: number; time: number; keysOnly?: true }
   | { t: "attr"; m: number; id: number; time: number; a: MemberAttributes }
+  /**
+   * The cluster version a new leader records when none is (etcd's PUT of /0/version, a v2
+   * store write: it spends one v2 index, so a fresh cluster's first key gets etcd's index).
+   */
+  | { t: "ver"; m: number; id: number; time: number; v: string }
   /** v2 access control: a user/role/enable change; passwords travel only as KDF hashes. */
   | { t: "auth"; m: number; id: number; time: number; op: V2AuthOp }
   /** The v3 key space, leases and v3 access control: bytes and bigints travel tagged. */

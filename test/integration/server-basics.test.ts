@@ -5,7 +5,7 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { connect } from "node:net";
 import { startServer } from "../helpers/server.ts";
-import { agent, http, json } from "../helpers/http.ts";
+import { agent, http, json, until } from "../helpers/http.ts";
 
 after(() => agent.destroy());
 
@@ -45,6 +45,29 @@ test("snapshots are taken every --snapshot-count entries and a restart recovers 
   // Writes after restart continue the index sequence.
   const next = await json<{ node: { modifiedIndex: number } }>("PUT", `${srv.url}/v2/keys/snap/after`, { value: "x" });
   assert.ok(next.body.node.modifiedIndex > Math.max(...indexes.values()));
+});
+
+test("a member spends v2 indexes as etcd 3.4: a fresh one's first key gets 4, a restart (from a snapshot) spends one", async () => {
+  // etcd's v2 store holds the member (1), its published attributes (2) and the cluster
+  // version its first leader records (3); a restart publishes again and records no version.
+  const srv = await startServer({ flags: ["--snapshot-count", "5"] });
+  after(() => srv.stop());
+  const published = async (): Promise<boolean> => /"name":"[^"]+"/.test((await http("GET", `${srv.url}/v2/members`)).body);
+  await until(published, 10_000, "the member's attributes");
+  const first = await json<{ node: { modifiedIndex: number } }>("PUT", `${srv.url}/v2/keys/idx/first`, { value: "1" });
+  assert.equal(first.body.node.modifiedIndex, 4);
+  let last = 4;
+  for (let i = 0; i < 10; i++) last = (await json<{ node: { modifiedIndex: number } }>("PUT", `${srv.url}/v2/keys/idx/k${i}`, { value: "v" })).body.node.modifiedIndex;
+  assert.equal(last, 14);
+  assert.ok(readdirSync(join(srv.dataDir, "member", "snap")).some((f) => f.endsWith(".snap")), "a snapshot holds the recorded version");
+  await srv.restart();
+  const index = async (): Promise<number> => {
+    const h = (await http("GET", `${srv.url}/v2/keys/`)).headers;
+    return Number(h["x-kv-index"] ?? h["x-etcd-index"]);
+  };
+  await until(async () => (await index()) > last, 10_000, "the attributes published again");
+  const next = await json<{ node: { modifiedIndex: number } }>("PUT", `${srv.url}/v2/keys/idx/after`, { value: "x" });
+  assert.equal(next.body.node.modifiedIndex, last + 2);
 });
 
 test("a quorum read sees the write acknowledged just before it, with every header", async () => {
