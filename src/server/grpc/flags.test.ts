@@ -4,10 +4,11 @@ import assert from "node:assert/strict";
 import http2 from "node:http2";
 import { connect } from "node:net";
 import { after, describe, test } from "node:test";
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { until } from "../../until.test-helper.ts";
 import { FakeV3Backend } from "../http/v3-fake-backend.test-helper.ts";
 import { MessageReader, decodeGrpcMessage, frameMessage } from "./frames.ts";
-import { PutRequestSchema, WatchRequestSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
+import { PutRequestSchema, WatchRequestSchema, WatchResponseSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
 import { grpcHeaders, rangeFrame, startGrpcTestServer, type GrpcTestServer } from "./grpc-test-server.test-helper.ts";
 import type { GrpcServerOptions } from "./server.ts";
 
@@ -20,6 +21,10 @@ async function start(server: Partial<GrpcServerOptions> = {}, streamBufferBytes?
   const r = await startGrpcTestServer(new FakeV3Backend(), { server, ...(streamBufferBytes === undefined ? {} : { streamBufferBytes }) });
   running.push(r);
   return r;
+}
+
+function watchCreate(key: string, rangeEnd = ""): Buffer {
+  return frameMessage(toBinary(WatchRequestSchema, create(WatchRequestSchema, { requestUnion: { case: "createRequest", value: { key: Buffer.from(key), rangeEnd: Buffer.from(rangeEnd) } } })));
 }
 
 function rangeCall(client: http2.ClientHttp2Session): Promise<string> {
@@ -67,8 +72,10 @@ describe("--grpc-keepalive-*", () => {
     // With a call open: the minimum time applies (etcd: PermitWithoutStream false).
     const w = client.request(grpcHeaders("/etcdserverpb.Watch/Watch"));
     w.on("error", () => undefined);
+    const created = new Promise((r) => w.once("data", r));
     w.on("data", () => undefined);
-    await new Promise((r) => setTimeout(r, 50));
+    w.write(watchCreate("k"));
+    await created; // the call is open on the server
     for (let i = 0; i < 4; i++) await new Promise<void>((r) => client.ping(() => r()));
     assert.deepEqual(await goaway, { code: http2.constants.NGHTTP2_ENHANCE_YOUR_CALM, data: "too_many_pings" });
     client.destroy();
@@ -95,8 +102,8 @@ describe("--grpc-keepalive-*", () => {
     const client = s.connect();
     let pings = 0;
     client.on("ping", () => pings++);
-    await new Promise((r) => setTimeout(r, 450));
-    assert.ok(pings >= 2, `${pings} pings`);
+    // Five intervals: past the timeout after the first ping, which the client answered.
+    await until(() => pings >= 5, "five server pings", 3000);
     assert.equal(client.closed || client.destroyed, false, "an answering client stays connected");
     client.destroy();
 
@@ -118,16 +125,18 @@ describe("a watch client that stops reading", () => {
     const slow = s.connect({ settings: { initialWindowSize: 65_535 } });
     const w = slow.request(grpcHeaders("/etcdserverpb.Watch/Watch"));
     w.on("error", () => undefined);
-    let created = false;
     let trailers: { status: string; message: string } | undefined;
     const reader = new MessageReader(1 << 30);
-    w.once("data", (c: Buffer) => {
-      created = reader.push(c).length > 0;
-      w.pause(); // reads nothing more: no WINDOW_UPDATE, the server's writes pile up
-    });
+    const created = new Promise<void>((resolve) =>
+      w.once("data", (c: Buffer) => {
+        reader.push(c);
+        w.pause(); // reads nothing more: no WINDOW_UPDATE, the server's writes pile up
+        resolve();
+      }),
+    );
     w.on("trailers", (t) => (trailers = { status: String(t["grpc-status"]), message: decodeGrpcMessage(String(t["grpc-message"] ?? "")) }));
-    w.write(frameMessage(toBinary(WatchRequestSchema, create(WatchRequestSchema, { requestUnion: { case: "createRequest", value: { key: Buffer.from("w"), rangeEnd: Buffer.from("x") } } }))));
-    while (!created) await new Promise((r) => setTimeout(r, 10));
+    w.write(watchCreate("w", "x"));
+    await created;
 
     const fast = s.connect();
     const value = Buffer.alloc(4096, 0x61);
@@ -150,11 +159,21 @@ describe("a watch client that stops reading", () => {
     assert.ok(performance.now() - started < 5_000);
     // Past the limit the watcher is gone from the backend (canceled, or the call ended).
     assert.equal(s.backend.watchers.size, 0);
+    // Read again, the client hears why: a canceled response, or the call's end.
+    let cancelReason: string | undefined;
+    w.on("data", (c: Buffer) => {
+      for (const m of reader.push(c)) {
+        const r = fromBinary(WatchResponseSchema, m);
+        if (r.canceled) cancelReason = r.cancelReason;
+      }
+    });
     w.resume();
-    await new Promise((r) => setTimeout(r, 100));
+    await until(() => trailers !== undefined || cancelReason !== undefined, "the cancel or the trailers", 5000);
     if (trailers !== undefined) {
       assert.equal(trailers.status, "8");
       assert.match(trailers.message, /reads too slowly/);
+    } else {
+      assert.match(cancelReason!, /reads too slowly/);
     }
     slow.destroy();
     fast.destroy();

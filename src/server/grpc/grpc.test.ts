@@ -6,6 +6,7 @@ import type { Socket } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { V3Errors } from "../../api/v3-errors.ts";
+import { until as waitUntil } from "../../until.test-helper.ts";
 import { FakeV3Backend } from "../http/v3-fake-backend.test-helper.ts";
 import { MessageReader, decodeGrpcMessage, encodeGrpcMessage, frameMessage } from "./frames.ts";
 import { grpcHeaders, rangeFrame, startGrpcTestServer, type GrpcTestServer } from "./grpc-test-server.test-helper.ts";
@@ -183,12 +184,12 @@ describe("gRPC calls through the mux", () => {
     send({ requestUnion: { case: "createRequest", value: { key: Buffer.from("x") } } });
     req.end();
     await until(4);
-    await new Promise((r) => setTimeout(r, 50));
     assert.deepEqual([got[3]!.created, got[3]!.watchId], [true, 1n]);
+    // A later call on the connection is answered only after the server has read the half-close.
+    await unary("/etcdserverpb.KV/Range", RangeRequestSchema, RangeResponseSchema, { key: Buffer.from("k") });
     assert.equal(backend.watchers.size, 2, "a half-closed call keeps its watchers");
     req.close();
-    await new Promise((r) => setTimeout(r, 50));
-    assert.equal(backend.watchers.size, 0, "closing the call cancels its watchers");
+    await waitUntil(() => backend.watchers.size === 0, "closing the call cancels its watchers");
   });
 
   test("HTTP/1.1 on the same port goes to the HTTP side", async () => {
@@ -222,16 +223,7 @@ test("a call the client resets while it is being served is counted as Canceled a
   const client = server.connect();
   const rangeBody = rangeFrame("k");
   const headers = grpcHeaders("/etcdserverpb.KV/Range");
-  try {
-    const req = client.request(headers);
-    req.on("error", () => {});
-    req.end(rangeBody);
-    await inRange;
-    req.close(http2.constants.NGHTTP2_CANCEL);
-    await new Promise((r) => setTimeout(r, 50));
-    release();
-    for (let i = 0; i < 100 && handled.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
-    assert.deepEqual(handled, [["/etcdserverpb.KV/Range", 1]]);
+  const range = (): Promise<string | string[] | undefined> => {
     const ok = client.request(headers);
     const trailers = new Promise<http2.IncomingHttpHeaders>((resolve, reject) => {
       ok.on("trailers", resolve);
@@ -239,7 +231,20 @@ test("a call the client resets while it is being served is counted as Canceled a
     });
     ok.resume();
     ok.end(rangeBody);
-    assert.equal((await trailers)["grpc-status"], "0");
+    return trailers.then((t) => t["grpc-status"]);
+  };
+  try {
+    const req = client.request(headers);
+    req.on("error", () => {});
+    req.end(rangeBody);
+    await inRange;
+    req.close(http2.constants.NGHTTP2_CANCEL);
+    // A later call on the connection is answered only after the server has read the reset.
+    assert.equal(await range(), "0");
+    release();
+    await waitUntil(() => handled.length === 2, "the reset call handled");
+    assert.deepEqual(handled, [["/etcdserverpb.KV/Range", 0], ["/etcdserverpb.KV/Range", 1]]);
+    assert.equal(await range(), "0");
   } finally {
     server.close();
   }

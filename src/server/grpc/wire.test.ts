@@ -7,6 +7,7 @@ import { after, before, describe, test } from "node:test";
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { RangeRequest, RangeResponse } from "../../store/v3/index.ts";
 import type { V3CallContext } from "../http/v3-backend.ts";
+import { until } from "../../until.test-helper.ts";
 import { FakeV3Backend } from "../http/v3-fake-backend.test-helper.ts";
 import { frameMessage } from "./frames.ts";
 import { WatchRequestSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
@@ -106,8 +107,7 @@ describe("gRPC wire edges as grpc-go 1.33", () => {
     assert.ok(o.data.length > 0, "the created message went out first");
     assert.deepEqual(status(o), ["4", "context deadline exceeded"]);
     assert.ok(o.ms >= 190 && o.ms < 2500, `${o.ms} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-    assert.equal(backend.watchers.size, 0);
+    await until(() => backend.watchers.size === 0, "the stream's watchers canceled");
     const expired = await call("/etcdserverpb.Lease/LeaseKeepAlive", Buffer.alloc(0), { "grpc-timeout": "0m" }, 1000);
     assert.deepEqual(status(expired), ["4", "context deadline exceeded"]);
   });
