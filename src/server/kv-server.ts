@@ -27,7 +27,6 @@ import type { Wal, Snapshotter } from "../wal/index.ts";
 import type { V2Store, V2Event } from "../store/v2/store.ts";
 import type { V2AuthState, V3AuthState } from "../auth/index.ts";
 import { WatchHub, type V3KeySpace, type WatchHistory } from "../store/v3/index.ts";
-import { V3Errors } from "../api/v3-errors.ts";
 import { applyCommand, type ApplyResult } from "./apply.ts";
 import { decodeCommand, peekKeySpaceCommand, type Command, type CommandBody, type KeySpaceCommandHead } from "./request.ts";
 import type { Membership } from "./membership.ts";
@@ -670,10 +669,8 @@ export class KvServer {
         this.#recordClusterVersion();
       }
     } else if (cmd?.t === "v3-head") {
-      // Applied already, in the database that came with a snapshot: the outcome is not known
-      // here, so a client of this member waiting for it hears what a timeout says (etcd
-      // leaves it waiting until its request times out).
-      if (cmd.m === this.#memberId) this.#proposals.applied(cmd.id, { ok: false, error: V3Errors.timeout() });
+      // Applied already, in the database that came with a snapshot.
+      if (cmd.m === this.#memberId) this.#proposals.outcomeUnknown(cmd.id);
     } else if (cmd !== undefined) {
       const result = applyCommand(this.#state, cmd, e.index, { v3: e.index > this.#state.v3Floor });
       if (result.ok && result.changes !== undefined) for (const c of result.changes) this.watchHub.notify(c);
