@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import { Server } from "node:http";
 import { connect, createServer, type Socket } from "node:net";
 import { once } from "node:events";
-import { FastLane, parseHead, renderResponse, type FastHandler, type RequestHead } from "./fast-lane.ts";
+import { until } from "../../until.test-helper.ts";
+import { FastLane, parseHead, renderResponse, type FastHandler, type FastResponse, type RequestHead } from "./fast-lane.ts";
 
 const MAX = 16 * 1024;
 
@@ -111,6 +112,8 @@ interface Rig {
   http: Server;
   /** Requests node:http received, by path. */
   slow: string[];
+  /** The server's end of each connection, as accepted. */
+  sockets: Socket[];
 }
 
 async function rig(handler: FastHandler, opts: { keepAliveMs?: number; headersTimeoutMs?: number } = {}): Promise<Rig> {
@@ -136,7 +139,11 @@ async function rig(handler: FastHandler, opts: { keepAliveMs?: number; headersTi
     maxHeadBytes: MAX,
     headersTimeoutMs: opts.headersTimeoutMs ?? 60_000,
   });
-  const net = createServer((s) => lane.accept(s));
+  const sockets: Socket[] = [];
+  const net = createServer((s) => {
+    sockets.push(s);
+    lane.accept(s);
+  });
   net.listen(0, "127.0.0.1");
   await once(net, "listening");
   after(() => {
@@ -144,7 +151,7 @@ async function rig(handler: FastHandler, opts: { keepAliveMs?: number; headersTi
     http.closeAllConnections();
     net.close();
   });
-  return { port: (net.address() as { port: number }).port, lane, http, slow };
+  return { port: (net.address() as { port: number }).port, lane, http, slow, sockets };
 }
 
 /** Answers GET /fast/* itself (body: the path), declines everything else. */
@@ -204,14 +211,30 @@ test("an answer that is a promise holds the requests after it: order is kept, an
   assert.deepEqual(r.slow, ["GET /later/no-5", "POST /slow/6"]);
 });
 
+/** Answers /held/* when the test says so (`answer`), anything else as withLater. */
+function holding(): { handler: FastHandler; asked: Promise<void>; answer: (res: FastResponse | undefined) => void } {
+  let answer: (res: FastResponse | undefined) => void = () => undefined;
+  let asked: () => void = () => undefined;
+  const askedP = new Promise<void>((r) => (asked = r));
+  const handler: FastHandler = (h) => {
+    if (!h.target.startsWith("/held/")) return withLater(h);
+    asked();
+    return new Promise((resolve) => (answer = resolve));
+  };
+  return { handler, asked: askedP, answer: (res) => answer(res) };
+}
+
 test("a connection closed while its answer is pending is simply forgotten", async () => {
-  const r = await rig(withLater);
+  const held = holding();
+  const r = await rig(held.handler);
   const s = connect(r.port, "127.0.0.1");
   await once(s, "connect");
-  s.write(get("/later/1"));
-  await new Promise((res) => setTimeout(res, 5));
+  s.write(get("/held/1"));
+  await held.asked;
   s.destroy();
-  await new Promise((res) => setTimeout(res, 40));
+  await until(() => r.lane.size === 0, "the closed connection forgotten");
+  held.answer(undefined); // a late decline: nothing to hand over
+  await new Promise((res) => setImmediate(res));
   assert.equal(r.lane.size, 0);
   assert.deepEqual(r.slow, []);
   // The lane still serves new connections.
@@ -242,7 +265,7 @@ test("a client that does not read stops the lane reading; all answers arrive onc
   s.pause();
   const n = 200; // 13 MB of answers: far past the socket buffers
   s.write(get("/x").repeat(n) + get("/end"));
-  await new Promise((res) => setTimeout(res, 200));
+  await until(() => r.sockets[0]?.writableNeedDrain === true && r.sockets[0].isPaused(), "the lane to stop reading");
   let got = 0;
   let text = "";
   s.on("data", (c: Buffer) => {
@@ -250,14 +273,7 @@ test("a client that does not read stops the lane reading; all answers arrive onc
     text = (text + c.toString("latin1")).slice(-10);
   });
   s.resume();
-  await new Promise<void>((resolve) => {
-    const t = setInterval(() => {
-      if (text.endsWith("\r\n\r\nend")) {
-        clearInterval(t);
-        resolve();
-      }
-    }, 10);
-  });
+  await until(() => text.endsWith("\r\n\r\nend"), "the last answer", 10_000);
   assert.ok(got > n * big.length, `read ${got} bytes`);
   s.destroy();
 });
@@ -275,9 +291,10 @@ test("an idle connection is closed after the keep-alive time, and destroyAll clo
   const r2 = await rig(fastOnly);
   const s = connect(r2.port, "127.0.0.1");
   await once(s, "connect");
-  s.write("GET /fast/partial HTTP/1.1\r\nHo");
+  const partial = "GET /fast/partial HTTP/1.1\r\nHo";
+  s.write(partial);
   s.resume();
-  await new Promise((res) => setTimeout(res, 50));
+  await until(() => r2.sockets[0]?.bytesRead === partial.length, "the partial head read");
   assert.equal(r2.lane.size, 1);
   r2.lane.destroyAll();
   await once(s, "close");
@@ -313,7 +330,8 @@ test("a head node:http would refuse is handed over and refused by node:http (400
 });
 
 test("a graceful close ends idle connections at once and one awaiting an answer right after it", async () => {
-  const r = await rig(withLater);
+  const held = holding();
+  const r = await rig(held.handler);
   const idle = connect(r.port, "127.0.0.1");
   await once(idle, "connect");
   idle.resume();
@@ -321,14 +339,14 @@ test("a graceful close ends idle connections at once and one awaiting an answer 
   await once(busy, "connect");
   let got = "";
   busy.on("data", (c: Buffer) => (got += c.toString()));
-  busy.write(get("/later/w"));
-  await new Promise((res) => setTimeout(res, 5));
-  assert.equal(r.lane.size, 2);
+  busy.write(get("/held/w"));
+  await held.asked;
+  await until(() => r.lane.size === 2, "both connections on the lane");
   r.lane.closeIdle();
   await once(idle, "close");
   assert.equal(got, "", "the answer is not there yet");
+  held.answer({ status: 200, headers: [], body: "held /held/w" });
   await once(busy, "close");
-  assert.match(got, /^HTTP\/1\.1 200 OK\r\n[^]*later \/later\/w$/);
-  for (let i = 0; i < 50 && r.lane.size > 0; i++) await new Promise((res) => setTimeout(res, 2));
-  assert.equal(r.lane.size, 0);
+  assert.match(got, /^HTTP\/1\.1 200 OK\r\n[^]*held \/held\/w$/);
+  await until(() => r.lane.size === 0, "the lane empty");
 });
