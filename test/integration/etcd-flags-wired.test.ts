@@ -252,11 +252,10 @@ describe("--experimental-watch-progress-notify-interval", () => {
     const got: Array<{ events: unknown[]; revision: number; created: boolean }> = [];
     stream.on("data", (r: { events: unknown[]; header: { revision: string }; created: boolean }) => got.push({ events: r.events, revision: Number(r.header.revision), created: r.created }));
     stream.write({ create_request: { key: Buffer.from("g/"), range_end: Buffer.from("g0"), progress_notify: true } });
-    await sleep(1000);
+    const progress = (): typeof got => got.filter((r) => !r.created);
+    await until(() => progress().length >= 3, 5000, "three progress notifications");
     stream.end();
-    const progress = got.filter((r) => !r.created);
-    assert.ok(progress.length >= 3, JSON.stringify(got));
-    for (const p of progress) assert.deepEqual([p.events.length, p.revision], [0, rev]);
+    for (const p of progress()) assert.deepEqual([p.events.length, p.revision], [0, rev]);
   });
 });
 
@@ -294,8 +293,11 @@ describe("--pre-vote", () => {
       await Promise.all(runs.map((r) => r.proc.stop()));
       for (const r of runs) rmSync(r.dir, { recursive: true, force: true });
     });
-    // Election timeout 500 ms: 4 s is at least 4 elections.
-    await sleep(4000);
+    // Until those without pre-vote have campaigned 3 times (term 4): as many chances for the
+    // others to raise theirs.
+    const withoutPreVote = kinds.map((_, i) => runs[i === 0 ? 0 : 3]!);
+    const campaigned = (): boolean => runs.every((r) => highestTerm(r.proc.log()) >= 1) && withoutPreVote.every((r) => highestTerm(r.proc.log()) >= 4);
+    await until(campaigned, 20_000, "every member to campaign, those without pre-vote 3 times");
     const terms = runs.map((r) => highestTerm(r.proc.log()));
     assert.ok(terms.every((t) => t >= 1), `every member campaigned: ${terms.join(",")}`);
     const [kvOff, kvOn, kvDefault, etcdOff, etcdOn] = terms;
