@@ -167,6 +167,7 @@ complete -c kvctl -n '__fish_seen_subcommand_from serve' -l experimental-enable-
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l experimental-backend-bbolt-freelist-type -x -d 'freelist type of etcds bbolt backend'
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l experimental-enable-lease-checkpoint -d 'leader sends regular lease checkpoints so remaining TTLs survive a leader change'
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l experimental-enable-lease-checkpoint-persist -d 'persist lease checkpoints'
+complete -c kvctl -n '__fish_seen_subcommand_from serve' -l experimental-lease-checkpoint-interval -x -d 'time between the checkpoints of a lease'
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l experimental-compaction-batch-limit -x -d 'maximum revisions deleted in each compaction batch'
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l experimental-peer-skip-client-san-verification -d 'skip verification of the SAN field in peer client certificates'
 complete -c kvctl -n '__fish_seen_subcommand_from serve' -l experimental-watch-progress-notify-interval -x -d 'duration of periodic watch progress notifications'

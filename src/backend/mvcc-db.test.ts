@@ -217,3 +217,28 @@ test("commits within the batch interval go to LMDB together, their values readab
   assert.deepEqual(rangeAll(V3KeySpace.restore(again.load(), again)), ["k1=v1@3/v1", "k2=v2@4/v1"]);
   await again.close();
 });
+
+test("lease checkpoints reach the file only with persistLeaseCheckpoints, and come back at a restart", async () => {
+  const remaining = async (persist: boolean): Promise<(number | undefined)[]> => {
+    const path = fresh();
+    const db = MvccDb.open({ path, persistLeaseCheckpoints: persist });
+    const ks = new V3KeySpace({ backend: db });
+    ks.leaseGrant({ id: 1n, ttl: 60 }, 1_000);
+    ks.leaseGrant({ id: 2n, ttl: 60 }, 1_000);
+    db.commit(1);
+    ks.leaseCheckpoint([{ id: 1n, remainingTtl: 17 }, { id: 2n, remainingTtl: 30 }]);
+    ks.leaseCheckpoint([{ id: 2n, remainingTtl: 0 }]);
+    db.commit(2);
+    await db.close();
+    const again = MvccDb.open({ path });
+    const back = V3KeySpace.restore(again.load(), again);
+    const r = [back.leaseRemainingTtl(1n), back.leaseRemainingTtl(2n), again.consistentIndex];
+    const reader = again.reader();
+    r.push(reader.leases().find((l) => l.id === 1n)?.remainingTtl);
+    reader.done();
+    await again.close();
+    return r;
+  };
+  assert.deepEqual(await remaining(true), [17, 0, 2, 17], "persisted: a restart resumes from the checkpoint, and a backup carries it");
+  assert.deepEqual(await remaining(false), [0, 0, 1, undefined], "etcd 3.4's default: checkpoints live in memory, and write nothing");
+});

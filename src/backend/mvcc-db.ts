@@ -56,6 +56,19 @@ export interface MvccDbOptions {
    * 0 commits at the end of every turn that wrote.
    */
   commitDelayMs?: number;
+  /**
+   * Lease checkpoints are written to the lease table too
+   * (--experimental-enable-lease-checkpoint-persist, etcd's checkpointPersist): a restart
+   * then keeps each lease's remaining TTL. Without it they live in memory only, as in etcd 3.4.
+   */
+  persistLeaseCheckpoints?: boolean;
+}
+
+/** A lease's row in the lease table (older files have no remainingTtl). */
+interface LeaseRow {
+  ttl: number;
+  expiry: number;
+  remainingTtl?: number;
 }
 
 /** etcd's default --backend-batch-interval. */
@@ -77,6 +90,12 @@ export interface DbReader {
   done(): void;
 }
 
+function leaseRecord(key: Buffer, row: LeaseRow): LeaseRecord {
+  const l: LeaseRecord = { id: Buffer.from(key).readBigInt64BE(0), ttl: row.ttl, expiry: row.expiry };
+  if (typeof row.remainingTtl === "number" && row.remainingTtl > 0) l.remainingTtl = row.remainingTtl;
+  return l;
+}
+
 function fileSize(path: string): number {
   try {
     return statSync(path).size;
@@ -88,11 +107,12 @@ function fileSize(path: string): number {
 export class MvccDb implements MvccBackend {
   readonly path: string;
   readonly #commitDelayMs: number;
+  readonly #persistLeaseCheckpoints: boolean;
   #env!: RootDatabase<Buffer, Buffer>;
   #records!: Database<Buffer, Buffer>;
   /** The same table read through a decoder of record heads only (a restart reads no values). */
   #heads!: Database<RecordHead, Buffer>;
-  #leases!: Database<{ ttl: number; expiry: number }, Buffer>;
+  #leases!: Database<LeaseRow, Buffer>;
   #meta!: Database<Meta, string>;
   /** The meta table again, for the counter flushed() writes. */
   #syncMark!: Database<number, string>;
@@ -126,13 +146,14 @@ export class MvccDb implements MvccBackend {
   /** The file's size as of the last commit (the quota check reads it on every write). */
   #size = 0;
 
-  private constructor(path: string, commitDelayMs: number) {
+  private constructor(path: string, commitDelayMs: number, persistLeaseCheckpoints: boolean) {
     this.path = path;
     this.#commitDelayMs = commitDelayMs;
+    this.#persistLeaseCheckpoints = persistLeaseCheckpoints;
   }
 
   static open(opts: MvccDbOptions): MvccDb {
-    const db = new MvccDb(opts.path, opts.commitDelayMs ?? 0);
+    const db = new MvccDb(opts.path, opts.commitDelayMs ?? 0, opts.persistLeaseCheckpoints ?? false);
     db.#openEnv();
     return db;
   }
@@ -145,7 +166,7 @@ export class MvccDb implements MvccBackend {
     this.#records = this.#env.openDB<Buffer, Buffer>({ name: "key", encoding: "binary", keyEncoding: "binary", cache: false });
     // lmdb hands a custom decoder its shared read buffer instead of a copy of each value.
     this.#heads = this.#env.openDB<RecordHead, Buffer>({ name: "key", keyEncoding: "binary", cache: false, encoder: { encode: (v: Buffer) => v, decode: decodeRecordHead } } as never);
-    this.#leases = this.#env.openDB<{ ttl: number; expiry: number }, Buffer>({ name: "lease", encoding: "msgpack", keyEncoding: "binary", cache: false });
+    this.#leases = this.#env.openDB<LeaseRow, Buffer>({ name: "lease", encoding: "msgpack", keyEncoding: "binary", cache: false });
     this.#alarms = this.#env.openDB<AlarmMember, string>({ name: "alarm", encoding: "msgpack", keyEncoding: "ordered-binary", cache: false });
     this.#meta = this.#env.openDB<Meta, string>({ name: "meta", encoding: "msgpack", keyEncoding: "ordered-binary", cache: false });
     this.#syncMark = this.#env.openDB<number, string>({ name: "meta", encoding: "msgpack", keyEncoding: "ordered-binary", cache: false });
@@ -174,9 +195,7 @@ export class MvccDb implements MvccBackend {
       },
       leases: {
         *[Symbol.iterator]() {
-          for (const { key, value } of leases.getRange({})) {
-            yield { id: Buffer.from(key).readBigInt64BE(0), ttl: value.ttl, expiry: value.expiry };
-          }
+          for (const { key, value } of leases.getRange({})) yield leaseRecord(key, value);
         },
       },
       alarms,
@@ -210,9 +229,14 @@ export class MvccDb implements MvccBackend {
 
   putLease(l: LeaseRecord): void {
     const key = leaseKey(l.id);
-    const value = { ttl: l.ttl, expiry: l.expiry };
+    const value: LeaseRow = { ttl: l.ttl, expiry: l.expiry };
+    if (l.remainingTtl !== undefined && l.remainingTtl > 0) value.remainingTtl = l.remainingTtl;
     this.#queue.push(() => this.#leases.put(key, value));
     this.#dirty = true;
+  }
+
+  checkpointLease(l: LeaseRecord): void {
+    if (this.#persistLeaseCheckpoints) this.putLease(l);
   }
 
   removeLease(id: LeaseId): void {
@@ -365,7 +389,7 @@ export class MvccDb implements MvccBackend {
       *records() {
         for (const { key, value } of records.getRange({ transaction })) yield [key, value];
       },
-      leases: () => [...leases.getRange({ transaction })].map(({ key, value }) => ({ id: Buffer.from(key).readBigInt64BE(0), ttl: value.ttl, expiry: value.expiry })),
+      leases: () => [...leases.getRange({ transaction })].map(({ key, value }) => leaseRecord(key, value)),
       alarms: () => [...alarms.getRange({ transaction })].map(({ value }) => value),
       done: () => transaction.done(),
     };

@@ -46,6 +46,8 @@ function applyV3(sm: StateMachine, op: V3Op, at: { time: number; index: number }
       return { v3: sm.v3.leaseGrant({ id: op.id, ttl: op.ttl }, at.time) };
     case "leaseRevoke":
       return one(sm.v3.leaseRevoke(op.id));
+    case "leaseCheckpoint":
+      return { v3: sm.v3.leaseCheckpoint(op.cps) };
     // leaseRenew and leasePromote are only in older logs (lease-keeper.ts renews in memory).
     case "leaseRenew":
       return { v3: sm.v3.leaseRenew(op.id, at.time) };

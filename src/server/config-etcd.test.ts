@@ -200,6 +200,17 @@ const bad: Array<[string[], RegExp]> = [
 ];
 for (const [args, re] of bad) test(`refuses ${args.join(" ")}`, () => refuses(args, re));
 
+test("lease checkpoints: off by default; on with etcd's warning when not persisted; the interval defaults to 5m", async () => {
+  assert.deepEqual((await parse([])).leaseCheckpoint, { enabled: false, persist: false, intervalMs: 300_000 });
+  const on = await parse(["--experimental-enable-lease-checkpoint", "--experimental-lease-checkpoint-interval", "1500ms"]);
+  assert.deepEqual(on.leaseCheckpoint, { enabled: true, persist: false, intervalMs: 1500 });
+  assert.deepEqual(on.notices.map((n) => n.msg), ["Detected that checkpointing is enabled without persistence. Consider enabling experimental-enable-lease-checkpoint-persist"]);
+  const persisted = await parse(["--experimental-enable-lease-checkpoint=true", "--experimental-enable-lease-checkpoint-persist", "--experimental-lease-checkpoint-interval=0"]);
+  assert.deepEqual(persisted.leaseCheckpoint, { enabled: true, persist: true, intervalMs: 300_000 });
+  assert.deepEqual(persisted.notices, [], "acted on: no notice");
+  assert.deepEqual((await parse([], { KV_EXPERIMENTAL_ENABLE_LEASE_CHECKPOINT: "true", ETCD_EXPERIMENTAL_ENABLE_LEASE_CHECKPOINT_PERSIST: "true" })).leaseCheckpoint.persist, true);
+});
+
 test("an etcd flag kvctl does not act on is one warning, and the start goes on", async () => {
   const c = await parse(["--enable-pprof", "--experimental-backend-bbolt-freelist-type", "map", "--discovery-proxy", "http://p:1"]);
   assert.deepEqual(c.notices.map((n) => n.msg.split(":")[0]), ["--discovery-proxy", "--enable-pprof", "--experimental-backend-bbolt-freelist-type"]);

@@ -117,6 +117,14 @@ export interface ServerConfig {
   backendBatch: { intervalMs: number; limit: number };
   /** --experimental-warning-apply-duration in milliseconds: apply slower than this is logged. Wiring: apply loop. */
   warningApplyDurationMs: number;
+  /**
+   * --experimental-enable-lease-checkpoint: the leader puts each lease's remaining TTL
+   * through the log every `intervalMs` (kvctl's --experimental-lease-checkpoint-interval,
+   * etcd's fixed 5 min), so a new leader resumes it instead of granting the full TTL again.
+   * `persist` (--experimental-enable-lease-checkpoint-persist): the checkpoints are written to
+   * the lease table too and survive a restart. Wiring: lease-keeper.ts; bootstrap.ts v3DbOptions.
+   */
+  leaseCheckpoint: { enabled: boolean; persist: boolean; intervalMs: number };
   /** --unsafe-no-fsync. Wiring: WAL (kvctl fsyncs regardless until then). */
   unsafeNoFsync: boolean;
 }
@@ -262,8 +270,9 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "experimental-corrupt-check-time", type: "duration", default: "0s", describe: "Duration between cluster corruption check passes", notice: "kvctl runs no periodic cross-member corruption check" },
   { name: "experimental-enable-v2v3", type: "string", default: "", describe: "Serve v2 requests through the v3 backend under a given prefix (kvctl keeps a separate v2 store)", notice: "kvctl serves the v2 API from its own v2 store; --experimental-enable-v2v3 is ignored" },
   { name: "experimental-backend-bbolt-freelist-type", type: "string", default: "array", describe: "Freelist type of etcd's bbolt backend (kvctl's v3 backend is LMDB)", notice: "kvctl's v3 backend is LMDB, which has no freelist type to choose" },
-  { name: "experimental-enable-lease-checkpoint", type: "boolean", default: false, describe: "Leader sends regular lease checkpoints so remaining TTLs survive a leader change", notice: notYet("leases are not checkpointed") },
-  { name: "experimental-enable-lease-checkpoint-persist", type: "boolean", default: false, describe: "Persist lease checkpoints (needs --experimental-enable-lease-checkpoint)", notice: notYet("leases are not checkpointed") },
+  { name: "experimental-enable-lease-checkpoint", type: "boolean", default: false, describe: "Leader sends regular lease checkpoints so remaining TTLs survive a leader change" },
+  { name: "experimental-enable-lease-checkpoint-persist", type: "boolean", default: false, describe: "Persist lease checkpoints, so remaining TTLs also survive a restart (needs --experimental-enable-lease-checkpoint; etcd 3.4.23 accepts it but leaves it out of its --help)" },
+  { name: "experimental-lease-checkpoint-interval", type: "duration", default: "5m", describe: "Time between the checkpoints of a lease (kvctl's flag; etcd 3.4 fixes it at 5m; 0 or less: 5m)" },
   { name: "experimental-compaction-batch-limit", type: "number", default: 1000, describe: "Maximum revisions deleted in each compaction batch", notice: notYet("kvctl compacts with its own batch size") },
   { name: "experimental-peer-skip-client-san-verification", type: "boolean", default: false, describe: "Skip verification of the SAN field in peer client certificates (against the peer's address)" },
   { name: "experimental-watch-progress-notify-interval", type: "duration", default: "10m", describe: "Duration of periodic watch progress notifications to v3 watchers created with progress_notify (Go duration, at least 100ms; 0 or less keeps the default 10m, as in etcd 3.4)" },
@@ -597,6 +606,11 @@ export function buildConfig(v: Record<string, unknown>, explicit: ReadonlySet<st
       limit: goInt(label("backend-batch-limit"), str("backend-batch-limit")),
     },
     warningApplyDurationMs: durationMs(label("experimental-warning-apply-duration"), str("experimental-warning-apply-duration")),
+    leaseCheckpoint: {
+      enabled: parseBool(label("experimental-enable-lease-checkpoint"), str("experimental-enable-lease-checkpoint")),
+      persist: parseBool(label("experimental-enable-lease-checkpoint-persist"), str("experimental-enable-lease-checkpoint-persist")),
+      intervalMs: leaseCheckpointInterval(durationMs(label("experimental-lease-checkpoint-interval"), str("experimental-lease-checkpoint-interval"))),
+    },
     unsafeNoFsync: parseBool(label("unsafe-no-fsync"), str("unsafe-no-fsync")),
   };
   // The rest of etcd's flags: parsed for their type only (Go's flag package checks that much).
@@ -604,8 +618,7 @@ export function buildConfig(v: Record<string, unknown>, explicit: ReadonlySet<st
     if (f.type === "boolean" || f.type === "duration") checkFlagValue(f, str(f.name), label(f.name));
   }
   goInt(label("experimental-compaction-batch-limit"), str("experimental-compaction-batch-limit"));
-  const checkpoint = parseBool(label("experimental-enable-lease-checkpoint"), str("experimental-enable-lease-checkpoint"));
-  const persist = parseBool(label("experimental-enable-lease-checkpoint-persist"), str("experimental-enable-lease-checkpoint-persist"));
+  const { enabled: checkpoint, persist } = config.leaseCheckpoint;
   if (persist && !checkpoint) throw new ConfigError("setting experimental-enable-lease-checkpoint-persist requires experimental-enable-lease-checkpoint");
   if (checkpoint && !persist) notices.push({ level: "warn", msg: "Detected that checkpointing is enabled without persistence. Consider enabling experimental-enable-lease-checkpoint-persist" });
   // One line per etcd flag set that kvctl does not act on: what it does instead.
@@ -836,6 +849,13 @@ function watchProgressInterval(ms: number, notices: ConfigNotice[]): number {
   if (ms >= MIN_WATCH_PROGRESS_INTERVAL_MS) return ms;
   notices.push({ level: "warn", msg: "adjusting watch progress notify interval to minimum period", fields: { "min-watch-progress-notify-interval": "100ms" } });
   return MIN_WATCH_PROGRESS_INTERVAL_MS;
+}
+
+/** etcd's defaultLeaseCheckpointInterval, which its lessor also takes for a zero interval. */
+export const DEFAULT_LEASE_CHECKPOINT_INTERVAL_MS = 5 * 60 * 1000;
+
+function leaseCheckpointInterval(ms: number): number {
+  return ms > 0 ? ms : DEFAULT_LEASE_CHECKPOINT_INTERVAL_MS;
 }
 
 /** etcd's NewAuthStore: a cost outside bcrypt's 4..31 falls back to the default 10, with a warning. */

@@ -12,6 +12,12 @@
 //   grants of earlier terms are applied by then): every lease gets now + TTL + an election
 //   timeout (etcd's Promote), since its keepalives may have gone to the old leader or found
 //   none. Losing leadership forgets every deadline (etcd's Demote).
+// - With --experimental-enable-lease-checkpoint, the leader also proposes a LeaseCheckpoint
+//   of each lease's seconds left every checkpoint interval (at most 1000 leases per entry,
+//   as etcd's maxLeaseCheckpointBatchSize); every member applies it, and a new leader then
+//   starts the lease from there instead of from its full TTL. A keepalive of a lease with a
+//   checkpoint in effect first clears it through the log (and waits for that), so that a
+//   renewed lease is not cut short by an older checkpoint after a leader change.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { performance } from "node:perf_hooks";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
@@ -40,6 +46,10 @@ const PRIMARY_WAIT_MS = 1000;
 const EXPIRY_CHECK_MS = 100;
 /** etcd's leaseRevokeRate / 2: revocations proposed per check at most. */
 const REVOKES_PER_CHECK = 500;
+/** etcd's maxLeaseCheckpointBatchSize: leases per LeaseCheckpoint entry. */
+const CHECKPOINTS_PER_ENTRY = 1000;
+/** LeaseCheckpoint entries proposed per check at most (etcd: 500 per 500 ms). */
+const CHECKPOINT_ENTRIES_PER_CHECK = 100;
 /** etcd's lease.ErrLeaseNotFound text, answered by the peer endpoints with 404. */
 const LEASE_NOT_FOUND_TEXT = "lease not found";
 const NOT_PRIMARY_TEXT = "not a primary lessor";
@@ -51,7 +61,7 @@ export interface LeaseKeeperHost {
   readonly leaderId: number;
   readonly isLeader: boolean;
   readonly requestTimeoutMs: number;
-  readonly config: { readonly electionTimeout: number };
+  readonly config: { readonly electionTimeout: number; readonly leaseCheckpoint: { readonly enabled: boolean; readonly intervalMs: number } };
   readonly v3: V3KeySpace;
   readonly membership: Membership;
   readonly transport: { request(url: string, body: Uint8Array, timeoutMs: number): Promise<{ status: number; body: Buffer }> };
@@ -67,6 +77,8 @@ export class LeaseKeeper {
   readonly #host: LeaseKeeperHost;
   readonly #log: Logger;
   readonly #table: LeaseDeadlines;
+  /** --experimental-enable-lease-checkpoint (etcd: a checkpointer is set). */
+  readonly #checkpointing: boolean;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
   /** Resolvers of callers waiting for this leader to become primary. */
@@ -75,12 +87,17 @@ export class LeaseKeeper {
   constructor(host: LeaseKeeperHost, log: Logger, opts: { now?: () => number } = {}) {
     this.#host = host;
     this.#log = log;
+    const cp = host.config.leaseCheckpoint;
+    this.#checkpointing = cp.enabled;
     // A monotonic clock: deadlines never leave this member, and a wall-clock step must not expire leases.
-    this.#table = new LeaseDeadlines({ now: opts.now ?? (() => performance.now()) });
+    this.#table = new LeaseDeadlines({ now: opts.now ?? (() => performance.now()), ...(cp.enabled ? { checkpointIntervalMs: cp.intervalMs } : {}) });
   }
 
   start(): void {
-    this.#timer = setInterval(() => this.#expire(), EXPIRY_CHECK_MS);
+    this.#timer = setInterval(() => {
+      this.#expire();
+      this.#checkpoint();
+    }, EXPIRY_CHECK_MS);
     this.#timer.unref();
   }
 
@@ -94,7 +111,10 @@ export class LeaseKeeper {
   promote(): void {
     const leases = this.#host.v3.leases();
     this.#table.promote(leases, this.#host.config.electionTimeout);
-    if (leases.length > 0) this.#log.info("promoted to primary lessor: every lease refreshed", { leases: leases.length, extendMs: this.#host.config.electionTimeout });
+    if (leases.length > 0) {
+      const resumed = leases.reduce((n, l) => n + (l.remainingTtl !== undefined ? 1 : 0), 0);
+      this.#log.info("promoted to primary lessor: every lease refreshed", { leases: leases.length, fromCheckpoint: resumed, extendMs: this.#host.config.electionTimeout });
+    }
     this.#wakePrimaryWaiters();
   }
 
@@ -105,25 +125,40 @@ export class LeaseKeeper {
     this.#wakePrimaryWaiters();
   }
 
-  /** Told of every applied v3 operation: grants start a deadline, revocations end one. */
+  /** Told of every applied v3 operation: grants start a deadline, revocations end one, checkpoints schedule the next. */
   applied(op: V3Op, result: ApplyResult): void {
     if (op.k === "leaseGrant") {
       const r = result.ok ? (result.v3 as LeaseGrantResponse | undefined) : undefined;
       if (r !== undefined) this.#table.granted(r.id, r.ttl);
     } else if (op.k === "leaseRevoke") {
       this.#table.revoked(op.id);
+    } else if (op.k === "leaseCheckpoint" && result.ok) {
+      for (const c of op.cps) this.#table.checkpointed(c.id, c.remainingTtl);
     }
   }
 
   /** A keepalive from a client of this member: the granted TTL, or undefined for a lease that is gone. */
   async renew(id: LeaseId): Promise<number | undefined> {
     return this.#leaderCall(
-      async () => {
-        const r = this.#table.renew(id);
-        return "ttl" in r ? r.ttl : undefined;
-      },
+      () => this.#renewLocal(id),
       (url, timeoutMs) => this.#forwardRenew(url, id, timeoutMs),
     );
+  }
+
+  /**
+   * etcd's Renew on the primary: the lease lives its TTL from now. A checkpoint in effect
+   * is cleared through the log before the answer (etcd waits for that entry too), or a
+   * new leader would start the renewed lease from the older, shorter remaining TTL.
+   */
+  async #renewLocal(id: LeaseId): Promise<number | undefined> {
+    const r = this.#table.renew(id);
+    if (!("ttl" in r)) return undefined;
+    if (this.#checkpointing && (this.#host.v3.leaseRemainingTtl(id) ?? 0) > 0) {
+      const op: V3Op = { k: "leaseCheckpoint", cps: [{ id, remainingTtl: 0 }] };
+      // As etcd: a clear that fails (leadership lost meanwhile) does not fail the keepalive.
+      await this.#host.propose({ t: "v3", time: Date.now(), op }).catch((err: unknown) => this.#log.debug("failed to clear a lease checkpoint", { leaseId: id.toString(16), error: String(err) }));
+    }
+    return r.ttl;
   }
 
   /** LeaseTimeToLive as the leader sees it; undefined for a lease that does not exist. */
@@ -180,9 +215,9 @@ export class LeaseKeeper {
       return this.#host.isLeader ? { status: 408, body: APPLY_TIMEOUT_TEXT } : { status: 400, body: NOT_PRIMARY_TEXT };
     }
     if (path === PEER_LEASE_PATH) {
-      const r = this.#table.renew(id);
-      if (!("ttl" in r)) return { status: 404, body: LEASE_NOT_FOUND_TEXT };
-      return { status: 200, body: toBinary(LeaseKeepAliveResponseSchema, create(LeaseKeepAliveResponseSchema, { ID: id, TTL: BigInt(r.ttl) })) };
+      const ttl = await this.#renewLocal(id);
+      if (ttl === undefined) return { status: 404, body: LEASE_NOT_FOUND_TEXT };
+      return { status: 200, body: toBinary(LeaseKeepAliveResponseSchema, create(LeaseKeepAliveResponseSchema, { ID: id, TTL: BigInt(ttl) })) };
     }
     const t = this.#localTimeToLive(id, keys);
     if (t === undefined) return { status: 404, body: LEASE_NOT_FOUND_TEXT };
@@ -306,6 +341,32 @@ export class LeaseKeeper {
         // Not applied (leadership lost, timeout): the table offers it again after the retry interval.
         (err: unknown) => this.#log.warn("failed to revoke an expired lease", { leaseId: id.toString(16), error: String(err) }),
       );
+    }
+  }
+
+  /**
+   * The leader proposes the lease checkpoints that are due (etcd's checkpointScheduledLeases):
+   * up to 1000 leases per entry. A checkpoint that is not applied is due again an interval later.
+   */
+  #checkpoint(): void {
+    if (!this.#checkpointing || !this.#host.isLeader || !this.#table.primary) return;
+    const next = this.#table.nextCheckpoint();
+    if (next === undefined || next > performance.now()) return;
+    for (let i = 0; i < CHECKPOINT_ENTRIES_PER_CHECK; i++) {
+      const cps = this.#table.dueCheckpoints(CHECKPOINTS_PER_ENTRY);
+      if (cps.length === 0) break;
+      const op: V3Op = { k: "leaseCheckpoint", cps };
+      const lost = (why: string): void => {
+        this.#log.warn("failed to checkpoint leases", { leases: cps.length, error: why });
+        this.#table.checkpointsLost(cps.map((c) => c.id));
+      };
+      this.#host.propose({ t: "v3", time: Date.now(), op }).then(
+        (r) => {
+          if (!r.ok) lost(r.error.message);
+        },
+        (err: unknown) => lost(String(err)),
+      );
+      if (cps.length < CHECKPOINTS_PER_ENTRY) break;
     }
   }
 }

@@ -13,6 +13,11 @@ export type V3Op =
   | { k: "leaseGrant"; id: LeaseId; ttl: number }
   | { k: "leaseRevoke"; id: LeaseId }
   /**
+   * etcd's LeaseCheckpointRequest: the leader's view of each lease's seconds left
+   * (--experimental-enable-lease-checkpoint); 0 clears a lease's checkpoint.
+   */
+  | { k: "leaseCheckpoint"; cps: { id: LeaseId; remainingTtl: number }[] }
+  /**
    * Older logs only: a keepalive through the log, and a new leader's extension of every
    * lease. Keepalives and promotion now live in the leader's memory (lease-keeper.ts); these
    * are never proposed, and applied as before when an old log is replayed.

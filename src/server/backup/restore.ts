@@ -57,7 +57,7 @@ export async function restoreBackup(o: RestoreOptions): Promise<RestoreResult> {
         if (s.type === SECTION.HEADER) header = parseHeader(s.payload);
         else if (s.type === SECTION.IMAGE) image.push(s.payload);
         else if (s.type === SECTION.RECORDS) yield* recordsOf(s.payload);
-        else if (s.type === SECTION.LEASES) leases = (JSON.parse(s.payload.toString()) as { id: string; ttl: number; expiry: number }[]).map((l) => ({ id: BigInt(l.id), ttl: l.ttl, expiry: l.expiry }));
+        else if (s.type === SECTION.LEASES) leases = (JSON.parse(s.payload.toString()) as { id: string; ttl: number; expiry: number; remainingTtl?: number }[]).map(leaseOf);
         else if (s.type === SECTION.ALARMS) alarms = JSON.parse(s.payload.toString()) as AlarmMember[];
       }
     };
@@ -87,4 +87,10 @@ export async function restoreBackup(o: RestoreOptions): Promise<RestoreResult> {
     await wal.close();
   }
   return { memberId: me.id, clusterId: membership.clusterId, index, header: h };
+}
+
+function leaseOf(l: { id: string; ttl: number; expiry: number; remainingTtl?: number }): LeaseRecord {
+  const r: LeaseRecord = { id: BigInt(l.id), ttl: l.ttl, expiry: l.expiry };
+  if (typeof l.remainingTtl === "number" && l.remainingTtl > 0) r.remainingTtl = l.remainingTtl;
+  return r;
 }

@@ -60,7 +60,8 @@ export async function writeBackupBody(path: string, parts: BackupParts): Promise
       batchBytes += entry.length;
     }
     if (batch.length > 0) await section(SECTION.RECORDS, Buffer.concat(batch, batchBytes));
-    const leases = parts.leases.map((l) => ({ id: l.id.toString(), ttl: l.ttl, expiry: l.expiry }));
+    // A persisted lease checkpoint travels too, as etcd's lease bucket carries it.
+    const leases = parts.leases.map((l) => ({ id: l.id.toString(), ttl: l.ttl, expiry: l.expiry, ...(l.remainingTtl === undefined ? {} : { remainingTtl: l.remainingTtl }) }));
     await section(SECTION.LEASES, Buffer.from(JSON.stringify(leases)));
     await section(SECTION.ALARMS, Buffer.from(JSON.stringify(parts.alarms)));
     await section(SECTION.END, Buffer.alloc(0));

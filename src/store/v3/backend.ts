@@ -16,6 +16,8 @@ export interface LeaseRecord {
   ttl: number;
   /** ms since the epoch, from the entry that granted or renewed it. */
   expiry: number;
+  /** The last checkpoint's seconds left (see LeaseStatus); absent: none. */
+  remainingTtl?: number;
 }
 
 export interface MvccBackend extends ValueSource {
@@ -30,6 +32,12 @@ export interface MvccBackend extends ValueSource {
   /** The compaction point moved (etcd keeps it in its meta bucket). */
   setCompactRevision(rev: number): void;
   putLease(l: LeaseRecord): void;
+  /**
+   * A lease checkpoint changed `l.remainingTtl`. Whether it is written is the backend's
+   * choice (--experimental-enable-lease-checkpoint-persist): etcd 3.4 keeps it in memory
+   * only, so a restart finds the lease as its grant wrote it.
+   */
+  checkpointLease(l: LeaseRecord): void;
   removeLease(id: LeaseId): void;
   putAlarm(a: AlarmMember): void;
   removeAlarm(a: AlarmMember): void;

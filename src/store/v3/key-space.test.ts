@@ -139,6 +139,29 @@ test("leasePromote gives every lease its full TTL plus the extension", () => {
   assert.deepEqual(ks.expireLeases(T0 + 19_999).revoked, []);
 });
 
+test("a lease checkpoint sets the remaining TTL a new leader starts from; 0 clears it; unknown leases are skipped", () => {
+  const ks = new V3KeySpace();
+  ks.leaseGrant({ id: 1n, ttl: 60 }, T0);
+  ks.leaseGrant({ id: 2n, ttl: 30 }, T0);
+  const hash = ks.hash();
+  assert.deepEqual(ks.leaseCheckpoint([{ id: 1n, remainingTtl: 42 }, { id: 3n, remainingTtl: 7 }, { id: 2n, remainingTtl: 9 }]), { revision: 1 });
+  assert.equal(ks.revision, 1, "a checkpoint takes no revision");
+  assert.deepEqual(ks.leases(), [
+    { id: 1n, ttl: 60, expiry: T0 + 60_000, remainingTtl: 42 },
+    { id: 2n, ttl: 30, expiry: T0 + 30_000, remainingTtl: 9 },
+  ]);
+  assert.equal(ks.leaseRemainingTtl(1n), 42);
+  assert.equal(ks.leaseRemainingTtl(3n), undefined);
+  assert.equal(ks.timeToLive(1n, T0 + 1000)?.grantedTtl, 60, "the granted TTL stays");
+  assert.equal(ks.hash(), hash, "checkpoints are not part of the hash (they need not survive a restart)");
+  ks.leaseCheckpoint([{ id: 1n, remainingTtl: 0 }, { id: 2n, remainingTtl: -5 }]);
+  assert.deepEqual(ks.leases(), [
+    { id: 1n, ttl: 60, expiry: T0 + 60_000 },
+    { id: 2n, ttl: 30, expiry: T0 + 30_000 },
+  ]);
+  assert.equal(ks.leaseRemainingTtl(1n), 0);
+});
+
 test("key space image round trip keeps leases, attachments and hash", () => {
   const ks = new V3KeySpace();
   ks.leaseGrant({ id: 7n, ttl: 60 }, T0);

@@ -186,6 +186,20 @@ export class V3KeySpace {
   }
 
   /**
+   * etcd's LeaseCheckpoint apply: each lease's remaining TTL as the leader saw it (0 clears
+   * it); leases that no longer exist are skipped. Answers the current revision.
+   */
+  leaseCheckpoint(checkpoints: readonly { id: LeaseId; remainingTtl: number }[]): { revision: number } {
+    for (const c of checkpoints) this.#lessor.checkpoint(c.id, c.remainingTtl);
+    return { revision: this.#store.revision };
+  }
+
+  /** The last checkpoint's seconds left (0: none in effect); undefined for an unknown lease. */
+  leaseRemainingTtl(id: LeaseId): number | undefined {
+    return this.#lessor.remainingTtl(id);
+  }
+
+  /**
    * Revokes every lease due at `now` (expiry <= now), by id; each revocation that deleted
    * keys is one revision with its events. Older logs' SYNC entries only: the leader now
    * proposes a revocation of each expired lease itself.
@@ -239,7 +253,11 @@ export class V3KeySpace {
     return ks;
   }
 
-  /** A digest of the key space (see MvccStore.hash) and every lease with its expiry. */
+  /**
+   * A digest of the key space (see MvccStore.hash) and every lease with its expiry. Lease
+   * checkpoints are left out: without --experimental-enable-lease-checkpoint-persist they
+   * do not survive a restart, so members that applied the same entries may differ there.
+   */
   hash(): string {
     const h = createHash("sha256");
     h.update(`kvctl-v3/1 ${this.#store.hash()}\n`);

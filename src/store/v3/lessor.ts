@@ -5,6 +5,10 @@
 // grant) is replicated state for older logs, whose keepalives (`renew`), promotions
 // (`refreshAll`) and SYNC expiries (`expired`) went through the log and replay as before.
 //
+// A lease checkpoint (etcd's LeaseCheckpoint, --experimental-enable-lease-checkpoint) sets
+// a lease's remaining TTL as the leader saw it; a new leader starts the lease from that
+// instead of its full TTL. 0 clears it (a keepalive gave the lease its full TTL again).
+//
 // Which keys use a lease is not part of the image: it follows from the live keys of the
 // store and is rebuilt on restore.
 
@@ -28,6 +32,8 @@ interface Lease {
   readonly ttl: number;
   /** ms since the epoch; the lease is due when expiry <= now. */
   expiry: number;
+  /** Seconds left at the last checkpoint; 0: none in effect. */
+  remainingTtl: number;
   readonly keys: Set<KeyId>;
 }
 
@@ -52,7 +58,7 @@ export interface LessorImage {
 }
 
 /** The part of the backend the lessor writes to. */
-export type LeaseSink = Pick<MvccBackend, "putLease" | "removeLease">;
+export type LeaseSink = Pick<MvccBackend, "putLease" | "checkpointLease" | "removeLease">;
 
 export class Lessor implements LeaseHooks {
   #leases = new Map<LeaseId, Lease>();
@@ -68,7 +74,7 @@ export class Lessor implements LeaseHooks {
     const lessor = new Lessor(opts);
     for (const l of leases) {
       if (l.id === NO_LEASE || lessor.#leases.has(l.id)) throw new Error(`Cannot restore leases: bad lease id ${l.id}`);
-      const lease: Lease = { id: l.id, ttl: l.ttl, expiry: l.expiry, keys: new Set() };
+      const lease: Lease = { id: l.id, ttl: l.ttl, expiry: l.expiry, remainingTtl: l.remainingTtl ?? 0, keys: new Set() };
       lessor.#leases.set(l.id, lease);
       lessor.#byExpiry.set({ expiry: lease.expiry, id: l.id }, lease);
     }
@@ -86,7 +92,7 @@ export class Lessor implements LeaseHooks {
     if (ttl > MAX_LEASE_TTL) throw V3Errors.leaseTTLTooLarge();
     if (this.#leases.has(id)) throw V3Errors.leaseExist();
     const granted = Math.max(MIN_LEASE_TTL, Math.trunc(ttl));
-    const lease: Lease = { id, ttl: granted, expiry: now + granted * 1000, keys: new Set() };
+    const lease: Lease = { id, ttl: granted, expiry: now + granted * 1000, remainingTtl: 0, keys: new Set() };
     this.#leases.set(id, lease);
     this.#byExpiry.set({ expiry: lease.expiry, id }, lease);
     this.#sink?.putLease(status(lease));
@@ -114,6 +120,22 @@ export class Lessor implements LeaseHooks {
    */
   refreshAll(now: number, opts: { extendMs: number }): void {
     for (const lease of [...this.#leases.values()]) this.#moveExpiry(lease, now + opts.extendMs + lease.ttl * 1000);
+  }
+
+  /**
+   * etcd's Checkpoint: the lease had `remainingTtl` seconds left when the leader looked (0:
+   * its full TTL again). An unknown lease is skipped, as in etcd (revoked meanwhile).
+   */
+  checkpoint(id: LeaseId, remainingTtl: number): void {
+    const lease = this.#leases.get(id);
+    if (lease === undefined) return;
+    lease.remainingTtl = Number.isSafeInteger(remainingTtl) && remainingTtl > 0 ? remainingTtl : 0;
+    this.#sink?.checkpointLease(status(lease));
+  }
+
+  /** The last checkpoint's seconds left (0: none in effect); undefined for an unknown lease. */
+  remainingTtl(id: LeaseId): number | undefined {
+    return this.#leases.get(id)?.remainingTtl;
   }
 
   /** Seconds left (truncated, never below 0) and the granted TTL; undefined for an unknown lease. */
@@ -191,7 +213,7 @@ export class Lessor implements LeaseHooks {
       }
       const id = BigInt(l.id);
       if (id === NO_LEASE || lessor.#leases.has(id)) throw new Error(`Cannot restore lessor image: bad lease id ${l.id}`);
-      const lease: Lease = { id, ttl: l.ttl, expiry: l.expiry, keys: new Set() };
+      const lease: Lease = { id, ttl: l.ttl, expiry: l.expiry, remainingTtl: 0, keys: new Set() };
       lessor.#leases.set(id, lease);
       lessor.#byExpiry.set({ expiry: lease.expiry, id }, lease);
     }
@@ -211,5 +233,7 @@ export class Lessor implements LeaseHooks {
 }
 
 function status(lease: Lease): LeaseStatus {
-  return { id: lease.id, ttl: lease.ttl, expiry: lease.expiry };
+  const s: LeaseStatus = { id: lease.id, ttl: lease.ttl, expiry: lease.expiry };
+  if (lease.remainingTtl > 0) s.remainingTtl = lease.remainingTtl;
+  return s;
 }

@@ -193,4 +193,10 @@ export interface LeaseStatus {
   id: LeaseId;
   ttl: number;
   expiry: number;
+  /**
+   * Seconds left at the last lease checkpoint (etcd's remainingTTL, --experimental-enable-
+   * lease-checkpoint); absent when none is in effect (etcd's 0): a new leader gives the
+   * lease this instead of its full TTL.
+   */
+  remainingTtl?: number;
 }

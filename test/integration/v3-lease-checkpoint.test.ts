@@ -1,0 +1,120 @@
+// Lease checkpoints (--experimental-enable-lease-checkpoint) on three real members: the
+// leader puts each lease's remaining TTL through the log, so after the leader is killed the
+// new one resumes the lease from there instead of granting its full TTL again, which is
+// what happens without the flag (etcd 3.4's default, beside it here). A keepalive clears
+// the checkpoint; with -persist the remaining TTL also survives a restart of every member.
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { startCluster, healthy, type ClusterMember, type TestCluster } from "../helpers/cluster.ts";
+import { until } from "../helpers/http.ts";
+
+const clusters: TestCluster[] = [];
+after(async () => {
+  for (const c of clusters) await c.stop();
+});
+
+const ELECTION_MS = 500;
+const TTL = 20;
+const timing = ["--heartbeat-interval", "50", "--election-timeout", String(ELECTION_MS)];
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+async function post(url: string, path: string, body: unknown): Promise<Record<string, unknown>> {
+  const r = await fetch(url + path, { method: "POST", body: JSON.stringify(body), signal: AbortSignal.timeout(15_000) });
+  const text = await r.text();
+  assert.equal(r.status, 200, `${path}: ${text}`);
+  return JSON.parse(text) as Record<string, unknown>;
+}
+
+async function grant(m: ClusterMember, ttl: number): Promise<string> {
+  return (await post(m.clientUrl, "/v3/lease/grant", { TTL: ttl }))["ID"] as string;
+}
+
+async function timeToLive(m: ClusterMember, id: string): Promise<number> {
+  return Number((await post(m.clientUrl, "/v3/lease/timetolive", { ID: id }))["TTL"]);
+}
+
+async function keepAlive(m: ClusterMember, id: string): Promise<string | undefined> {
+  const r = await fetch(m.clientUrl + "/v3/lease/keepalive", { method: "POST", body: JSON.stringify({ ID: id }), signal: AbortSignal.timeout(20_000) });
+  const line = (await r.text()).trim().split("\n")[0] ?? "";
+  return (JSON.parse(line) as { result?: { TTL?: string } }).result?.TTL;
+}
+
+async function start(flags: string[]): Promise<TestCluster> {
+  const c = await startCluster(3, [...timing, ...flags]);
+  clusters.push(c);
+  return c;
+}
+
+async function leaderOf(c: TestCluster): Promise<ClusterMember> {
+  let leader: ClusterMember | undefined;
+  await until(async () => (leader = await c.leader()) !== undefined, 15_000, "a leader");
+  return leader!;
+}
+
+/** Kills the leader and waits for the next; answers the new leader and the killed member. */
+async function killLeader(c: TestCluster): Promise<{ leader: ClusterMember; killed: ClusterMember }> {
+  const killed = await leaderOf(c);
+  await c.kill(killed, "SIGKILL");
+  let leader: ClusterMember | undefined;
+  await until(async () => (leader = await c.leader()) !== undefined && leader !== killed, 15_000, "a new leader");
+  return { leader: leader!, killed };
+}
+
+test("with lease checkpoints, a new leader resumes a lease from its remaining TTL", { timeout: 180_000 }, async (t) => {
+  const c = await start(["--experimental-enable-lease-checkpoint", "--experimental-enable-lease-checkpoint-persist", "--experimental-lease-checkpoint-interval", "1s"]);
+  let leader = await leaderOf(c);
+  const id = await grant(leader, TTL);
+  const granted = Date.now();
+
+  await t.test("the leader's death does not give the lease its full TTL again", async () => {
+    await sleep(4500);
+    const killed = await killLeader(c);
+    leader = killed.leader;
+    const ttl = await timeToLive(leader, id);
+    const left = TTL - (Date.now() - granted) / 1000;
+    // The last checkpoint is at most an interval (1 s) old and rounded up (1 s); the new
+    // leader adds an election timeout.
+    assert.ok(ttl <= TTL - 3, `resumed with ${ttl} s, not the full ${TTL}`);
+    assert.ok(ttl >= left - 1 && ttl <= left + 2 + ELECTION_MS / 1000, `TTL ${ttl} s with ${left.toFixed(1)} s left by the clock`);
+    await c.start(killed.killed);
+    assert.ok(await healthy(killed.killed.clientUrl, 20_000), "the killed member back");
+  });
+
+  await t.test("a keepalive clears the checkpoint: a leader change right after it keeps the full TTL", async () => {
+    assert.equal(await keepAlive(c.members.find((m) => m !== leader)!, id), String(TTL), "forwarded to the leader");
+    const killed = await killLeader(c);
+    leader = killed.leader;
+    const ttl = await timeToLive(leader, id);
+    assert.ok(ttl >= TTL - 1, `TTL ${ttl} s after the keepalive and a leader change (the older checkpoint had less)`);
+    await c.start(killed.killed);
+    assert.ok(await healthy(killed.killed.clientUrl, 20_000), "the killed member back");
+  });
+
+  await t.test("persisted: after every member restarts, the lease resumes from its last checkpoint", async () => {
+    await sleep(3000);
+    const before = await timeToLive(leader, id);
+    assert.ok(before <= TTL - 2, `${before} s left before the restart`);
+    // A write after the checkpoints moves the database's consistent index past them: the
+    // restart finds them in the lease table, not by replaying the WAL.
+    await post(leader.clientUrl, "/v3/kv/put", { key: Buffer.from("after").toString("base64"), value: "" });
+    await sleep(500);
+    await Promise.all(c.members.map((m) => c.kill(m, "SIGKILL")));
+    for (const m of c.members) await c.start(m);
+    for (const m of c.members) assert.ok(await healthy(m.clientUrl, 20_000), `${m.name} back`);
+    leader = await leaderOf(c);
+    const ttl = await timeToLive(leader, id);
+    assert.ok(ttl <= before + 1 + ELECTION_MS / 1000, `TTL ${ttl} s after the restart, ${before} s before it (full: ${TTL})`);
+    assert.ok(ttl >= before - 3, `TTL ${ttl} s after the restart, ${before} s before it`);
+  });
+});
+
+test("without lease checkpoints (etcd 3.4's default), a new leader gives the lease its full TTL again", { timeout: 120_000 }, async () => {
+  const c = await start([]);
+  const leader = await leaderOf(c);
+  const id = await grant(leader, TTL);
+  await sleep(4500);
+  assert.ok((await timeToLive(leader, id)) <= TTL - 4);
+  const { leader: next } = await killLeader(c);
+  const ttl = await timeToLive(next, id);
+  assert.ok(ttl >= TTL - 1, `TTL ${ttl} s: refreshed to the full ${TTL}`);
+});
