@@ -165,7 +165,7 @@ test("compaction removes the records no revision can read any more, and defragme
   const before = db.sizes();
   ks.compact(ks.revision);
   db.commit(2);
-  await db.flushed();
+  await db.compactionFinished(ks.revision);
   const compacted = db.sizes();
   assert.ok(compacted.inUse < before.inUse / 10, `in use ${before.inUse} -> ${compacted.inUse}`);
   await db.defragment();
@@ -242,3 +242,120 @@ test("lease checkpoints reach the file only with persistLeaseCheckpoints, and co
   assert.deepEqual(await remaining(true), [17, 0, 2, 17], "persisted: a restart resumes from the checkpoint, and a backup carries it");
   assert.deepEqual(await remaining(false), [0, 0, 1, undefined], "etcd 3.4's default: checkpoints live in memory, and write nothing");
 });
+
+/** Every record key in the file and its meta, as a reader sees the last commit. */
+function fileState(db: MvccDb): { records: string[]; meta: unknown } {
+  const r = db.reader();
+  try {
+    return { records: [...r.records()].map(([k]) => { const { main, sub } = parseRevisionKey(k); return `${main}.${sub}`; }), meta: r.meta };
+  } finally {
+    r.done();
+  }
+}
+
+/**
+ * 100 keys put 3 times each (revisions 2..301), k000..k007 deleted (302..309), compacted at
+ * 308: k000..k005 lose all 4 records, k006 its puts (its delete is at 308), k007 and the
+ * other 92 keys their first 2 puts: 213 records dropped, 95 kept.
+ */
+function compactionHistory(ks: V3KeySpace, db: MvccDb): number {
+  for (let round = 0; round < 3; round++) for (let i = 0; i < 100; i++) ks.put(put(`k${String(i).padStart(3, "0")}`, `v${round}`));
+  for (let i = 0; i < 8; i++) ks.deleteRange({ key: Buffer.from(`k${String(i).padStart(3, "0")}`), rangeEnd: Buffer.alloc(0), prevKv: false });
+  db.commit(1);
+  ks.compact(ks.revision - 1);
+  db.commit(2);
+  return ks.revision - 1;
+}
+
+test("a compaction's records go in batches of the limit, each its own commit, with the same result as one batch", async () => {
+  const results: { records: string[]; meta: unknown }[] = [];
+  for (const limit of [30, 100_000]) {
+    const db = MvccDb.open({ path: fresh(), compactionBatchLimit: limit });
+    const ks = new V3KeySpace({ backend: db });
+    const rev = compactionHistory(ks, db);
+    const dropped = 213;
+    await db.compactionFinished(rev);
+    assert.deepEqual(db.compactionStats, { batches: Math.ceil(dropped / limit), deleted: dropped, pending: 0, limit });
+    await db.flushed();
+    results.push(fileState(db));
+    await db.close();
+  }
+  assert.deepEqual(results[0], results[1], "batched and unbatched leave the same file");
+  assert.equal(results[0]!.records.length, 95);
+});
+
+test("between two compaction batches the member goes on: writes commit and reads see them", async () => {
+  const db = MvccDb.open({ path: fresh(), compactionBatchLimit: 10 });
+  const ks = new V3KeySpace({ backend: db });
+  const rev = compactionHistory(ks, db);
+  let done = false;
+  const finished = db.compactionFinished(rev).then(() => (done = true));
+  let writesDuring = 0;
+  for (let i = 0; !done; i++) {
+    ks.put(put(`during${i}`, "x"));
+    await db.commit(10 + i);
+    if (!done && db.compactionStats.batches > 0) writesDuring++;
+    assert.equal(ks.range({ ...all, key: Buffer.from(`during${i}`), rangeEnd: Buffer.alloc(0) }).kvs[0]?.value.toString(), "x");
+  }
+  await finished;
+  assert.equal(db.compactionStats.batches, 22);
+  assert.ok(writesDuring >= 5, `${writesDuring} writes committed between the batches`);
+  await db.close();
+});
+
+test("a restart during a compaction's batches compacts again and ends with the file an unbroken compaction leaves", async () => {
+  const want = MvccDb.open({ path: fresh() });
+  const wantKs = new V3KeySpace({ backend: want });
+  const rev = compactionHistory(wantKs, want);
+  await want.compactionFinished(rev);
+  await want.flushed();
+  const wantFile = fileState(want);
+  const wantRange = rangeAll(wantKs);
+  await want.close();
+
+  const path = fresh();
+  const db = MvccDb.open({ path, compactionBatchLimit: 20 });
+  compactionHistory(new V3KeySpace({ backend: db }), db);
+  await until(() => db.compactionStats.batches >= 3, 5000, "three batches");
+  await db.close(); // the rest is not deleted: as after a crash between two batches
+  assert.ok(db.compactionStats.deleted < 213, `${db.compactionStats.deleted} deleted before the stop`);
+
+  const again = MvccDb.open({ path, compactionBatchLimit: 20 });
+  const loaded = again.load();
+  assert.equal(loaded.compactionPending, true);
+  const ks = V3KeySpace.restore(loaded, again);
+  assert.deepEqual(rangeAll(ks), wantRange, "the index is compacted again before any batch");
+  assert.throws(() => ks.range({ ...all, key: Buffer.from([0]), revision: rev - 1 }), /compacted/);
+  await again.compactionFinished(rev);
+  await again.flushed();
+  assert.deepEqual(fileState(again), wantFile);
+  await again.close();
+
+  const third = MvccDb.open({ path });
+  assert.equal(third.load().compactionPending, false, "finished: nothing to do at the next start");
+  await third.close();
+});
+
+test("a defragmentation during a compaction's batches holds them, and none is lost with the old file", async () => {
+  const db = MvccDb.open({ path: fresh(), compactionBatchLimit: 10 });
+  const ks = new V3KeySpace({ backend: db });
+  const rev = compactionHistory(ks, db);
+  await until(() => db.compactionStats.batches >= 2, 5000, "two batches");
+  const defrag = db.defragment();
+  const atStart = db.compactionStats.batches;
+  await defrag;
+  assert.ok(db.compactionStats.batches <= atStart + 1, "at most the batch in flight went on during the copy");
+  await db.compactionFinished(rev);
+  await db.flushed();
+  assert.equal(fileState(db).records.length, 95);
+  assert.equal(rangeAll(ks).length, 92);
+  await db.close();
+});
+
+async function until(pred: () => boolean, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!pred()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setImmediate(r));
+  }
+}

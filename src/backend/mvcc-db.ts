@@ -12,6 +12,15 @@
 //   thread. A record's value stays in memory here (and is read from here) until its
 //   transaction committed; then reads go to the file. The WAL is the durability point:
 //   nothing here is awaited before a client is answered.
+// - A compaction commits its point (meta.compactRevision, etcd's scheduledCompactRev) with
+//   its entry; its records are deleted afterwards in transactions of their own, at most
+//   --experimental-compaction-batch-limit each (compactions.ts), and the last one writes
+//   the finished revision (etcd's finishedCompactRev). A file whose finished revision is
+//   below its compaction point is loaded with `compactionPending`: the store compacts its
+//   index again and the deletions start over. A file without a finished revision never
+//   had a compaction in batches (they were one transaction): its compaction is finished.
+// - The queue holds whole entries' writes between two turns of the event loop (apply and
+//   commit() run in one turn), so a compaction batch may hand them over with its own.
 import { createRequire } from "node:module";
 import { mkdirSync, statSync } from "node:fs";
 import { rename, rm } from "node:fs/promises";
@@ -22,6 +31,7 @@ import type { StoredRecord } from "../store/v3/key-index.ts";
 import type { LeaseId } from "../store/v3/types.ts";
 import type { AlarmMember } from "../store/v3/alarms.ts";
 import { encodeRecord, parseRevisionKey, recordValue, revisionKey, revisionOf, decodeRecordHead, type RecordHead } from "./record-codec.ts";
+import { Compactions } from "./compactions.ts";
 
 // lmdb ships CommonJS too: require() skips Node's ESM export scan of it (start-up).
 const require = createRequire(import.meta.url);
@@ -36,6 +46,8 @@ interface Meta {
 const META_KEY = "meta";
 /** A counter rewritten by flushed() (see there); nothing reads it. */
 const SYNC_KEY = "sync";
+/** The last compaction whose records are all deleted (etcd's finishedCompactRev). */
+const FINISHED_COMPACT_KEY = "finishedCompact";
 /**
  * The address space mapped for the file up front (etcd maps 10 GiB for bbolt): lmdb-js
  * otherwise starts at 128 KiB and maps the file again at twice the size whenever it fills,
@@ -62,6 +74,8 @@ export interface MvccDbOptions {
    * then keeps each lease's remaining TTL. Without it they live in memory only, as in etcd 3.4.
    */
   persistLeaseCheckpoints?: boolean;
+  /** Records a compaction deletes per transaction (--experimental-compaction-batch-limit; 0 or less: 1000). */
+  compactionBatchLimit?: number;
 }
 
 /** A lease's row in the lease table (older files have no remainingTtl). */
@@ -114,8 +128,13 @@ export class MvccDb implements MvccBackend {
   #heads!: Database<RecordHead, Buffer>;
   #leases!: Database<LeaseRow, Buffer>;
   #meta!: Database<Meta, string>;
-  /** The meta table again, for the counter flushed() writes. */
+  /** The meta table again, for the counter flushed() writes and the finished compaction. */
   #syncMark!: Database<number, string>;
+  /** The revision whose compaction's records are all deleted (-1: none). */
+  #finishedCompact = -1;
+  /** Whether the file has (or the queue holds) FINISHED_COMPACT_KEY. */
+  #finishedRecorded = false;
+  readonly #compactions: Compactions;
   #syncs = 0;
   /** Commits whose meta page may not be on disk yet (made since the last flushed()). */
   #unsynced = 0;
@@ -146,14 +165,15 @@ export class MvccDb implements MvccBackend {
   /** The file's size as of the last commit (the quota check reads it on every write). */
   #size = 0;
 
-  private constructor(path: string, commitDelayMs: number, persistLeaseCheckpoints: boolean) {
-    this.path = path;
-    this.#commitDelayMs = commitDelayMs;
-    this.#persistLeaseCheckpoints = persistLeaseCheckpoints;
+  private constructor(opts: MvccDbOptions) {
+    this.path = opts.path;
+    this.#commitDelayMs = opts.commitDelayMs ?? 0;
+    this.#persistLeaseCheckpoints = opts.persistLeaseCheckpoints ?? false;
+    this.#compactions = new Compactions({ ...(opts.compactionBatchLimit === undefined ? {} : { limit: opts.compactionBatchLimit }), write: (batch, finished) => this.#deleteCompacted(batch, finished) });
   }
 
   static open(opts: MvccDbOptions): MvccDb {
-    const db = new MvccDb(opts.path, opts.commitDelayMs ?? 0, opts.persistLeaseCheckpoints ?? false);
+    const db = new MvccDb(opts);
     db.#openEnv();
     return db;
   }
@@ -172,6 +192,10 @@ export class MvccDb implements MvccBackend {
     this.#syncMark = this.#env.openDB<number, string>({ name: "meta", encoding: "msgpack", keyEncoding: "ordered-binary", cache: false });
     const meta = this.#meta.get(META_KEY);
     if (meta !== undefined) this.#state = { ...meta };
+    const finished = this.#syncMark.get(FINISHED_COMPACT_KEY);
+    this.#finishedRecorded = finished !== undefined;
+    this.#finishedCompact = finished ?? this.#state.compactRevision;
+    this.#compactions.recorded(this.#state.compactRevision);
     this.#size = fileSize(this.path);
   }
 
@@ -188,6 +212,7 @@ export class MvccDb implements MvccBackend {
     return {
       revision: this.#state.revision,
       compactRevision: this.#state.compactRevision,
+      compactionPending: this.#finishedCompact < this.#state.compactRevision,
       records: {
         *[Symbol.iterator]() {
           for (const { key, value } of heads.getRange({})) yield revisionOf(value, key);
@@ -216,15 +241,52 @@ export class MvccDb implements MvccBackend {
     this.#dirty = true;
   }
 
-  removeRecord(main: number, sub: number): void {
-    const key = revisionKey(main, sub);
-    this.#queue.push(() => this.#records.remove(key));
-    this.#dirty = true;
+  compacted(revision: number, dropped: readonly number[]): void {
+    if (revision > this.#state.compactRevision) {
+      this.#state.compactRevision = revision;
+      this.#dirty = true;
+    }
+    // Written with the first compaction point whose records go in batches: without it, a
+    // crash before they all went would read as a finished compaction.
+    if (!this.#finishedRecorded) {
+      this.#putFinished(this.#finishedCompact);
+      this.#dirty = true;
+    }
+    if (dropped.length === 0 && this.#compactions.pending === 0) {
+      if (revision > this.#finishedCompact) {
+        this.#putFinished(revision);
+        this.#dirty = true;
+      }
+      return;
+    }
+    this.#compactions.add(revision, dropped);
   }
 
-  setCompactRevision(rev: number): void {
-    this.#state.compactRevision = rev;
-    this.#dirty = true;
+  /** Resolves once the records of every compaction up to `revision` are deleted and committed (etcd's physical compaction). */
+  compactionFinished(revision: number): Promise<void> {
+    return this.#compactions.finished(revision);
+  }
+
+  /** Compaction transactions so far, the records they deleted, and the compactions still deleting. */
+  get compactionStats(): { batches: number; deleted: number; pending: number; limit: number } {
+    return { ...this.#compactions.stats, pending: this.#compactions.pending, limit: this.#compactions.limit };
+  }
+
+  /** One batch of a compaction's deletions, handed to lmdb-js now as its own transaction (with any whole entries queued). */
+  #deleteCompacted(batch: readonly number[], finished: number | undefined): Promise<unknown> {
+    for (let i = 0; i < batch.length; i += 2) {
+      const key = revisionKey(batch[i]!, batch[i + 1]!);
+      this.#queue.push(() => this.#records.remove(key));
+    }
+    if (finished !== undefined) this.#putFinished(finished);
+    this.#flush();
+    return this.#lastCommit;
+  }
+
+  #putFinished(revision: number): void {
+    this.#finishedCompact = revision;
+    this.#finishedRecorded = true;
+    this.#queue.push(() => this.#syncMark.put(FINISHED_COMPACT_KEY, revision));
   }
 
   putLease(l: LeaseRecord): void {
@@ -276,6 +338,7 @@ export class MvccDb implements MvccBackend {
     this.#state.consistentIndex = appliedIndex;
     const meta = { ...this.#state };
     this.#queue.push(() => this.#meta.put(META_KEY, meta));
+    this.#compactions.recorded(meta.compactRevision);
     const batch = this.#pending;
     this.#pending = new Map();
     this.#committing.push(batch);
@@ -411,6 +474,9 @@ export class MvccDb implements MvccBackend {
     for (const l of s.leases) this.putLease(l);
     for (const a of s.alarms) this.putAlarm(a);
     this.#state = { consistentIndex: s.index, revision: s.revision, compactRevision: s.compactRevision };
+    // A backup made during a compaction's batches may hold records it dropped: the first
+    // start compacts again (MvccLoaded.compactionPending).
+    this.#putFinished(-1);
     this.#dirty = true;
     this.commit(s.index);
   }
@@ -421,19 +487,26 @@ export class MvccDb implements MvccBackend {
    * meet a closed database; then it takes the file's name.
    */
   async defragment(): Promise<void> {
-    const tmp = `${this.path}.defrag`;
-    await rm(tmp, { force: true });
-    await this.copyTo(tmp, { compact: true });
-    const old = this.#env;
-    this.#openEnv(tmp);
-    await old.close();
-    await rename(tmp, this.path);
-    await rm(`${tmp}-lock`, { force: true }).catch(() => undefined);
-    this.#size = fileSize(this.path);
+    // A compaction batch written to the old file after the copy would be lost with it.
+    await this.#compactions.pause();
+    try {
+      const tmp = `${this.path}.defrag`;
+      await rm(tmp, { force: true });
+      await this.copyTo(tmp, { compact: true });
+      const old = this.#env;
+      this.#openEnv(tmp);
+      await old.close();
+      await rename(tmp, this.path);
+      await rm(`${tmp}-lock`, { force: true }).catch(() => undefined);
+      this.#size = fileSize(this.path);
+    } finally {
+      this.#compactions.resume();
+    }
   }
 
-  /** Closes the file (pending writes are committed first). */
+  /** Closes the file (pending writes are committed first; unfinished compaction deletions start over at the next open). */
   async close(): Promise<void> {
+    await this.#compactions.stop();
     await this.flushed().catch(() => undefined);
     await this.#env.close();
   }

@@ -61,11 +61,17 @@ export function v3AuthOptions(config: Pick<ServerConfig, "authTokenTtl">): V3Aut
 
 /**
  * The v3 database of a data dir, committed every --backend-batch-interval (etcd's default
- * 100 ms when the flag is 0), with lease checkpoints written when they are to persist.
+ * 100 ms when the flag is 0), with lease checkpoints written when they are to persist and
+ * compactions deleting --experimental-compaction-batch-limit records per transaction.
  */
-export function v3DbOptions(config: Pick<ServerConfig, "dataDir" | "backendBatch" | "leaseCheckpoint">): MvccDbOptions {
+export function v3DbOptions(config: Pick<ServerConfig, "dataDir" | "backendBatch" | "leaseCheckpoint" | "compactionBatchLimit">): MvccDbOptions {
   const every = config.backendBatch.intervalMs;
-  return { path: v3DbPath(config.dataDir), commitDelayMs: every > 0 ? every : DEFAULT_COMMIT_DELAY_MS, persistLeaseCheckpoints: config.leaseCheckpoint.persist };
+  return {
+    path: v3DbPath(config.dataDir),
+    commitDelayMs: every > 0 ? every : DEFAULT_COMMIT_DELAY_MS,
+    persistLeaseCheckpoints: config.leaseCheckpoint.persist,
+    compactionBatchLimit: config.compactionBatchLimit,
+  };
 }
 
 /** Where the v3 key space's database lives (etcd's bbolt file is member/snap/db too). */

@@ -211,6 +211,16 @@ test("lease checkpoints: off by default; on with etcd's warning when not persist
   assert.deepEqual((await parse([], { KV_EXPERIMENTAL_ENABLE_LEASE_CHECKPOINT: "true", ETCD_EXPERIMENTAL_ENABLE_LEASE_CHECKPOINT_PERSIST: "true" })).leaseCheckpoint.persist, true);
 });
 
+test("--experimental-compaction-batch-limit: etcd's 1000 by default and for 0 (or less); acted on, no notice", async () => {
+  assert.equal((await parse([])).compactionBatchLimit, 1000);
+  const c = await parse(["--experimental-compaction-batch-limit", "50"]);
+  assert.equal(c.compactionBatchLimit, 50);
+  assert.deepEqual(c.notices, []);
+  assert.equal((await parse(["--experimental-compaction-batch-limit=0"])).compactionBatchLimit, 1000);
+  assert.equal((await parse(["--experimental-compaction-batch-limit=-3"])).compactionBatchLimit, 1000);
+  await refuses(["--experimental-compaction-batch-limit", "many"], /invalid value "many" for flag -experimental-compaction-batch-limit: parse error/);
+});
+
 test("an etcd flag kvctl does not act on is one warning, and the start goes on", async () => {
   const c = await parse(["--enable-pprof", "--experimental-backend-bbolt-freelist-type", "map", "--discovery-proxy", "http://p:1"]);
   assert.deepEqual(c.notices.map((n) => n.msg.split(":")[0]), ["--discovery-proxy", "--enable-pprof", "--experimental-backend-bbolt-freelist-type"]);

@@ -125,6 +125,12 @@ export interface ServerConfig {
    * the lease table too and survive a restart. Wiring: lease-keeper.ts; bootstrap.ts v3DbOptions.
    */
   leaseCheckpoint: { enabled: boolean; persist: boolean; intervalMs: number };
+  /**
+   * --experimental-compaction-batch-limit: records a v3 compaction deletes from the database
+   * per transaction, the member serving between two (0 or less: etcd's 1000). Wiring:
+   * bootstrap.ts v3DbOptions, backend/compactions.ts.
+   */
+  compactionBatchLimit: number;
   /** --unsafe-no-fsync. Wiring: WAL (kvctl fsyncs regardless until then). */
   unsafeNoFsync: boolean;
 }
@@ -182,8 +188,6 @@ export interface FlagSpec {
    */
   notice?: string;
 }
-
-const notYet = (what: string): string => `accepted; ${what}`;
 
 /** Every serve flag; --help, the man page and completions are checked against this list. */
 export const serveFlags: readonly FlagSpec[] = [
@@ -273,7 +277,7 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "experimental-enable-lease-checkpoint", type: "boolean", default: false, describe: "Leader sends regular lease checkpoints so remaining TTLs survive a leader change" },
   { name: "experimental-enable-lease-checkpoint-persist", type: "boolean", default: false, describe: "Persist lease checkpoints, so remaining TTLs also survive a restart (needs --experimental-enable-lease-checkpoint; etcd 3.4.23 accepts it but leaves it out of its --help)" },
   { name: "experimental-lease-checkpoint-interval", type: "duration", default: "5m", describe: "Time between the checkpoints of a lease (kvctl's flag; etcd 3.4 fixes it at 5m; 0 or less: 5m)" },
-  { name: "experimental-compaction-batch-limit", type: "number", default: 1000, describe: "Maximum revisions deleted in each compaction batch", notice: notYet("kvctl compacts with its own batch size") },
+  { name: "experimental-compaction-batch-limit", type: "number", default: 1000, describe: "Maximum revisions deleted in each compaction batch (one database transaction each; 0 or less: 1000)" },
   { name: "experimental-peer-skip-client-san-verification", type: "boolean", default: false, describe: "Skip verification of the SAN field in peer client certificates (against the peer's address)" },
   { name: "experimental-watch-progress-notify-interval", type: "duration", default: "10m", describe: "Duration of periodic watch progress notifications to v3 watchers created with progress_notify (Go duration, at least 100ms; 0 or less keeps the default 10m, as in etcd 3.4)" },
   { name: "experimental-snapshot-catchup-entries", type: "number", default: 5000, describe: "Entries kept after a snapshot so slow followers catch up from the log (etcd 3.5's flag; a follower further behind gets a snapshot)" },
@@ -611,13 +615,13 @@ export function buildConfig(v: Record<string, unknown>, explicit: ReadonlySet<st
       persist: parseBool(label("experimental-enable-lease-checkpoint-persist"), str("experimental-enable-lease-checkpoint-persist")),
       intervalMs: leaseCheckpointInterval(durationMs(label("experimental-lease-checkpoint-interval"), str("experimental-lease-checkpoint-interval"))),
     },
+    compactionBatchLimit: compactionBatchLimit(goInt(label("experimental-compaction-batch-limit"), str("experimental-compaction-batch-limit"))),
     unsafeNoFsync: parseBool(label("unsafe-no-fsync"), str("unsafe-no-fsync")),
   };
   // The rest of etcd's flags: parsed for their type only (Go's flag package checks that much).
   for (const f of serveFlags) {
     if (f.type === "boolean" || f.type === "duration") checkFlagValue(f, str(f.name), label(f.name));
   }
-  goInt(label("experimental-compaction-batch-limit"), str("experimental-compaction-batch-limit"));
   const { enabled: checkpoint, persist } = config.leaseCheckpoint;
   if (persist && !checkpoint) throw new ConfigError("setting experimental-enable-lease-checkpoint-persist requires experimental-enable-lease-checkpoint");
   if (checkpoint && !persist) notices.push({ level: "warn", msg: "Detected that checkpointing is enabled without persistence. Consider enabling experimental-enable-lease-checkpoint-persist" });
@@ -856,6 +860,13 @@ export const DEFAULT_LEASE_CHECKPOINT_INTERVAL_MS = 5 * 60 * 1000;
 
 function leaseCheckpointInterval(ms: number): number {
   return ms > 0 ? ms : DEFAULT_LEASE_CHECKPOINT_INTERVAL_MS;
+}
+
+/** etcd's defaultCompactBatchLimit, which its store takes for 0 (a negative limit would never end a compaction there). */
+export const DEFAULT_COMPACTION_BATCH_LIMIT = 1000;
+
+function compactionBatchLimit(n: number): number {
+  return n > 0 ? n : DEFAULT_COMPACTION_BATCH_LIMIT;
 }
 
 /** etcd's NewAuthStore: a cost outside bcrypt's 4..31 falls back to the default 10, with a warning. */

@@ -500,6 +500,11 @@ export class KvServer {
     return this.#node.status();
   }
 
+  /** Resolves once this member's database deleted the records of every compaction up to `revision` (etcd's physical compaction). */
+  compactionFinished(revision: number): Promise<void> {
+    return this.#state.compactionFinished(revision);
+  }
+
   /** etcd's Defragment of this member's v3 database (applies wait meanwhile). */
   async defragment(): Promise<void> {
     await this.#state.defragment(() => this.#kick());

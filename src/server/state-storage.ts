@@ -169,6 +169,11 @@ export class StateStorage implements StateMachine {
     return this.#db.sizes();
   }
 
+  /** Resolves once the database deleted the records of every compaction up to `revision` (they go in batches after the apply). */
+  compactionFinished(revision: number): Promise<void> {
+    return this.#db.compactionFinished(revision);
+  }
+
   /**
    * etcd's backend quota: would a write of `cost` bytes keep the database under
    * --quota-backend-bytes? Read on every v3 write, so it uses the size as of the last commit.

@@ -211,7 +211,10 @@ export class V3Service implements V3Backend {
 
   async compact(req: { revision: number; physical: boolean }, ctx: V3CallContext): Promise<{ revision: number }> {
     await this.authInfo(ctx);
-    return (await this.#propose({ k: "compact", r: { revision: req.revision, physical: req.physical } }, ctx)) as { revision: number };
+    const r = (await this.#propose({ k: "compact", r: { revision: req.revision, physical: req.physical } }, ctx)) as { revision: number };
+    // etcd answers a physical compaction once this member's database deleted its records.
+    if (req.physical) await this.#kv.compactionFinished(req.revision);
+    return r;
   }
 
   async leaseGrant(req: { id: LeaseId; ttl: number }, ctx: V3CallContext): Promise<LeaseGrantResponse> {

@@ -27,10 +27,15 @@ export interface MvccBackend extends ValueSource {
    * keeps only revisions.
    */
   putRecord(rec: StoredRecord): void;
-  /** The record at (main, sub), which compaction dropped: nothing can read it any more. */
-  removeRecord(main: number, sub: number): void;
-  /** The compaction point moved (etcd keeps it in its meta bucket). */
-  setCompactRevision(rev: number): void;
+  /**
+   * A compaction at `revision`, and the records it dropped as (main, sub) pairs, flat:
+   * nothing can read them any more. The compaction point is committed with the entry's
+   * other effects (etcd's scheduledCompactRev); the records may go later, in batches of the
+   * backend's own (etcd's scheduleCompaction). A backend loaded before they all went says
+   * so (`compactionPending`), and the store compacts its index again and calls this with
+   * what it finds.
+   */
+  compacted(revision: number, dropped: readonly number[]): void;
   putLease(l: LeaseRecord): void;
   /**
    * A lease checkpoint changed `l.remainingTtl`. Whether it is written is the backend's
@@ -64,4 +69,9 @@ export interface MvccLoaded {
   revision: number;
   /** -1 before the first compaction. */
   compactRevision: number;
+  /**
+   * The records of the compaction at `compactRevision` may not all be deleted yet (a
+   * restart during its batches): `records` may hold some it dropped.
+   */
+  compactionPending: boolean;
 }

@@ -135,6 +135,13 @@ export class MvccStore {
     while (offsets.length < s.#rev - hs + 1) offsets.push(keys.length);
     s.#histKeys = keys;
     s.#histOffsets = offsets;
+    // A compaction whose records were not all deleted before the restart: the index drops
+    // them again (records at or above the compaction revision never go, so the history is
+    // whole) and the backend finishes deleting them (etcd's restore resumes scheduledCompact).
+    if (loaded.compactionPending && loaded.compactRevision >= 0) {
+      const dropped = s.#compactIndex(loaded.compactRevision);
+      opts.backend?.compacted(loaded.compactRevision, dropped);
+    }
     return s;
   }
 
@@ -209,18 +216,9 @@ export class MvccStore {
   compact(revision: number): { revision: number } {
     if (revision <= this.#compactRev) throw V3Errors.compacted();
     if (revision > this.#rev) throw V3Errors.futureRev();
-    const empty: KeyId[] = [];
-    /** (main, sub) pairs of the records dropped. */
-    const dropped: number[] = [];
-    for (const [id, ki] of this.#tree.entries()) {
-      if (ki.compact(revision, dropped)) empty.push(id);
-    }
-    for (let i = 0; i < dropped.length; i += 2) {
-      if (this.#backend !== undefined) this.#backend.removeRecord(dropped[i]!, dropped[i + 1]!);
-      else this.#memory!.remove(dropped[i]!, dropped[i + 1]!);
-    }
-    this.#backend?.setCompactRevision(revision);
-    for (const id of empty) this.#tree.delete(id);
+    const dropped = this.#compactIndex(revision);
+    if (this.#backend !== undefined) this.#backend.compacted(revision, dropped);
+    else for (let i = 0; i < dropped.length; i += 2) this.#memory!.remove(dropped[i]!, dropped[i + 1]!);
     if (revision > this.#historyStart) {
       // Revision `revision` keeps its entries: replay finds only what its key indexes still hold.
       const cut = this.#histOffsets[revision - this.#historyStart]!;
@@ -230,6 +228,17 @@ export class MvccStore {
     }
     this.#compactRev = revision;
     return { revision: this.#rev };
+  }
+
+  /** Compacts every key's index at `revision` (keys left empty go); answers the (main, sub) pairs of the records dropped. */
+  #compactIndex(revision: number): number[] {
+    const empty: KeyId[] = [];
+    const dropped: number[] = [];
+    for (const [id, ki] of this.#tree.entries()) {
+      if (ki.compact(revision, dropped)) empty.push(id);
+    }
+    for (const id of empty) this.#tree.delete(id);
+    return dropped;
   }
 
   /**
@@ -320,7 +329,7 @@ export class MvccStore {
     // The image's records carry their values: the backend (or memory) keeps them from here.
     // Records below the history's start (kept by compaction) are written too.
     for (const rec of [...history.map((h) => h.rec), ...older]) s.#keep(rec);
-    if (opts.backend !== undefined && s.#compactRev >= 0) opts.backend.setCompactRevision(s.#compactRev);
+    if (opts.backend !== undefined && s.#compactRev >= 0) opts.backend.compacted(s.#compactRev, []);
     return s;
   }
 
