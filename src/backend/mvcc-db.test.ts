@@ -7,9 +7,11 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import { V3KeySpace, type PutRequest } from "../store/v3/index.ts";
 import { StoredRecord } from "../store/v3/key-index.ts";
+import { createRequire } from "node:module";
 import { MvccDb } from "./mvcc-db.ts";
 import { decodeRecordHead, encodeRecord, parseRevisionKey, recordValue, revisionKey, revisionOf } from "./record-codec.ts";
 
+const lmdb = createRequire(import.meta.url)("lmdb") as typeof import("lmdb");
 const dir = mkdtempSync(join(tmpdir(), "kvctl-mvcc-db-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 let n = 0;
@@ -155,6 +157,39 @@ test("a restart rebuilds the same key space: generations, tombstones, compaction
   await reopened.close();
 });
 
+test("a file without the head table (older kvctl, or written by one since) gets it rebuilt when opened", async () => {
+  const path = fresh();
+  const db = MvccDb.open({ path });
+  const ks = new V3KeySpace({ backend: db });
+  for (let i = 0; i < 40; i++) ks.put(put(`k${i % 9}`, `v${i}`));
+  ks.deleteRange({ key: Buffer.from("k2"), rangeEnd: Buffer.alloc(0), prevKv: false });
+  db.commit(50);
+  await db.flushed();
+  const want = { hash: ks.hash(), range: rangeAll(ks), at20: rangeAll(ks, 20) };
+  await db.close();
+  // As an older kvctl leaves the file: no head table and no mark; then as one that wrote
+  // records after a newer one: a stale head table, its mark behind the consistent index.
+  for (const damage of ["no table", "stale table"] as const) {
+    const raw = lmdb.open({ path, noSubdir: true, maxDbs: 8 });
+    const heads = raw.openDB({ name: "head", encoding: "binary", keyEncoding: "binary" });
+    const meta = raw.openDB<unknown, string>({ name: "meta", encoding: "msgpack", keyEncoding: "ordered-binary" });
+    if (damage === "no table") {
+      await heads.drop();
+      await meta.remove("headsAt");
+    } else {
+      const first = heads.getKeys({ limit: 1 }).asArray[0] as Buffer;
+      await heads.remove(first);
+      await meta.put("headsAt", 49);
+    }
+    await raw.close();
+    const again = MvccDb.open({ path });
+    const back = V3KeySpace.restore(again.load(), again);
+    assert.deepEqual({ hash: back.hash(), range: rangeAll(back), at20: rangeAll(back, 20) }, want, damage);
+    fileState(again);
+    await again.close();
+  }
+});
+
 test("compaction removes the records no revision can read any more, and defragment shrinks the file", async () => {
   const db = MvccDb.open({ path: fresh() });
   const ks = new V3KeySpace({ backend: db });
@@ -247,7 +282,10 @@ test("lease checkpoints reach the file only with persistLeaseCheckpoints, and co
 function fileState(db: MvccDb): { records: string[]; meta: unknown } {
   const r = db.reader();
   try {
-    return { records: [...r.records()].map(([k]) => { const { main, sub } = parseRevisionKey(k); return `${main}.${sub}`; }), meta: r.meta };
+    const records = [...r.records()].map(([k]) => { const { main, sub } = parseRevisionKey(k); return `${main}.${sub}`; });
+    const heads = [...db.load().records].map((h) => `${h.main}.${h.sub}`);
+    assert.deepEqual(heads, records, "the head table holds the head of every record, and nothing else");
+    return { records, meta: r.meta };
   } finally {
     r.done();
   }

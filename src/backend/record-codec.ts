@@ -94,6 +94,15 @@ export function revisionOf(h: RecordHead, k: Uint8Array): RecordHead {
   return h;
 }
 
+/**
+ * The head of an encoded record (everything but the value): what the head table holds, so
+ * that a restart reads ~50 bytes per record instead of every page of values.
+ */
+export function recordHeadBytes(encoded: Buffer): Buffer {
+  const keyLen = (encoded[1]! << 24 >>> 0) + (encoded[2]! << 16) + (encoded[3]! << 8) + encoded[4]!;
+  return encoded.subarray(0, HEADER + keyLen);
+}
+
 /** The value bytes of an encoded record (a view into `b`). */
 export function recordValue(b: Uint8Array): Uint8Array {
   const buf = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
