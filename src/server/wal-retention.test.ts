@@ -9,6 +9,7 @@ import { KvServer } from "./kv-server.ts";
 import { parseServeArgs } from "./config.ts";
 import { silentLogger } from "./logger.ts";
 import type { ServerConfig } from "./config.ts";
+import { until } from "../until.test-helper.ts";
 
 const root = await mkdtemp(join(tmpdir(), "kvctl-wal-retention-"));
 after(() => rm(root, { recursive: true, force: true }));
@@ -24,19 +25,11 @@ async function configFor(dir: string, extra: string[]): Promise<ServerConfig> {
 
 const walFiles = async (dir: string): Promise<string[]> => (await readdir(dir)).filter((f) => f.endsWith(".wal")).sort();
 
-async function until(pred: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await pred())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /** Starts a member, writes `n` v2 keys, and returns it (running). */
 async function run(config: ServerConfig, from: number, n: number): Promise<KvServer> {
   const kv = new KvServer({ config, logger: silentLogger, walSegmentBytes: SEGMENT_BYTES });
   await kv.start();
-  await until(() => kv.isLeader, "leadership");
+  await until(() => kv.isLeader, "leadership", 10_000);
   const val = "x".repeat(300);
   for (let i = from; i < from + n; i++) {
     const r = await kv.propose({ t: "v2", time: Date.now(), r: { method: "PUT", path: `/r/k${i}`, val, dir: false, prevValue: "", prevIndex: 0, recursive: false, sorted: false } });
@@ -51,7 +44,7 @@ test("--max-wals 3: old WAL files go until 3 remain once snapshots cover them; t
   const walDir = join(dir, "member", "wal");
   const kv = await run(config, 0, 400);
   // The last snapshot (every 20 entries) is recorded in the background.
-  await until(async () => (await walFiles(walDir)).length <= 3, "at most 3 WAL files");
+  await until(async () => (await walFiles(walDir)).length <= 3, "at most 3 WAL files", 10_000);
   const files = await walFiles(walDir);
   // Exactly 3: files no snapshot needs are kept up to the count, as etcd keeps them.
   assert.equal(files.length, 3, files.join(","));
