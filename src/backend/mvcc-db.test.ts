@@ -177,7 +177,7 @@ test("a file without the head table (older kvctl, or written by one since) gets 
       await heads.drop();
       await meta.remove("headsAt");
     } else {
-      const first = heads.getKeys({ limit: 1 }).asArray[0] as Buffer;
+      const first = [...heads.getKeys({ limit: 1 })][0] as Buffer;
       await heads.remove(first);
       await meta.put("headsAt", 49);
     }
