@@ -21,6 +21,8 @@ export class LeaderChangedError extends ServerUnavailableError {
 export const MemberErrorKind = {
   /** No member has this id. */
   notFound: "notFound",
+  /** The id was a member's, and that member has been removed (ids are never reused). */
+  removed: "removed",
   /** Another member already has one of these peer URLs. */
   peerUrlExists: "peerUrlExists",
   /** Only a learner can be promoted. */

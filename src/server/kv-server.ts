@@ -274,6 +274,9 @@ export class KvServer {
       limits: { backoffMaxMs: Math.max(100, Math.min(2000, Math.floor(this.config.electionTimeout / 4))) },
     });
     for (const peer of this.membership.list()) if (peer.id !== this.#memberId) this.#transport.addPeer(peer.id, peer.peerUrls);
+    // A removed member's messages are answered 410 Gone, which stops it, also when its
+    // removal came with the snapshot this member started from.
+    for (const id of this.membership.removedIds()) if (id !== this.#memberId) this.#transport.removePeer(id);
 
     this.#wireParts(m.appliedIndex);
     this.stats.start(this.config.name, this.#memberId);
@@ -348,6 +351,7 @@ export class KvServer {
           // Watchers catch up from the new key space (or end, if what they need was compacted).
           this.watchHub.restore(this.#v3History);
           for (const m of this.membership.list()) if (m.id !== this.#memberId) this.#transport.updatePeer(m.id, m.peerUrls);
+          for (const id of this.membership.removedIds()) if (id !== this.#memberId) this.#transport.removePeer(id);
           this.#confState = confState;
           this.#appliedIndex = index;
         },

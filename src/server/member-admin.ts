@@ -7,7 +7,10 @@
 // - With --strict-reconfig-check, an add or a remove that could leave the cluster without a
 //   quorum of started, connected members is refused before anything is proposed
 //   (reconfig-check.ts), as etcd's mayAddMember / mayRemoveMember.
-// - A conf change consumes a v2 index (etcd records membership in the v2 store).
+// - A conf change consumes a v2 index (etcd records membership in the v2 store), a removal
+//   two (etcd deletes the member's record and records its id as removed).
+// - A removed id stays removed (Membership keeps it, in snapshots too): changing or removing
+//   it again is refused as etcd refuses it (ErrIDRemoved), not as an unknown id.
 // - A member that applies its own removal stops (onRemoved), once.
 import { ConfChangeType, type ConfChange, type ConfState } from "../raft/index.ts";
 import type { PeerTransport } from "../transport/index.ts";
@@ -33,8 +36,14 @@ export interface MemberAdminHost {
   removed(): void;
 }
 
+const hex = (id: number): string => (Number.isFinite(id) ? id.toString(16) : String(id));
+
 function notFound(id: number): MemberError {
-  return new MemberError(MemberErrorKind.notFound, `No such member: ${Number.isFinite(id) ? id.toString(16) : String(id)}`);
+  return new MemberError(MemberErrorKind.notFound, `No such member: ${hex(id)}`);
+}
+
+function removedError(id: number): MemberError {
+  return new MemberError(MemberErrorKind.removed, `Member permanently removed: ${hex(id)}`);
 }
 
 export class MemberAdmin {
@@ -62,6 +71,7 @@ export class MemberAdmin {
   /** Makes a learner a voter (etcd's member promote). */
   async promote(id: number): Promise<void> {
     const m = this.#host.membership().get(id);
+    if (this.#host.membership().isRemoved(id)) throw removedError(id);
     if (!m) throw notFound(id);
     if (m.isLearner !== true) throw new MemberError(MemberErrorKind.notLearner, "etcdserver: can only promote a learner member");
     const { isLearner: _learner, ...voter } = m;
@@ -72,12 +82,14 @@ export class MemberAdmin {
     // etcd's order: mayRemoveMember first, the id looked up at apply: a cluster that could
     // not spare a voter refuses even an id that names no member.
     if (this.#host.strictReconfigCheck) this.#refuseIf(checkRemoveMember(this.#reconfigView(), id), { remove: id.toString(16) });
+    if (this.#host.membership().isRemoved(id)) throw removedError(id);
     if (!this.#host.membership().get(id)) throw notFound(id);
     await this.#host.proposals().proposeConfChange(ConfChangeType.RemoveNode, id);
   }
 
   async update(id: number, peerUrls: string[]): Promise<void> {
     const m = this.#host.membership().get(id);
+    if (this.#host.membership().isRemoved(id)) throw removedError(id);
     if (!m) throw notFound(id);
     // etcd's apply refuses peer URLs another member has (ErrPeerURLexists; it compares the strings).
     const others = new Set(this.#host.membership().list().filter((o) => o.id !== id).flatMap((o) => o.peerUrls));
@@ -105,6 +117,7 @@ export class MemberAdmin {
         }
         break;
       case ConfChangeType.RemoveNode:
+        host.store().consumeIndex();
         membership.remove(cc.nodeId);
         if (cc.nodeId === host.memberId) host.removed();
         else host.transport().removePeer(cc.nodeId);

@@ -38,6 +38,7 @@ export interface MembershipJSON {
   clusterId: number;
   members: Member[];
   version?: string;
+  removed?: number[];
 }
 
 /** The replicated member list. Mutated only by apply (conf changes, attribute publishes). */
@@ -46,11 +47,14 @@ export class Membership {
   #clusterId: number;
   /** The cluster version the leader recorded ("3.4.0"); undefined until the first leader does. */
   #version: string | undefined;
+  /** Ids of removed members, kept for good as etcd keeps them: none of them is a member again. */
+  #removed = new Set<number>();
 
-  constructor(clusterId: number, members: Iterable<Member> = [], opts: { version?: string | undefined } = {}) {
+  constructor(clusterId: number, members: Iterable<Member> = [], opts: { version?: string | undefined; removed?: Iterable<number> | undefined } = {}) {
     this.#clusterId = clusterId;
     for (const m of members) this.#members.set(m.id, { ...m });
     this.#version = opts.version;
+    for (const id of opts.removed ?? []) this.#removed.add(id);
   }
 
   /** The initial membership of a new cluster, the same on every member given the same flags. */
@@ -95,6 +99,16 @@ export class Membership {
 
   remove(id: number): void {
     this.#members.delete(id);
+    this.#removed.add(id);
+  }
+
+  /** Was this id a member that has been removed? */
+  isRemoved(id: number): boolean {
+    return this.#removed.has(id);
+  }
+
+  removedIds(): number[] {
+    return [...this.#removed].sort((a, b) => a - b);
   }
 
   setAttributes(id: number, name: string, clientUrls: string[]): void {
@@ -105,12 +119,17 @@ export class Membership {
     }
   }
 
-  /** `version` only once set: the image (and the state hash) of older states is unchanged. */
+  /** `version` and `removed` only once there are: the image (and state hash) of older states is unchanged. */
   toJSON(): MembershipJSON {
-    return { clusterId: this.#clusterId, members: this.list(), ...(this.#version === undefined ? {} : { version: this.#version }) };
+    return {
+      clusterId: this.#clusterId,
+      members: this.list(),
+      ...(this.#version === undefined ? {} : { version: this.#version }),
+      ...(this.#removed.size === 0 ? {} : { removed: this.removedIds() }),
+    };
   }
 
   static fromJSON(j: MembershipJSON): Membership {
-    return new Membership(j.clusterId, j.members, { version: j.version });
+    return new Membership(j.clusterId, j.members, { version: j.version, removed: j.removed });
   }
 }

@@ -410,7 +410,8 @@ export class V3Service implements V3Backend {
       // gateway's 500), while ErrUnhealthy is its gRPC status (Unavailable, 503).
       if (err instanceof ReconfigCheckError) throw err.kind === "unhealthy" ? V3Errors.unhealthy() : new V3Error(GrpcCode.Unknown, err.message);
       if (err instanceof MemberError) {
-        if (err.kind === MemberErrorKind.notFound) throw V3Errors.memberNotFound();
+        // etcd's gRPC table maps ErrIDRemoved to the same ErrGRPCMemberNotFound.
+        if (err.kind === MemberErrorKind.notFound || err.kind === MemberErrorKind.removed) throw V3Errors.memberNotFound();
         if (err.kind === MemberErrorKind.peerUrlExists) throw V3Errors.peerURLExist();
         throw V3Errors.memberNotLearner();
       }

@@ -214,24 +214,28 @@ export async function handleMembers(req: IncomingMessage, res: ServerResponse, s
   const numeric = BigInt(Number(parsedId)) === parsedId ? Number(parsedId) : Number.NaN;
   const hexId = parsedId.toString(16);
   if (method === "DELETE") await withHeaders(s.members.remove(numeric), headers, hexId);
-  else await withHeaders(s.members.update(numeric, urls), headers, hexId);
+  else await withHeaders(s.members.update(numeric, urls), headers, hexId, { removedIsUnexpected: true });
   res.writeHead(204, { ...corsHeaders, ...headers });
   res.end();
 }
 
 /** etcd's members handler's statuses for a refused change. */
-const MEMBER_ERROR_STATUS: Record<MemberErrorKind, number> = { notFound: 404, peerUrlExists: 409, notLearner: 412 };
+const MEMBER_ERROR_STATUS: Record<MemberErrorKind, number> = { notFound: 404, removed: 410, peerUrlExists: 409, notLearner: 412 };
 
 /**
  * Member writes answer their errors with the cluster id header, as etcd's members handler
  * does; `hexId` names the member as the request did (etcd prints the id it parsed).
+ * `removedIsUnexpected`: etcd's PUT has no case for a removed id (only its DELETE answers
+ * 410 Gone), so the update of one falls through to its 500 for any unexpected error.
  */
-async function withHeaders<T>(p: Promise<T>, headers: OutgoingHttpHeaders, hexId?: string): Promise<T> {
+async function withHeaders<T>(p: Promise<T>, headers: OutgoingHttpHeaders, hexId?: string, opts: { removedIsUnexpected?: boolean } = {}): Promise<T> {
   try {
     return await p;
   } catch (err) {
     if (err instanceof MemberError) {
-      const message = err.kind === MemberErrorKind.notFound && hexId !== undefined ? `No such member: ${hexId}` : err.message;
+      if (err.kind === MemberErrorKind.removed && opts.removedIsUnexpected === true) throw new HttpMessageError(500, "Internal Server Error", headers);
+      const named = hexId !== undefined && (err.kind === MemberErrorKind.notFound || err.kind === MemberErrorKind.removed);
+      const message = named ? (err.kind === MemberErrorKind.notFound ? `No such member: ${hexId}` : `Member permanently removed: ${hexId}`) : err.message;
       throw new HttpMessageError(MEMBER_ERROR_STATUS[err.kind], message, headers);
     }
     if (err instanceof HttpMessageError) throw new HttpMessageError(err.status, err.message, { ...headers, ...err.headers });
