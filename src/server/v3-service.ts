@@ -32,6 +32,7 @@ import {
   MAX_LEASE_TTL,
   hashKV,
   isReadOnlyTxn,
+  isSerializableTxn,
   type DeleteRangeRequest,
   type DeleteRangeResponse,
   type HashKvResult,
@@ -200,8 +201,9 @@ export class V3Service implements V3Backend {
     checkTxnPerm(this.#kv.v3auth, info, req);
     await this.#checkQuota(costTxn(req));
     if (isReadOnlyTxn(req)) {
-      // etcd serves a txn without writes as a read: no log entry, no revision.
-      await this.#read(ctx, LOOP_READ);
+      // etcd serves a txn without writes as a read: no log entry, no revision; and one
+      // whose ranges are all serializable as a serializable Range, with no ReadIndex round.
+      if (!isSerializableTxn(req)) await this.#read(ctx, LOOP_READ);
       const res = this.#kv.v3.txn(req).response;
       this.#kv.metrics.readOnlyTxn(req, res);
       return res;

@@ -1,7 +1,9 @@
 // "etcdserver: leader changed", kvctl and etcd 3.4 side by side: a linearizable read on a
 // follower waits for its ReadIndex, which the leader, paused (SIGSTOP), never answers; the
 // two others elect a new leader, and the read fails with code 14 (503 through the
-// gateway), as etcd 3.4's linearizableReadLoop fails it. The client may retry it.
+// gateway), as etcd 3.4's linearizableReadLoop fails it. The client may retry it. A
+// read-only txn whose ranges are all serializable makes no ReadIndex round (etcd's
+// isTxnSerializable): the follower answers it from its own key space meanwhile.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { grpcUnary, installed, startGrpcCluster, type GrpcTestCluster, type GrpcTestMember } from "../helpers/grpc.ts";
@@ -65,6 +67,27 @@ for (const kind of installed("etcd") ? (["kvctl", "etcd"] as const) : (["kvctl"]
       const leader = await leaderOf(c);
       const again = await post(c.members.find((m) => m !== leader)!, "/v3/kv/range", { key: "aw==" });
       assert.equal(again.status, 200, JSON.stringify(again.json));
+    } finally {
+      await c.stop();
+    }
+  });
+
+  test(`${kind}: a follower answers a read-only txn of serializable ranges while the leader is paused`, { timeout: 90_000 }, async () => {
+    const c = await startGrpcCluster(kind, 3, FLAGS);
+    try {
+      assert.equal((await post(await leaderOf(c), "/v3/kv/put", { key: "aw==", value: "dg==" })).status, 200);
+      const applied = async (m: GrpcTestMember) => (await post(m, "/v3/kv/range", { key: "aw==", serializable: true })).json["count"] === "1";
+      await until(async () => (await Promise.all(c.members.map(applied))).every(Boolean), 10_000, `${kind}: the put on every member`);
+      const serializable = { request_range: { key: "aw==", serializable: true } };
+      const [txn, compareOnly] = await withLeaderPaused(c, async (f) => [
+        await post(f, "/v3/kv/txn", { success: [serializable], failure: [serializable] }),
+        await post(f, "/v3/kv/txn", { compare: [{ key: "aw==", target: "VERSION", result: "EQUAL", version: "1" }] }),
+      ]);
+      assert.equal(txn.status, 200, JSON.stringify(txn.json));
+      const range = (txn.json["responses"] as { response_range: { kvs: { value: string }[] } }[])[0]!.response_range;
+      assert.deepEqual([txn.json["succeeded"], range.kvs.map((kv) => kv.value)], [true, ["dg=="]]);
+      assert.equal(compareOnly.status, 200, JSON.stringify(compareOnly.json));
+      assert.equal(compareOnly.json["succeeded"], true);
     } finally {
       await c.stop();
     }

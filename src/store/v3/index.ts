@@ -25,4 +25,4 @@ export {
   validateTxn,
 } from "./txn-check.ts";
 export { prefixEnd, prefixRangeEnd } from "./keys.ts";
-export { isReadOnlyTxn } from "./txn.ts";
+export { isReadOnlyTxn, isSerializableTxn } from "./txn.ts";

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { V3Error, V3Errors } from "../../api/v3-errors.ts";
 import { MvccStore } from "./mvcc-store.ts";
-import { isReadOnlyTxn } from "./txn.ts";
+import { isReadOnlyTxn, isSerializableTxn } from "./txn.ts";
 import type { Compare, TxnResponse } from "./types.ts";
 import { CompareResult as R, EventType } from "./types.ts";
 import {
@@ -227,12 +227,34 @@ test("deleteRange standalone answers prev_kvs and detaches nothing without a les
 const readOnlyCases: { name: string; req: ReturnType<typeof txnReq>; readOnly: boolean }[] = [
   { name: "an empty txn", req: txnReq(), readOnly: true },
   { name: "ranges in both branches", req: txnReq({ success: [opRange("a")], failure: [opRange("b")] }), readOnly: true },
-  { name: "a nested txn of ranges only", req: txnReq({ success: [opTxn({ failure: [opRange("a")] })] }), readOnly: true },
+  // etcd 3.4's isTxnReadonly looks no deeper than the top level: a nested txn is a write.
+  { name: "a nested txn of ranges only", req: txnReq({ success: [opTxn({ failure: [opRange("a")] })] }), readOnly: false },
   { name: "a put in the failure branch", req: txnReq({ success: [opRange("a")], failure: [opPut("a", "1")] }), readOnly: false },
   { name: "a delete inside a nested txn", req: txnReq({ success: [opTxn({ success: [opDel("a")] })] }), readOnly: false },
 ];
 for (const c of readOnlyCases) {
   test(`isReadOnlyTxn is ${c.readOnly} for ${c.name}`, () => {
     assert.equal(isReadOnlyTxn(c.req), c.readOnly);
+  });
+}
+
+const serializableCases: { name: string; req: ReturnType<typeof txnReq>; serializable: boolean }[] = [
+  { name: "an empty txn", req: txnReq({ compare: [cmpVersion("a", R.EQUAL, 0)] }), serializable: true },
+  {
+    name: "serializable ranges in both branches",
+    req: txnReq({ success: [opRange("a", { serializable: true })], failure: [opRange("b", { serializable: true })] }),
+    serializable: true,
+  },
+  {
+    name: "one linearizable range in the failure branch",
+    req: txnReq({ success: [opRange("a", { serializable: true })], failure: [opRange("b")] }),
+    serializable: false,
+  },
+  { name: "a put", req: txnReq({ success: [opRange("a", { serializable: true }), opPut("a", "1")] }), serializable: false },
+  { name: "a nested txn of serializable ranges", req: txnReq({ success: [opTxn({ success: [opRange("a", { serializable: true })] })] }), serializable: false },
+];
+for (const c of serializableCases) {
+  test(`isSerializableTxn is ${c.serializable} for ${c.name}`, () => {
+    assert.equal(isSerializableTxn(c.req), c.serializable);
   });
 }

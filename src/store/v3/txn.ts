@@ -7,7 +7,7 @@ import { V3Errors } from "../../api/v3-errors.ts";
 import type { StoredRecord } from "./key-index.ts";
 import type { KeyId, KeySpan } from "./keys.ts";
 import { keyId, keySpan, spanContains } from "./keys.ts";
-import type { Compare, LeaseId, RequestOp, TxnRequest } from "./types.ts";
+import type { Compare, LeaseId, RangeRequest, RequestOp, TxnRequest } from "./types.ts";
 import { CompareResult, CompareTarget, NO_LEASE } from "./types.ts";
 
 /** What the checks read: the store as of the start of the txn. */
@@ -106,14 +106,27 @@ function isPathOp(op: RequestOp): op is PathOp {
 }
 
 /**
- * A txn that can write nothing: only ranges in both branches, nested txns included. The
- * one definition for the store (no put checks needed), the gateway (no Raft size limit)
- * and the server (served as a read, not proposed). etcd's isTxnReadonly stops at nested
- * txns; a nested txn of ranges only is a read either way.
+ * etcd 3.4's isTxnReadonly: ranges only, in both branches. A nested txn makes it a write
+ * even when it holds only ranges, as there: it goes through the log (and the Raft size
+ * limit), and the store runs its put checks. The one definition for the store, the
+ * gateway and the server, so all three agree with etcd on which txns are reads.
  */
 export function isReadOnlyTxn(req: TxnRequest): boolean {
-  const readOnly = (op: RequestOp): boolean => ("range" in op && op.range !== undefined) || ("txn" in op && op.txn !== undefined && isReadOnlyTxn(op.txn));
-  return req.success.every(readOnly) && req.failure.every(readOnly);
+  return req.success.every(isRangeOp) && req.failure.every(isRangeOp);
+}
+
+/**
+ * etcd 3.4's isTxnSerializable: every op of both branches is a serializable range. A
+ * read-only txn that is also serializable is served from the local key space with no
+ * ReadIndex round, as a serializable Range is; an empty txn is both.
+ */
+export function isSerializableTxn(req: TxnRequest): boolean {
+  const serializable = (op: RequestOp): boolean => isRangeOp(op) && op.range.serializable;
+  return req.success.every(serializable) && req.failure.every(serializable);
+}
+
+function isRangeOp(op: RequestOp): op is { range: RangeRequest } {
+  return "range" in op && op.range !== undefined;
 }
 
 /**
