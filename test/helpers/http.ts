@@ -4,6 +4,14 @@ import { connect, type Socket } from "node:net";
 
 export const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 
+/** A v3 gateway call that must answer 200: its JSON body. */
+export async function gatewayPost(url: string, path: string, body: unknown): Promise<Record<string, unknown>> {
+  const r = await fetch(url + path, { method: "POST", body: JSON.stringify(body), signal: AbortSignal.timeout(15_000) });
+  const text = await r.text();
+  if (r.status !== 200) throw new Error(`${path}: ${r.status} ${text}`);
+  return JSON.parse(text) as Record<string, unknown>;
+}
+
 export interface HttpResult {
   status: number;
   body: string;

@@ -6,7 +6,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { startCluster, healthy, type ClusterMember, type TestCluster } from "../helpers/cluster.ts";
-import { until } from "../helpers/http.ts";
+import { gatewayPost, until } from "../helpers/http.ts";
 
 const clusters: TestCluster[] = [];
 after(async () => {
@@ -18,19 +18,13 @@ const TTL = 20;
 const timing = ["--heartbeat-interval", "50", "--election-timeout", String(ELECTION_MS)];
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-async function post(url: string, path: string, body: unknown): Promise<Record<string, unknown>> {
-  const r = await fetch(url + path, { method: "POST", body: JSON.stringify(body), signal: AbortSignal.timeout(15_000) });
-  const text = await r.text();
-  assert.equal(r.status, 200, `${path}: ${text}`);
-  return JSON.parse(text) as Record<string, unknown>;
-}
 
 async function grant(m: ClusterMember, ttl: number): Promise<string> {
-  return (await post(m.clientUrl, "/v3/lease/grant", { TTL: ttl }))["ID"] as string;
+  return (await gatewayPost(m.clientUrl, "/v3/lease/grant", { TTL: ttl }))["ID"] as string;
 }
 
 async function timeToLive(m: ClusterMember, id: string): Promise<number> {
-  return Number((await post(m.clientUrl, "/v3/lease/timetolive", { ID: id }))["TTL"]);
+  return Number((await gatewayPost(m.clientUrl, "/v3/lease/timetolive", { ID: id }))["TTL"]);
 }
 
 async function keepAlive(m: ClusterMember, id: string): Promise<string | undefined> {
@@ -96,7 +90,7 @@ test("with lease checkpoints, a new leader resumes a lease from its remaining TT
     assert.ok(before <= TTL - 2, `${before} s left before the restart`);
     // A write after the checkpoints moves the database's consistent index past them: the
     // restart finds them in the lease table, not by replaying the WAL.
-    await post(leader.clientUrl, "/v3/kv/put", { key: Buffer.from("after").toString("base64"), value: "" });
+    await gatewayPost(leader.clientUrl, "/v3/kv/put", { key: Buffer.from("after").toString("base64"), value: "" });
     await sleep(500);
     await Promise.all(c.members.map((m) => c.kill(m, "SIGKILL")));
     for (const m of c.members) await c.start(m);

@@ -6,7 +6,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { startCluster, type ClusterMember, type TestCluster } from "../helpers/cluster.ts";
-import { until } from "../helpers/http.ts";
+import { gatewayPost, until } from "../helpers/http.ts";
 import { etcdctl, installed } from "../helpers/grpc.ts";
 
 let cluster: TestCluster | undefined;
@@ -18,15 +18,9 @@ const ELECTION_MS = 500;
 const b64 = (s: string): string => Buffer.from(s).toString("base64");
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-async function post(url: string, path: string, body: unknown): Promise<Record<string, unknown>> {
-  const r = await fetch(url + path, { method: "POST", body: JSON.stringify(body), signal: AbortSignal.timeout(15_000) });
-  const text = await r.text();
-  assert.equal(r.status, 200, `${path}: ${text}`);
-  return JSON.parse(text) as Record<string, unknown>;
-}
 
 async function grant(m: ClusterMember, ttl: number): Promise<string> {
-  const r = await post(m.clientUrl, "/v3/lease/grant", { TTL: ttl });
+  const r = await gatewayPost(m.clientUrl, "/v3/lease/grant", { TTL: ttl });
   return r["ID"] as string;
 }
 
@@ -38,17 +32,17 @@ async function keepAlive(m: ClusterMember, id: string): Promise<{ result?: { TTL
 }
 
 async function timeToLive(m: ClusterMember, id: string): Promise<number> {
-  return Number((await post(m.clientUrl, "/v3/lease/timetolive", { ID: id }))["TTL"]);
+  return Number((await gatewayPost(m.clientUrl, "/v3/lease/timetolive", { ID: id }))["TTL"]);
 }
 
 /** Whether `key` exists on member `m`, read locally (serializable). */
 async function has(m: ClusterMember, key: string): Promise<boolean> {
-  const r = await post(m.clientUrl, "/v3/kv/range", { key: b64(key), serializable: true });
+  const r = await gatewayPost(m.clientUrl, "/v3/kv/range", { key: b64(key), serializable: true });
   return Number(r["count"] ?? 0) > 0;
 }
 
 async function raftIndex(m: ClusterMember): Promise<{ committed: number; applied: number }> {
-  const s = await post(m.clientUrl, "/v3/maintenance/status", {});
+  const s = await gatewayPost(m.clientUrl, "/v3/maintenance/status", {});
   return { committed: Number(s["raftIndex"]), applied: Number(s["raftAppliedIndex"]) };
 }
 
@@ -66,7 +60,7 @@ test("three members: keepalives through a follower, expiry by the leader, a lead
 
   await t.test("a lease kept alive through a follower outlives its TTL, and the keepalives add nothing to the log", async () => {
     const id = await grant(f0, 2);
-    await post(f0.clientUrl, "/v3/kv/put", { key: b64("kept"), value: b64("v"), lease: id });
+    await gatewayPost(f0.clientUrl, "/v3/kv/put", { key: b64("kept"), value: b64("v"), lease: id });
     await until(async () => (await has(f1, "kept")) && (await has(leader!, "kept")), 5000, "the put applied everywhere");
     const before = await Promise.all(cluster!.members.map(raftIndex));
     const started = Date.now();
@@ -95,7 +89,7 @@ test("three members: keepalives through a follower, expiry by the leader, a lead
   await t.test("a lease not kept alive expires within TTL + an election timeout, its keys gone on every member", async () => {
     const id = await grant(f1, 2);
     const granted = Date.now();
-    await post(f1.clientUrl, "/v3/kv/put", { key: b64("doomed"), value: b64("v"), lease: id });
+    await gatewayPost(f1.clientUrl, "/v3/kv/put", { key: b64("doomed"), value: b64("v"), lease: id });
     await until(async () => (await Promise.all(cluster!.members.map((m) => has(m, "doomed")))).every(Boolean), 5000, "the put applied everywhere");
     await sleep(1000);
     assert.ok(await has(leader!, "doomed"), "not expired before its TTL");
@@ -110,7 +104,7 @@ test("three members: keepalives through a follower, expiry by the leader, a lead
 
   await t.test("killing the leader does not expire a lease kept alive through a follower", async () => {
     const id = await grant(f0, 2);
-    await post(f0.clientUrl, "/v3/kv/put", { key: b64("survivor"), value: b64("v"), lease: id });
+    await gatewayPost(f0.clientUrl, "/v3/kv/put", { key: b64("survivor"), value: b64("v"), lease: id });
     await until(async () => has(f0, "survivor"), 5000, "the put applied on f0");
     let stop = false;
     // Errors are allowed while there is no leader; an answer without the TTL means the lease was gone.
@@ -150,7 +144,7 @@ test("three members: keepalives through a follower, expiry by the leader, a lead
     assert.ok(other);
     await cluster!.kill(other, "SIGKILL");
     // A leader that lost its quorum steps down after an election timeout (check-quorum).
-    await until(async () => (await post(f0.clientUrl, "/v3/maintenance/status", {}))["leader"] === undefined, 5000, "f0 to have no leader");
+    await until(async () => (await gatewayPost(f0.clientUrl, "/v3/maintenance/status", {}))["leader"] === undefined, 5000, "f0 to have no leader");
     const r = await keepAlive(f0, id);
     assert.equal(r.message, "etcdserver: no leader", JSON.stringify(r));
   });

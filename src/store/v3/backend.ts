@@ -6,7 +6,6 @@
 
 import type { StoredRecord, ValueSource } from "./key-index.ts";
 import type { LeaseId } from "./types.ts";
-import type { KeyId } from "./keys.ts";
 import type { AlarmMember } from "./alarms.ts";
 
 /** A lease as the backend keeps it (its attached keys follow from the records). */
@@ -49,15 +48,7 @@ export interface MvccBackend extends ValueSource {
 }
 
 /** A record as a restart reads it back: everything but its value (read through the backend). */
-export interface LoadedRecord {
-  readonly id: KeyId;
-  readonly main: number;
-  readonly sub: number;
-  readonly createRevision: number;
-  readonly version: number;
-  readonly lease: LeaseId;
-  readonly tombstone: boolean;
-}
+export type LoadedRecord = Pick<StoredRecord, "id" | "main" | "sub" | "createRevision" | "version" | "lease" | "tombstone">;
 
 /** What a backend hands back at start: the state of its last commit. */
 export interface MvccLoaded {
