@@ -25,7 +25,7 @@ import { RawNode, EntryType, decodeConfChange, type ConfState, type Entry, type 
 import { PeerTransport, type PeerTlsClient } from "../transport/index.ts";
 import type { Wal, Snapshotter } from "../wal/index.ts";
 import type { V2Store, V2Event } from "../store/v2/store.ts";
-import type { V2AuthState, V3AuthState } from "../auth/index.ts";
+import { PasswordVerifier, type V2AuthState, type V3AuthState } from "../auth/index.ts";
 import { WatchHub, type V3KeySpace, type WatchHistory } from "../store/v3/index.ts";
 import { applyCommand, type ApplyResult } from "./apply.ts";
 import { decodeCommand, peekKeySpaceCommand, type Command, type CommandBody, type KeySpaceCommandHead } from "./request.ts";
@@ -110,6 +110,8 @@ export class KvServer {
   readonly leases: LeaseKeeper;
   /** KV_TRACE_WRITES=N: every Nth client write followed end to end (write-trace.ts). */
   readonly tracer: WriteTracer;
+  /** v2 Basic credentials already verified (edge state, not replicated: one per process; http/auth-access.ts). */
+  readonly passwordVerifier = new PasswordVerifier({ capacity: 1024 });
   #memberId = 0;
   /** Proposing and waiting for apply (proposals.ts). */
   #proposals!: Proposals;

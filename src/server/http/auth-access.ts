@@ -10,34 +10,25 @@
 //   user named by a Common Name of the verified client certificate chain (leaf first);
 //   a key request whose certificate names no user is the guest, an admin request is 401.
 //   Only here, for v2: the v3 gateway never takes a user from a certificate (spec 5.1).
-// Password checks go through the server's PasswordVerifier: the KDF runs once per distinct
+// Password checks go through the host's PasswordVerifier: the KDF runs once per distinct
 // credential (the whole Authorization value), later requests cost one SHA-256 and a map lookup.
 import type { IncomingMessage } from "node:http";
 import type { PeerCertificate, TLSSocket } from "node:tls";
 import { V2Error, V2ErrorCode } from "../../api/v2-errors.ts";
-import { PasswordVerifier, type V2AuthState, type V2Principal } from "../../auth/index.ts";
-import type { KvServer } from "../kv-server.ts";
+import type { PasswordVerifier, V2AuthState, V2Principal } from "../../auth/index.ts";
 import { unescape } from "./form.ts";
 import { HttpMessageError } from "./respond.ts";
 
-/**
- * The server's replicated auth state, read afresh at each use: a snapshot install may
- * replace the object, so nothing here keeps it across an await.
- */
-export function authStateOf(server: KvServer): V2AuthState {
-  return server.auth;
-}
-
-const verifiers = new WeakMap<KvServer, PasswordVerifier>();
-
-/** The server's credential cache (edge state, not replicated: one per process). */
-export function verifierOf(server: KvServer): PasswordVerifier {
-  let v = verifiers.get(server);
-  if (!v) {
-    v = new PasswordVerifier({ capacity: 1024 });
-    verifiers.set(server, v);
-  }
-  return v;
+/** What the access decisions use of the member (the server satisfies it as it is). */
+export interface AuthAccessHost {
+  /**
+   * The replicated v2 auth state, read afresh at each use: a snapshot install may replace
+   * the object, so nothing here keeps it across an await.
+   */
+  readonly auth: V2AuthState;
+  /** The credential cache (edge state, not replicated: one per process). */
+  readonly passwordVerifier: PasswordVerifier;
+  readonly config: { readonly clientTls: { readonly clientCertAuth: boolean } };
 }
 
 export type Credential = { kind: "none" } | { kind: "basic"; user: string; password: Buffer } | { kind: "malformed" };
@@ -80,20 +71,20 @@ export interface Identity {
 const GUEST: Identity = Object.freeze({ principal: Object.freeze({ kind: "guest" as const }), hash: undefined });
 
 /** From the credential cache only: the identity, or undefined when the token is not cached. */
-function cachedIdentity(server: KvServer, auth: V2AuthState, header: string): Identity | undefined {
-  const verifier = verifierOf(server);
+function cachedIdentity(server: AuthAccessHost, auth: V2AuthState, header: string): Identity | undefined {
+  const verifier = server.passwordVerifier;
   const user = verifier.cachedUser(verifier.tokenKey(header), (u) => auth.passwordHash(u));
   return user === undefined ? undefined : { principal: { kind: "user", name: user }, hash: auth.passwordHash(user) };
 }
 
-async function verifyCredentials(server: KvServer, header: string): Promise<Identity | undefined> {
+async function verifyCredentials(server: AuthAccessHost, header: string): Promise<Identity | undefined> {
   const cred = parseAuthorization(header);
   if (cred.kind !== "basic") return undefined;
-  const verifier = verifierOf(server);
-  const hash = authStateOf(server).passwordHash(cred.user);
+  const verifier = server.passwordVerifier;
+  const hash = server.auth.passwordHash(cred.user);
   const ok = await verifier.verify(verifier.tokenKey(header), cred.user, cred.password, hash);
   // The password may have changed while the KDF ran: only the current hash counts.
-  if (!ok || authStateOf(server).passwordHash(cred.user) !== hash) return undefined;
+  if (!ok || server.auth.passwordHash(cred.user) !== hash) return undefined;
   return { principal: { kind: "user", name: cred.user }, hash };
 }
 
@@ -102,13 +93,13 @@ async function verifyCredentials(server: KvServer, header: string): Promise<Iden
  * Synchronous for the guest and for a credential already verified (the hot path); a
  * promise only when the password must go through the KDF.
  */
-export function authenticate(server: KvServer, header: string | undefined): Identity | undefined | Promise<Identity | undefined> {
+export function authenticate(server: AuthAccessHost, header: string | undefined): Identity | undefined | Promise<Identity | undefined> {
   if (header === undefined || header === "") return GUEST;
-  return cachedIdentity(server, authStateOf(server), header) ?? verifyCredentials(server, header);
+  return cachedIdentity(server, server.auth, header) ?? verifyCredentials(server, header);
 }
 
 /** etcd's condition for the certificate rule: client cert auth on and no (or an empty) header. */
-function usesCertificate(server: KvServer, header: string | undefined): boolean {
+function usesCertificate(server: AuthAccessHost, header: string | undefined): boolean {
   return (header === undefined || header === "") && server.config.clientTls.clientCertAuth;
 }
 
@@ -133,7 +124,7 @@ export function certificateIdentity(req: IncomingMessage, auth: V2AuthState): Id
 }
 
 /** Synchronous authentication from the credential cache only (a miss counts as a failure). */
-function authenticateCached(server: KvServer, auth: V2AuthState, header: string | undefined): Identity | undefined {
+function authenticateCached(server: AuthAccessHost, auth: V2AuthState, header: string | undefined): Identity | undefined {
   if (header === undefined || header === "") return GUEST;
   return cachedIdentity(server, auth, header);
 }
@@ -144,11 +135,11 @@ function authenticateCached(server: KvServer, auth: V2AuthState, header: string 
  * a promise of either when a password must go through the KDF first, or undefined when
  * only the router can tell (client certificate authentication).
  */
-export function keyReadAllowed(server: KvServer, header: string | undefined, key: string, recursive: boolean): boolean | undefined | Promise<boolean> {
-  if (!authStateOf(server).enabled) return true;
+export function keyReadAllowed(server: AuthAccessHost, header: string | undefined, key: string, recursive: boolean): boolean | undefined | Promise<boolean> {
+  if (!server.auth.enabled) return true;
   if (usesCertificate(server, header)) return undefined;
   // Decided on the state after the (possibly slow) password check, as authorizeKeyRequest does.
-  const decide = (id: Identity | undefined): boolean => id !== undefined && authStateOf(server).canAccess(id.principal, key, { write: false, recursive });
+  const decide = (id: Identity | undefined): boolean => id !== undefined && server.auth.canAccess(id.principal, key, { write: false, recursive });
   const id = authenticate(server, header);
   return id instanceof Promise ? id.then(decide) : decide(id);
 }
@@ -163,11 +154,11 @@ export function insufficientCredentials(): HttpMessageError {
 }
 
 /** etcd's hasRootAccess, for /v2/auth/users* and /v2/auth/roles*: throws 401 unless root (or auth disabled). */
-export async function requireRoot(req: IncomingMessage, server: KvServer): Promise<void> {
-  if (!authStateOf(server).enabled) return;
+export async function requireRoot(req: IncomingMessage, server: AuthAccessHost): Promise<void> {
+  if (!server.auth.enabled) return;
   const header = req.headers.authorization;
-  const id = usesCertificate(server, header) ? certificateIdentity(req, authStateOf(server)) : await authenticate(server, header);
-  if (id?.principal.kind !== "user" || !authStateOf(server).isRoot(id.principal.name)) throw insufficientCredentials();
+  const id = usesCertificate(server, header) ? certificateIdentity(req, server.auth) : await authenticate(server, header);
+  if (id?.principal.kind !== "user" || !server.auth.isRoot(id.principal.name)) throw insufficientCredentials();
 }
 
 /**
@@ -175,7 +166,7 @@ export async function requireRoot(req: IncomingMessage, server: KvServer): Promi
  * root. Only the write methods those endpoints allow are guarded, so a method they refuse
  * still gets its 405 (etcd checks the method first).
  */
-export async function requireRootForWrite(req: IncomingMessage, server: KvServer): Promise<void> {
+export async function requireRootForWrite(req: IncomingMessage, server: AuthAccessHost): Promise<void> {
   if (req.method !== "POST" && req.method !== "PUT" && req.method !== "DELETE") return;
   await requireRoot(req, server);
 }
@@ -210,7 +201,7 @@ function requestKey(req: IncomingMessage, key: string): string {
  * @param opts.key the decoded key path the keys handler uses
  * @param opts.recursive the request's `recursive` flag (recursive access needs a `*` pattern)
  */
-export function authorizeKeyRequest(req: IncomingMessage, opts: { server: KvServer; key: string; recursive: boolean }): KeyAccess | Promise<KeyAccess> {
+export function authorizeKeyRequest(req: IncomingMessage, opts: { server: AuthAccessHost; key: string; recursive: boolean }): KeyAccess | Promise<KeyAccess> {
   const { server } = opts;
   const access = { write: req.method !== "GET" && req.method !== "HEAD", recursive: opts.recursive };
   const key = requestKey(req, opts.key);
@@ -218,7 +209,7 @@ export function authorizeKeyRequest(req: IncomingMessage, opts: { server: KvServ
   let allowed: Identity | undefined;
   const result: KeyAccess = {
     stillAllowed(): boolean {
-      const now = authStateOf(server);
+      const now = server.auth;
       if (!now.enabled) return true;
       // A watch that started while auth was disabled was never authenticated: do it now.
       const header = req.headers.authorization;
@@ -226,14 +217,14 @@ export function authorizeKeyRequest(req: IncomingMessage, opts: { server: KvServ
       return id !== undefined && stillValid(now, id) && now.canAccess(id.principal, key, access);
     },
   };
-  if (!authStateOf(server).enabled) return result;
+  if (!server.auth.enabled) return result;
   const decide = (id: Identity | undefined): KeyAccess => {
     // Decided on the state after the (possibly slow) password check, not the one before it.
-    if (id === undefined || !authStateOf(server).canAccess(id.principal, key, access)) throw deniedKeyAccess();
+    if (id === undefined || !server.auth.canAccess(id.principal, key, access)) throw deniedKeyAccess();
     allowed = id;
     return result;
   };
   const header = req.headers.authorization;
-  const id = usesCertificate(server, header) ? (certificateIdentity(req, authStateOf(server)) ?? GUEST) : authenticate(server, header);
+  const id = usesCertificate(server, header) ? (certificateIdentity(req, server.auth) ?? GUEST) : authenticate(server, header);
   return id instanceof Promise ? id.then(decide) : decide(id);
 }

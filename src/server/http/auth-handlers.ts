@@ -6,21 +6,28 @@
 import type { IncomingMessage, ServerResponse, OutgoingHttpHeaders } from "node:http";
 import { Header } from "../../api/headers.ts";
 import { V2AuthError, hashPassword, permissionsEmpty, type V2AuthOp, type V2AuthState, type V2Permissions, type V2RoleRecord } from "../../auth/index.ts";
-import type { KvServer } from "../kv-server.ts";
+import type { CommandBody } from "../request.ts";
+import type { ApplyResult } from "../apply.ts";
 import { cleanPath } from "./path.ts";
 import { parseQuery } from "./form.ts";
 import { readBody, BodyTooLargeError } from "./body.ts";
 import { decodeRoleBody, decodeUserBody } from "./auth-body.ts";
-import { authStateOf, requireRoot, requireRootForWrite, verifierOf } from "./auth-access.ts";
+import { requireRoot, requireRootForWrite, type AuthAccessHost } from "./auth-access.ts";
 import { HttpMessageError, methodNotAllowed, notFound, writeJson } from "./respond.ts";
 
-export { authorizeKeyRequest, requireRootForWrite, type KeyAccess } from "./auth-access.ts";
+export { requireRootForWrite } from "./auth-access.ts";
 
 /** Auth bodies are a user or a role: far below this. Larger bodies are refused unread. */
 export const MAX_AUTH_BODY = 1 << 20;
 
+/** What /v2/auth uses of the member: the access checks' view, and the log for changes. */
+export interface AuthAdminHost extends AuthAccessHost {
+  /** Resolves with the change's apply result (`auth` holds the outcome). */
+  propose(body: Extract<CommandBody, { t: "auth" }>): Promise<ApplyResult>;
+}
+
 export interface AuthContext {
-  server: KvServer;
+  server: AuthAdminHost;
   clusterId: string;
 }
 
@@ -103,7 +110,7 @@ function clusterHeaders(ctx: AuthContext): OutgoingHttpHeaders {
 }
 
 function state(ctx: AuthContext): V2AuthState {
-  return authStateOf(ctx.server);
+  return ctx.server.auth;
 }
 
 async function enableDisable(req: IncomingMessage, res: ServerResponse, ctx: AuthContext): Promise<void> {
@@ -182,7 +189,7 @@ async function forUser(req: IncomingMessage, res: ServerResponse, t: Target & { 
   if (req.method === "DELETE") {
     if (!t.nameIsUtf8) throw new HttpMessageError(404, `auth: User ${t.name} does not exist`, headers);
     await proposeAuth(ctx, { kind: "deleteUser", user: t.name }, res, headers);
-    verifierOf(ctx.server).forgetUser(t.name);
+    ctx.server.passwordVerifier.forgetUser(t.name);
     return;
   }
   const u = decodeUserBody(await readAuthBody(req, headers));
@@ -198,7 +205,7 @@ async function forUser(req: IncomingMessage, res: ServerResponse, t: Target & { 
   else if (hasRoles) op = { kind: "createUser", user: u.user, passwordHash, roles: u.roles ?? [] };
   else op = { kind: "createOrUpdateUser", user: u.user, passwordHash, roles: u.roles };
   await proposeAuth(ctx, op, res, headers);
-  if (passwordHash !== null) verifierOf(ctx.server).forgetUser(u.user);
+  if (passwordHash !== null) ctx.server.passwordVerifier.forgetUser(u.user);
 }
 
 async function forRole(req: IncomingMessage, res: ServerResponse, t: Target, ctx: AuthContext): Promise<void> {

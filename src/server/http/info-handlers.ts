@@ -3,8 +3,13 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Header } from "../../api/headers.ts";
 import type { V2MemberJSON } from "../../api/v2-types.ts";
-import type { KvServer } from "../kv-server.ts";
-import type { Member } from "../membership.ts";
+import type { V2Store } from "../../store/v2/store.ts";
+import type { V3KeySpace } from "../../store/v3/index.ts";
+import type { PeerTransport } from "../../transport/index.ts";
+import type { Member, Membership } from "../membership.ts";
+import type { MemberAdmin } from "../member-admin.ts";
+import type { ServerStats } from "../stats.ts";
+import type { ServerMetrics } from "../metrics/server-metrics.ts";
 import { ReconfigCheckError } from "../reconfig-check.ts";
 import { MemberError, MemberErrorKind } from "../errors.ts";
 import { HttpMessageError, HttpTextError, corsHeaders, methodNotAllowed, notFound, writeJson } from "./respond.ts";
@@ -13,8 +18,24 @@ import type { OutgoingHttpHeaders } from "node:http";
 import { BodyReadError, readBody } from "./body.ts";
 import { KVCTL_VERSION, ETCD_CLUSTER_VERSION, ETCD_SERVER_VERSION } from "../version.ts";
 
+/** What the cluster information endpoints use of the member. */
+export interface InfoHost {
+  readonly leaderId: number;
+  readonly isLeader: boolean;
+  /** Health: active alarms make the member unhealthy, and a linearizable read must complete. */
+  readonly v3: Pick<V3KeySpace, "alarms">;
+  linearizableRead(): Promise<void>;
+  readonly metrics: Pick<ServerMetrics, "healthSuccess" | "healthFailures">;
+  readonly store: Pick<V2Store, "statsJSON">;
+  readonly stats: Pick<ServerStats, "self" | "leader">;
+  readonly transport: Pick<PeerTransport, "selfStats" | "stats">;
+  readonly membership: Pick<Membership, "list" | "get">;
+  /** Member writes go through the log (member-admin.ts). */
+  readonly members: Pick<MemberAdmin, "add" | "remove" | "update">;
+}
+
 export interface InfoContext {
-  server: KvServer;
+  server: InfoHost;
   clusterId: string;
 }
 
@@ -35,7 +56,7 @@ const HEALTH_READ_TIMEOUT_MS = 1000;
  * linearizable read does not complete within a second; each answer counts in
  * etcd_server_health_success / etcd_server_health_failures.
  */
-export async function checkHealth(server: KvServer): Promise<boolean> {
+export async function checkHealth(server: InfoHost): Promise<boolean> {
   let healthy = server.v3.alarms().length === 0 && server.leaderId !== 0;
   if (healthy) {
     let timer: NodeJS.Timeout | undefined;

@@ -3,12 +3,11 @@
 // included); the byte-for-byte comparison with the router is test/integration/fast-lane.test.ts.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { V2AuthState } from "../../auth/index.ts";
+import { PasswordVerifier, V2AuthState } from "../../auth/index.ts";
 import { hashPassword } from "../../auth/index.ts";
 import { V2Store } from "../../store/v2/index.ts";
-import type { KvServer } from "../kv-server.ts";
 import type { FastHandler, FastResponse, RequestHead } from "./fast-lane.ts";
-import { keysFastGet } from "./keys-fast-get.ts";
+import { keysFastGet, type KeysFastGetHost } from "./keys-fast-get.ts";
 
 const basic = (s: string): string => "Basic " + Buffer.from(s).toString("base64");
 
@@ -33,14 +32,17 @@ async function fakeServer(opts: { hostWhitelist?: string[]; auth?: boolean; clie
     ],
   });
   const counted = { requests: 0 };
-  const server = {
-    noteClientRequest: () => counted.requests++,
+  const server: KeysFastGetHost = {
+    noteClientRequest: () => void counted.requests++,
     store,
     auth,
+    passwordVerifier: new PasswordVerifier({ capacity: 1024 }),
     appliedIndex: 5,
     term: 2,
     config: { hostWhitelist: opts.hostWhitelist ?? [], clientTls: { clientCertAuth: opts.clientCertAuth ?? false }, enableV2: opts.enableV2 ?? true, cors: opts.cors ?? ["*"] },
-  } as unknown as KvServer;
+    doV2: () => assert.fail("the lane never writes"),
+    linearizableRead: () => assert.fail("the lane never makes quorum reads"),
+  };
   const lane = keysFastGet({ server, clusterId: "c1", watches: new Set() });
   const get = (target: string, headers: { host?: string; authorization?: string } = {}) => {
     const head: RequestHead = { method: "GET", target, host: headers.host ?? "127.0.0.1:2379", authorization: headers.authorization, length: 40 };

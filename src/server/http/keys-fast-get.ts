@@ -11,7 +11,7 @@ import { V2Error } from "../../api/v2-errors.ts";
 import { deniedKeyAccess, keyReadAllowed } from "./auth-access.ts";
 import type { FastHandler, FastResponse } from "./fast-lane.ts";
 import { parseQuery, type FormValues } from "./form.ts";
-import { eventJSON, raftHeaders, readKey, type KeysContext } from "./keys-handler.ts";
+import { eventJSON, raftHeaders, readKey, type KeysContext, type V2KeysHost } from "./keys-handler.ts";
 import { isHostWhitelisted, requestHostname } from "./host-whitelist.ts";
 import { parseKeyRequest, type KeyRequest } from "./parse-key-request.ts";
 import { muxCleanPath } from "./path.ts";
@@ -19,7 +19,22 @@ import { jsonBase, v2ErrorParts } from "./respond.ts";
 import { keyOfPath, requestLineTooLong } from "./router.ts";
 import { allowsAnyOrigin } from "./cors.ts";
 
-export function keysFastGet(ctx: KeysContext): FastHandler {
+/** What the lane uses of the member besides the keys handler's view: the router's gates and its request count. */
+export interface KeysFastGetHost extends V2KeysHost {
+  readonly config: V2KeysHost["config"] & {
+    readonly enableV2: boolean;
+    readonly cors: readonly string[];
+    readonly hostWhitelist: readonly string[];
+  };
+  /** Every request the lane answers counts as a client request (disk-wait.ts). */
+  noteClientRequest(): void;
+}
+
+export interface KeysFastGetContext extends KeysContext {
+  server: KeysFastGetHost;
+}
+
+export function keysFastGet(ctx: KeysFastGetContext): FastHandler {
   // --enable-v2=false and a restricted --cors change every answer: the router gives those.
   const { enableV2, cors } = ctx.server.config;
   if (!enableV2 || !allowsAnyOrigin(cors)) return () => undefined;

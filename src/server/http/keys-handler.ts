@@ -4,12 +4,12 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { V2Error, V2ErrorCode } from "../../api/v2-errors.ts";
 import { Header } from "../../api/headers.ts";
-import type { V2Event } from "../../store/v2/store.ts";
-import type { KvServer } from "../kv-server.ts";
+import type { V2Event, V2Store } from "../../store/v2/store.ts";
+import type { CommandBody } from "../request.ts";
 import { parseKeyRequest } from "./parse-key-request.ts";
 import { wallClockNs } from "../wall-clock.ts";
 import { parseForm } from "./body.ts";
-import { authorizeKeyRequest, type KeyAccess } from "./auth-handlers.ts";
+import { authorizeKeyRequest, type AuthAccessHost, type KeyAccess } from "./auth-access.ts";
 import { jsonBase, methodNotAllowed, sendJson } from "./respond.ts";
 
 /** etcd closes an idle long-poll watch after 5 minutes with 200 and an empty body. */
@@ -26,8 +26,24 @@ export function eventJSON(ev: V2Event, noValue = false): string {
   return JSON.stringify(out) + "\n";
 }
 
+/**
+ * What /v2/keys uses of the member. The server itself is passed (no per-request wrapper):
+ * its getters read the current store and indexes at each use.
+ */
+export interface V2KeysHost extends AuthAccessHost {
+  /** Local reads and watches; the same object across snapshot installs. */
+  readonly store: Pick<V2Store, "get" | "index" | "watch">;
+  /** X-Raft-Index and X-Raft-Term. */
+  readonly appliedIndex: number;
+  readonly term: number;
+  /** Proposes a v2 write and waits for its apply; resolves with its event or throws its V2Error. */
+  doV2(body: Extract<CommandBody, { t: "v2" }>): Promise<V2Event>;
+  /** The ReadIndex barrier of a quorum read. */
+  linearizableRead(): Promise<void>;
+}
+
 export interface KeysContext {
-  server: KvServer;
+  server: V2KeysHost;
   clusterId: string;
   /** Tracks open watch responses so shutdown can end them with the empty-body close. */
   watches: Set<ServerResponse>;
@@ -91,7 +107,7 @@ export async function handleKeys(req: IncomingMessage, res: ServerResponse, keyP
 }
 
 /** A read from the local store; a V2Error (key not found) carries the store's index. */
-export function readKey(server: KvServer, kr: { path: string; recursive: boolean; sorted: boolean }): V2Event {
+export function readKey(server: V2KeysHost, kr: { path: string; recursive: boolean; sorted: boolean }): V2Event {
   try {
     return server.store.get(kr.path, { recursive: kr.recursive, sorted: kr.sorted }, Date.now());
   } catch (err) {

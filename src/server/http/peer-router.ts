@@ -4,15 +4,25 @@
 // the replicated state for checking that members converged (fault tests, operators).
 // Nothing else is served there.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { KvServer } from "../kv-server.ts";
+import type { PeerTransport } from "../../transport/index.ts";
+import type { Membership } from "../membership.ts";
 import { PEER_MEMBERS_PATH } from "../bootstrap.ts";
 import { Header } from "../../api/headers.ts";
-import { PEER_LEASE_PATH } from "../lease-keeper.ts";
+import { PEER_LEASE_PATH, type LeaseKeeper } from "../lease-keeper.ts";
 
 /** GET: `{ appliedIndex, storeIndex, hash }` of this member's replicated state. */
 export const PEER_HASH_PATH = "/hash";
 
-export function createPeerRouter(server: KvServer): (req: IncomingMessage, res: ServerResponse) => void {
+/** What the peer port serves of the member. */
+export interface PeerRouterHost {
+  readonly transport: Pick<PeerTransport, "handler">;
+  readonly leases: Pick<LeaseKeeper, "handlePeer">;
+  readonly membership: Pick<Membership, "toJSON">;
+  readonly clusterId: number;
+  stateHash(): { appliedIndex: number; storeIndex: number; hash: string };
+}
+
+export function createPeerRouter(server: PeerRouterHost): (req: IncomingMessage, res: ServerResponse) => void {
   const raft = server.transport.handler();
   return (req, res) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";

@@ -3,21 +3,20 @@
 // Every response carries etcd's CORS headers; OPTIONS answers 200 with them and nothing else.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import type { KvServer } from "../kv-server.ts";
 import { unescape } from "./form.ts";
 import { muxCleanPath, escapePath } from "./path.ts";
 import { corsHeaders, notFound, writeError, writeText, HttpTextError } from "./respond.ts";
-import { handleKeys } from "./keys-handler.ts";
+import { handleKeys, type V2KeysHost } from "./keys-handler.ts";
 import { BAD_REQUEST } from "./client-error.ts";
-import { handleAuth, requireRootForWrite } from "./auth-handlers.ts";
+import { handleAuth, requireRootForWrite, type AuthAdminHost } from "./auth-handlers.ts";
 import { handleV3, v3Route } from "./v3-routes.ts";
 import type { V3GatewayContext } from "./v3-backend.ts";
 import { refuseUnlistedHost } from "./host-whitelist.ts";
 import { refuseGatewayCommonName } from "./gateway-cn.ts";
-import { checkMembersMethod, handleHealth, handleMachines, handleMembers, handleStats, handleVersion } from "./info-handlers.ts";
+import { checkMembersMethod, handleHealth, handleMachines, handleMembers, handleStats, handleVersion, type InfoHost } from "./info-handlers.ts";
 import { allowsAnyOrigin, restrictCors } from "./cors.ts";
 import type { MemberMetrics } from "../metrics/member-metrics.ts";
-import { handleDebugVars, handleMetrics } from "../metrics/http.ts";
+import { handleDebugVars, handleMetrics, type DebugVarsHost } from "../metrics/http.ts";
 
 /** etcd (cmux) resets requests whose request line exceeds this; kvctl answers 414 instead. */
 export const MAX_REQUEST_LINE = 4096;
@@ -37,8 +36,29 @@ export function keyOfPath(path: string): string | undefined {
   return key === "" ? "/" : key;
 }
 
+/**
+ * What the client port uses of the member: each handler's view, and the router's own gates.
+ * It also covers what keys-fast-get.ts needs, so one context serves the lane and the router.
+ */
+export type RouterHost = V2KeysHost &
+  InfoHost &
+  AuthAdminHost &
+  DebugVarsHost & {
+    readonly config: {
+      readonly hostWhitelist: readonly string[];
+      readonly cors: readonly string[];
+      readonly enableV2: boolean;
+      readonly enableGrpcGateway: boolean;
+      readonly clientTls: { readonly clientCertAuth: boolean };
+    };
+    /** The gateway's certificate rule applies only with v3 auth on. */
+    readonly v3auth: { readonly enabled: boolean };
+    /** Every request begun counts as a client request (disk-wait.ts). */
+    noteClientRequest(): void;
+  };
+
 export interface RouterContext {
-  server: KvServer;
+  server: RouterHost;
   clusterId: string;
   watches: Set<ServerResponse>;
   /** The v3 JSON gateway: its backend, limits and open streams. */

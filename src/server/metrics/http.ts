@@ -1,6 +1,7 @@
 // /metrics (Prometheus text format) and /debug/vars (Go's expvar page, as etcd serves it).
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { getHeapStatistics } from "node:v8";
+import type { Status } from "../../raft/index.ts";
 import type { KvServer } from "../kv-server.ts";
 import { corsHeaders, writeError } from "../http/respond.ts";
 import { handleHealth } from "../http/info-handlers.ts";
@@ -15,8 +16,13 @@ export function handleMetrics(req: IncomingMessage, res: ServerResponse, metrics
   res.end(body);
 }
 
+/** What /debug/vars reads of the member. */
+export interface DebugVarsHost {
+  raftStatus(): Status;
+}
+
 /** etcd's expvar "raft.status" (raft.Status.MarshalJSON). */
-export function raftStatusJSON(kv: KvServer): Record<string, unknown> {
+export function raftStatusJSON(kv: DebugVarsHost): Record<string, unknown> {
   const s = kv.raftStatus();
   const hex = (n: number): string => n.toString(16);
   const out: Record<string, unknown> = {
@@ -51,7 +57,7 @@ function memstats(): Record<string, number> {
 }
 
 /** The expvar page: keys sorted, one per line, in Go's expvar layout. */
-export function debugVarsBody(kv: KvServer): string {
+export function debugVarsBody(kv: DebugVarsHost): string {
   const vars: Record<string, unknown> = {
     cmdline: ["kvctl", ...process.argv.slice(2)],
     file_descriptor_limit: maxFds() ?? 0,
@@ -64,7 +70,7 @@ export function debugVarsBody(kv: KvServer): string {
   return `{\n${lines.join(",\n")}\n}\n`;
 }
 
-export function handleDebugVars(req: IncomingMessage, res: ServerResponse, kv: KvServer): void {
+export function handleDebugVars(req: IncomingMessage, res: ServerResponse, kv: DebugVarsHost): void {
   req.resume();
   const body = debugVarsBody(kv);
   res.writeHead(200, { ...corsHeaders, "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
