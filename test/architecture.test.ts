@@ -71,3 +71,18 @@ test("raft imports no node builtins and no clock", () => {
   const offenders = walk(join(src, "raft")).filter((f) => /from\s+["']node:|Date\.now\(|setTimeout\(|Math\.random\(/.test(readFileSync(f, "utf8")));
   assert.deepEqual(offenders.map((f) => relative(root, f)), []);
 });
+
+// The HTTP handlers see the member through the narrow host interfaces declared beside them
+// (V2KeysHost, AuthAccessHost, InfoHost, V3Backend, ...): what a handler may touch is
+// written down there, and a fake for its unit test needs only that.
+test("no HTTP handler imports the KvServer", () => {
+  const kvServer = join(src, "server", "kv-server.ts");
+  const offenders: string[] = [];
+  for (const file of walk(join(src, "server", "http")).filter((f) => !f.endsWith(".test-helper.ts"))) {
+    for (const m of readFileSync(file, "utf8").matchAll(importRe)) {
+      const spec = m[1] ?? m[2]!;
+      if (spec.startsWith(".") && resolve(dirname(file), spec) === kvServer) offenders.push(`${relative(root, file)} -> ${spec}`);
+    }
+  }
+  assert.deepEqual(offenders, []);
+});
