@@ -23,14 +23,21 @@ export const MemberErrorKind = {
   notFound: "notFound",
   /** The id was a member's, and that member has been removed (ids are never reused). */
   removed: "removed",
+  /** A member already has this id. */
+  idExists: "idExists",
   /** Another member already has one of these peer URLs. */
   peerUrlExists: "peerUrlExists",
   /** Only a learner can be promoted. */
   notLearner: "notLearner",
+  /** The cluster has as many learners as it may (etcd 3.4: one). */
+  tooManyLearners: "tooManyLearners",
 } as const;
 export type MemberErrorKind = (typeof MemberErrorKind)[keyof typeof MemberErrorKind];
 
-/** A member change refused for what the membership is (member-admin.ts). */
+/**
+ * A member change refused for what the membership is (member-admin.ts): before it is
+ * proposed, or when its entry is applied (then on every member alike).
+ */
 export class MemberError extends Error {
   override name = "MemberError";
   readonly kind: MemberErrorKind;

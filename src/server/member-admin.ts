@@ -7,6 +7,14 @@
 // - With --strict-reconfig-check, an add or a remove that could leave the cluster without a
 //   quorum of started, connected members is refused before anything is proposed
 //   (reconfig-check.ts), as etcd's mayAddMember / mayRemoveMember.
+// - A committed change is checked against the membership when it is applied, as etcd's
+//   applyConfChange runs ValidateConfigurationChange (validateConfChange): the membership is
+//   replicated, so every member refuses the same entries. A refused change leaves the
+//   membership and the v2 index as they were, goes to Raft as a no-op (node id 0, as etcd
+//   zeroes cc.NodeID) and answers its proposer with etcd's error. Changes that etcd checks
+//   only there (unknown or removed ids, peer URLs taken, too many learners) are not checked
+//   before proposing either: two removals of one member both reach the log, and the later
+//   one is refused when applied, spending a Raft index but no v2 index, as on etcd.
 // - A conf change consumes a v2 index (etcd records membership in the v2 store), a removal
 //   two (etcd deletes the member's record and records its id as removed).
 // - A removed id stays removed (Membership keeps it, in snapshots too): changing or removing
@@ -46,6 +54,59 @@ function removedError(id: number): MemberError {
   return new MemberError(MemberErrorKind.removed, `Member permanently removed: ${hex(id)}`);
 }
 
+/** etcd 3.4's maxLearners. */
+const MAX_LEARNERS = 1;
+
+/** A URL as the add check compares it; a text URL() refuses is compared as it is (apply must not throw). */
+function peerUrlKey(u: string): string {
+  try {
+    return new URL(u).href;
+  } catch {
+    return u;
+  }
+}
+
+/**
+ * etcd's ValidateConfigurationChange: why `membership` refuses the committed change `cc`
+ * (with its decoded context), or undefined. Pure, so every member decides alike. Whether an
+ * AddNode promotes a learner is in its context; entries of older logs (and the self-add of
+ * --force-new-cluster) do not say: there an AddNode of a learner is its promotion.
+ */
+export function validateConfChange(membership: Membership, cc: ConfChange, ctx: ConfChangeContext | undefined): MemberError | undefined {
+  const id = cc.nodeId;
+  if (membership.isRemoved(id)) return removedError(id);
+  const existing = membership.get(id);
+  switch (cc.type) {
+    case ConfChangeType.AddNode:
+    case ConfChangeType.AddLearnerNode: {
+      const promote = ctx?.promote ?? (cc.type === ConfChangeType.AddNode && existing?.isLearner === true);
+      if (promote) {
+        if (existing === undefined) return notFound(id);
+        if (existing.isLearner !== true) return new MemberError(MemberErrorKind.notLearner, "etcdserver: can only promote a learner member");
+        return undefined;
+      }
+      if (existing !== undefined) return new MemberError(MemberErrorKind.idExists, "membership: ID exists");
+      const taken = new Set(membership.list().flatMap((m) => m.peerUrls.map(peerUrlKey)));
+      if ((ctx?.member?.peerUrls ?? []).some((u) => taken.has(peerUrlKey(u)))) return new MemberError(MemberErrorKind.peerUrlExists, "membership: peerURL exists");
+      if (cc.type === ConfChangeType.AddLearnerNode || ctx?.member?.isLearner === true) {
+        const learners = membership.list().filter((m) => m.isLearner === true).length;
+        if (learners + 1 > MAX_LEARNERS) return new MemberError(MemberErrorKind.tooManyLearners, "membership: too many learner members in cluster");
+      }
+      return undefined;
+    }
+    case ConfChangeType.RemoveNode:
+      return existing === undefined ? notFound(id) : undefined;
+    case ConfChangeType.UpdateNode: {
+      if (existing === undefined) return notFound(id);
+      // As etcd: the strings as stored, without the add's URL normalisation.
+      const others = new Set(membership.list().filter((m) => m.id !== id).flatMap((m) => m.peerUrls));
+      if ((ctx?.member?.peerUrls ?? []).some((u) => others.has(u))) return new MemberError(MemberErrorKind.peerUrlExists, "membership: peerURL exists");
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
 export class MemberAdmin {
   readonly #host: MemberAdminHost;
 
@@ -56,15 +117,12 @@ export class MemberAdmin {
   /** Adds a member with these peer URLs (etcd's member add; a learner does not vote); resolves with it. */
   async add(peerUrls: string[], opts: { learner?: boolean } = {}): Promise<Member> {
     const membership = this.#host.membership();
-    // etcd checks the quorum (mayAddMember) before it looks at the peer URLs (at apply).
+    // etcd checks the quorum (mayAddMember) before proposing, the peer URLs when applying.
     if (this.#host.strictReconfigCheck) this.#refuseIf(checkAddMember(this.#reconfigView(), opts.learner === true), { add: peerUrls });
-    const wanted = new Set(peerUrls.map((u) => new URL(u).href));
-    if (membership.list().some((m) => m.peerUrls.some((u) => wanted.has(new URL(u).href)))) {
-      throw new MemberError(MemberErrorKind.peerUrlExists, "membership: peerURL exists");
-    }
     const member: Member = { id: memberIdFor(peerUrls, `${membership.clusterId.toString(16)}/${Date.now()}`), name: "", peerUrls, clientUrls: [] };
     if (opts.learner === true) member.isLearner = true;
-    await this.#host.proposals().proposeConfChange(opts.learner === true ? ConfChangeType.AddLearnerNode : ConfChangeType.AddNode, member.id, member);
+    const type = opts.learner === true ? ConfChangeType.AddLearnerNode : ConfChangeType.AddNode;
+    await this.#host.proposals().proposeConfChange(type, member.id, member, { promote: false });
     return member;
   }
 
@@ -75,47 +133,64 @@ export class MemberAdmin {
     if (!m) throw notFound(id);
     if (m.isLearner !== true) throw new MemberError(MemberErrorKind.notLearner, "etcdserver: can only promote a learner member");
     const { isLearner: _learner, ...voter } = m;
-    await this.#host.proposals().proposeConfChange(ConfChangeType.AddNode, id, voter);
+    await this.#host.proposals().proposeConfChange(ConfChangeType.AddNode, id, voter, { promote: true });
   }
 
   async remove(id: number): Promise<void> {
     // etcd's order: mayRemoveMember first, the id looked up at apply: a cluster that could
     // not spare a voter refuses even an id that names no member.
     if (this.#host.strictReconfigCheck) this.#refuseIf(checkRemoveMember(this.#reconfigView(), id), { remove: id.toString(16) });
-    if (this.#host.membership().isRemoved(id)) throw removedError(id);
-    if (!this.#host.membership().get(id)) throw notFound(id);
+    // An id past 2^53 (NaN here) cannot travel in a conf change, and names no member.
+    if (!Number.isSafeInteger(id)) throw notFound(id);
     await this.#host.proposals().proposeConfChange(ConfChangeType.RemoveNode, id);
   }
 
   async update(id: number, peerUrls: string[]): Promise<void> {
-    const m = this.#host.membership().get(id);
-    if (this.#host.membership().isRemoved(id)) throw removedError(id);
-    if (!m) throw notFound(id);
-    // etcd's apply refuses peer URLs another member has (ErrPeerURLexists; it compares the strings).
-    const others = new Set(this.#host.membership().list().filter((o) => o.id !== id).flatMap((o) => o.peerUrls));
-    if (peerUrls.some((u) => others.has(u))) throw new MemberError(MemberErrorKind.peerUrlExists, "membership: peerURL exists");
+    if (!Number.isSafeInteger(id)) throw notFound(id);
+    // The rest of the member as this member knows it; apply refuses the change if the id is
+    // gone by then, or the URLs taken (validateConfChange), and changes only the peer URLs.
+    const m = this.#host.membership().get(id) ?? { id, name: "", peerUrls: [], clientUrls: [] };
     await this.#host.proposals().proposeConfChange(ConfChangeType.UpdateNode, id, { ...m, peerUrls });
   }
 
-  /** Applies a committed conf change; returns Raft's new configuration. */
+  /** Applies a committed conf change, or refuses it (validateConfChange); returns Raft's configuration. */
   apply(cc: ConfChange): ConfState {
     const host = this.#host;
-    const confState = host.applyToRaft(cc);
-    host.store().consumeIndex();
     const ctx = cc.context.length > 0 ? (JSON.parse(Buffer.from(cc.context).toString("utf8")) as ConfChangeContext) : undefined;
     const membership = host.membership();
+    const refused = validateConfChange(membership, cc, ctx);
+    if (refused !== undefined) {
+      // Raft still has to apply the entry (it ends the pending change); node id 0 changes nothing.
+      const unchanged = host.applyToRaft({ ...cc, nodeId: 0 });
+      if (ctx !== undefined) host.proposals().confApplied(ctx, refused);
+      return unchanged;
+    }
+    const confState = host.applyToRaft(cc);
+    host.store().consumeIndex();
     switch (cc.type) {
       case ConfChangeType.AddNode:
-      case ConfChangeType.AddLearnerNode:
+      case ConfChangeType.AddLearnerNode: {
+        const learner = membership.get(cc.nodeId);
+        if (learner !== undefined) {
+          // A promotion (validated above): the member as the membership has it, now a voter.
+          const { isLearner: _learner, ...voter } = learner;
+          membership.add(voter);
+          break;
+        }
         if (ctx?.member) membership.add(ctx.member);
         if (cc.nodeId !== host.memberId && ctx?.member) host.transport().addPeer(cc.nodeId, ctx.member.peerUrls);
         break;
-      case ConfChangeType.UpdateNode:
-        if (ctx?.member) {
-          membership.add(ctx.member);
+      }
+      case ConfChangeType.UpdateNode: {
+        // Only the peer URLs change (etcd's UpdateRaftAttributes): name and client URLs are
+        // what the member last published, whatever the proposer knew of them.
+        const current = membership.get(cc.nodeId);
+        if (ctx?.member && current !== undefined) {
+          membership.add({ ...current, peerUrls: [...ctx.member.peerUrls] });
           if (cc.nodeId !== host.memberId) host.transport().updatePeer(cc.nodeId, ctx.member.peerUrls);
         }
         break;
+      }
       case ConfChangeType.RemoveNode:
         host.store().consumeIndex();
         membership.remove(cc.nodeId);

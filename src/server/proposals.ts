@@ -14,17 +14,21 @@ import type { ApplyResult } from "./apply.ts";
 import { encodeCommand, type Command, type CommandBody } from "./request.ts";
 import type { Member } from "./membership.ts";
 import { WaitRegistry, requestIdGenerator } from "./wait.ts";
-import { ServerUnavailableError } from "./errors.ts";
+import { ServerUnavailableError, type MemberError } from "./errors.ts";
 import { V3Errors } from "../api/v3-errors.ts";
 import type { ServerMetrics } from "./metrics/server-metrics.ts";
 import type { WriteTracer } from "./write-trace.ts";
 import { DeadlineExceededError, type Deadline } from "./deadline.ts";
 
-/** The context of a membership change entry: who proposed it (for the waiter) and the member. */
+/**
+ * The context of a membership change entry: who proposed it (for the waiter), the member,
+ * and whether an AddNode promotes a learner (etcd's IsPromote; entries of older logs lack it).
+ */
 export interface ConfChangeContext {
   proposer: number;
   reqId: number;
   member?: Member;
+  promote?: boolean;
 }
 
 /** What the proposer needs of the member's Raft node and run loop. */
@@ -45,7 +49,8 @@ export interface ProposalHost {
 export class Proposals {
   readonly #host: ProposalHost;
   readonly #waits = new WaitRegistry<ApplyResult>();
-  readonly #confWaits = new WaitRegistry<ApplyResult>();
+  /** A membership change's outcome: refused at apply (etcd's ValidateConfigurationChange), or applied. */
+  readonly #confWaits = new WaitRegistry<{ refused?: MemberError }>();
   readonly #nextId: () => number;
   /** Proposals waiting for a leader to be known. */
   #leaderWaiters: Array<() => void> = [];
@@ -72,14 +77,19 @@ export class Proposals {
     );
   }
 
-  /** Proposes a membership change; resolves once this member applied it. */
-  async proposeConfChange(type: ConfChange["type"], nodeId: number, member?: Member): Promise<void> {
+  /**
+   * Proposes a membership change; resolves once this member applied it, rejects with the
+   * MemberError apply refused it with.
+   */
+  async proposeConfChange(type: ConfChange["type"], nodeId: number, member?: Member, opts: { promote?: boolean } = {}): Promise<void> {
     const reqId = this.#nextId();
-    const ctx: ConfChangeContext = member ? { proposer: this.#host.memberId, reqId, member } : { proposer: this.#host.memberId, reqId };
+    const ctx: ConfChangeContext = { proposer: this.#host.memberId, reqId };
+    if (member) ctx.member = member;
+    if (opts.promote !== undefined) ctx.promote = opts.promote;
     const res = await this.#proposeAndWait(this.#confWaits, reqId, () =>
       this.#host.proposeConfChange({ type, nodeId, context: Buffer.from(JSON.stringify(ctx)) }),
     );
-    if (!res.ok) throw res.error;
+    if (res.refused !== undefined) throw res.refused;
   }
 
   /** Apply's answer to the proposer of command `id` (on the proposing member). */
@@ -97,9 +107,9 @@ export class Proposals {
     if (this.#waits.has(id)) this.#waits.trigger(id, { ok: false, error: V3Errors.timeout() });
   }
 
-  /** Apply of a membership change this member proposed. */
-  confApplied(ctx: ConfChangeContext): void {
-    if (ctx.proposer === this.#host.memberId) this.#confWaits.trigger(ctx.reqId, { ok: true });
+  /** Apply of a membership change this member proposed; `refused`: apply refused it. */
+  confApplied(ctx: ConfChangeContext, refused?: MemberError): void {
+    if (ctx.proposer === this.#host.memberId) this.#confWaits.trigger(ctx.reqId, refused === undefined ? {} : { refused });
   }
 
   /** A leader is known: dropped proposals go again. */
@@ -114,7 +124,7 @@ export class Proposals {
     this.#confWaits.failAll(err);
   }
 
-  async #proposeAndWait(registry: WaitRegistry<ApplyResult>, id: number, proposeFn: () => void, callerDeadline?: Deadline): Promise<ApplyResult> {
+  async #proposeAndWait<R>(registry: WaitRegistry<R>, id: number, proposeFn: () => void, callerDeadline?: Deadline): Promise<R> {
     const host = this.#host;
     if (host.stopped()) throw new ServerUnavailableError("etcdserver: server stopped");
     this.count++;

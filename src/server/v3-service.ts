@@ -415,6 +415,8 @@ export class V3Service implements V3Backend {
         // etcd's gRPC table maps ErrIDRemoved to the same ErrGRPCMemberNotFound.
         if (err.kind === MemberErrorKind.notFound || err.kind === MemberErrorKind.removed) throw V3Errors.memberNotFound();
         if (err.kind === MemberErrorKind.peerUrlExists) throw V3Errors.peerURLExist();
+        if (err.kind === MemberErrorKind.idExists) throw V3Errors.memberExist();
+        if (err.kind === MemberErrorKind.tooManyLearners) throw V3Errors.tooManyLearners();
         throw V3Errors.memberNotLearner();
       }
       throw toV3Error(err);

@@ -11,7 +11,7 @@ import type { MemberAdmin } from "../member-admin.ts";
 import type { ServerStats } from "../stats.ts";
 import type { ServerMetrics } from "../metrics/server-metrics.ts";
 import { ReconfigCheckError } from "../reconfig-check.ts";
-import { MemberError, MemberErrorKind } from "../errors.ts";
+import { MemberError, MemberErrorKind, ServerUnavailableError } from "../errors.ts";
 import { HttpMessageError, HttpTextError, corsHeaders, methodNotAllowed, notFound, writeJson } from "./respond.ts";
 import { goJsonSyntaxError, goJsonKind } from "./go-json.ts";
 import type { OutgoingHttpHeaders } from "node:http";
@@ -241,7 +241,7 @@ export async function handleMembers(req: IncomingMessage, res: ServerResponse, s
 }
 
 /** etcd's members handler's statuses for a refused change. */
-const MEMBER_ERROR_STATUS: Record<MemberErrorKind, number> = { notFound: 404, removed: 410, peerUrlExists: 409, notLearner: 412 };
+const MEMBER_ERROR_STATUS: Record<MemberErrorKind, number> = { notFound: 404, removed: 410, idExists: 409, peerUrlExists: 409, notLearner: 412, tooManyLearners: 500 };
 
 /**
  * Member writes answer their errors with the cluster id header, as etcd's members handler
@@ -262,6 +262,9 @@ async function withHeaders<T>(p: Promise<T>, headers: OutgoingHttpHeaders, hexId
     if (err instanceof HttpMessageError) throw new HttpMessageError(err.status, err.message, { ...headers, ...err.headers });
     // etcd's v2 members API answers a refused change (--strict-reconfig-check) as any unexpected error.
     if (err instanceof ReconfigCheckError) throw new HttpMessageError(500, "Internal Server Error", headers);
+    // A timeout too (a second change proposed while one is pending is dropped by Raft): only
+    // the keys API answers these as a v2 error 300.
+    if (err instanceof ServerUnavailableError) throw new HttpMessageError(500, "Internal Server Error", headers);
     throw err;
   }
 }

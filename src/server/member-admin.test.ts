@@ -1,0 +1,159 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { ConfChangeType, type ConfChange, type ConfState } from "../raft/index.ts";
+import type { PeerTransport } from "../transport/index.ts";
+import { V2Store } from "../store/v2/store.ts";
+import { MemberError, MemberErrorKind } from "./errors.ts";
+import { silentLogger } from "./logger.ts";
+import { MemberAdmin, validateConfChange } from "./member-admin.ts";
+import { Membership, type Member } from "./membership.ts";
+import { Proposals, type ConfChangeContext } from "./proposals.ts";
+import { ServerMetrics } from "./metrics/server-metrics.ts";
+
+const a: Member = { id: 0xa, name: "a", peerUrls: ["http://127.0.0.1:2380"], clientUrls: ["http://127.0.0.1:2379"] };
+const b: Member = { id: 0xb, name: "b", peerUrls: ["http://127.0.0.1:2480"], clientUrls: ["http://127.0.0.1:2479"] };
+const learner: Member = { id: 0xc, name: "c", peerUrls: ["http://127.0.0.1:2580"], clientUrls: [], isLearner: true };
+
+function cc(type: ConfChangeType, nodeId: number, ctx?: Partial<ConfChangeContext>): [ConfChange, ConfChangeContext] {
+  const context: ConfChangeContext = { proposer: 1, reqId: 1, ...ctx };
+  return [{ type, nodeId, context: Buffer.from(JSON.stringify(context)) }, context];
+}
+
+function kindOf(m: Membership, type: ConfChangeType, nodeId: number, ctx?: Partial<ConfChangeContext>): string | undefined {
+  const [change, context] = cc(type, nodeId, ctx);
+  return validateConfChange(m, change, context)?.kind;
+}
+
+test("apply-time validation refuses what etcd's ValidateConfigurationChange refuses", () => {
+  const m = new Membership(1, [a, b, learner], { removed: [0xd] });
+  const member = (over: Partial<Member>): Member => ({ id: 0xe, name: "", peerUrls: ["http://127.0.0.1:2680"], clientUrls: [], ...over });
+  // A removed id, whatever the change.
+  for (const type of [ConfChangeType.AddNode, ConfChangeType.AddLearnerNode, ConfChangeType.RemoveNode, ConfChangeType.UpdateNode]) {
+    assert.equal(kindOf(m, type, 0xd, { member: member({ id: 0xd }) }), MemberErrorKind.removed);
+  }
+  assert.equal(kindOf(m, ConfChangeType.RemoveNode, 0xe), MemberErrorKind.notFound);
+  assert.equal(kindOf(m, ConfChangeType.RemoveNode, 0xb), undefined);
+  assert.equal(kindOf(m, ConfChangeType.UpdateNode, 0xe, { member: member({}) }), MemberErrorKind.notFound);
+  // Adds: a taken peer URL (also written differently), a second learner, an id in use.
+  assert.equal(kindOf(m, ConfChangeType.AddNode, 0xe, { member: member({}) }), undefined);
+  assert.equal(kindOf(m, ConfChangeType.AddNode, 0xe, { member: member({ peerUrls: ["http://127.0.0.1:2480/"] }) }), MemberErrorKind.peerUrlExists);
+  assert.equal(kindOf(m, ConfChangeType.AddLearnerNode, 0xe, { member: member({ isLearner: true }) }), MemberErrorKind.tooManyLearners);
+  assert.equal(kindOf(new Membership(1, [a, b]), ConfChangeType.AddLearnerNode, 0xe, { member: member({ isLearner: true }) }), undefined);
+  assert.equal(kindOf(m, ConfChangeType.AddLearnerNode, 0xb, { member: member({ id: 0xb, isLearner: true }) }), MemberErrorKind.idExists);
+  // Updates: another member's URL (as the string is stored), or its own.
+  assert.equal(kindOf(m, ConfChangeType.UpdateNode, 0xb, { member: { ...b, peerUrls: a.peerUrls } }), MemberErrorKind.peerUrlExists);
+  assert.equal(kindOf(m, ConfChangeType.UpdateNode, 0xb, { member: { ...b, peerUrls: [...b.peerUrls, "http://127.0.0.1:2481"] } }), undefined);
+  const { isLearner: _l, ...promoted } = learner;
+  // Promotions: of a learner; of a voter or an unknown id refused; an older log's AddNode of a learner promotes it.
+  assert.equal(kindOf(m, ConfChangeType.AddNode, 0xc, { member: promoted, promote: true }), undefined);
+  assert.equal(kindOf(m, ConfChangeType.AddNode, 0xb, { member: b, promote: true }), MemberErrorKind.notLearner);
+  assert.equal(kindOf(m, ConfChangeType.AddNode, 0xe, { member: member({}), promote: true }), MemberErrorKind.notFound);
+  assert.equal(kindOf(m, ConfChangeType.AddNode, 0xc, { member: promoted }), undefined);
+  assert.equal(kindOf(m, ConfChangeType.AddNode, 0xc, { member: promoted, promote: false }), MemberErrorKind.idExists);
+});
+
+/** A MemberAdmin over a real membership, v2 store and Proposals; Raft is the list of what reaches it. */
+function member(memberId: number, membership: Membership) {
+  const store = new V2Store();
+  const proposed: ConfChange[] = [];
+  const toRaft: ConfChange[] = [];
+  const transport: string[] = [];
+  let removedSelf = 0;
+  const proposals = new Proposals(
+    {
+      memberId,
+      requestTimeoutMs: 5000,
+      metrics: new ServerMetrics(),
+      stopped: () => false,
+      propose: () => {},
+      proposeConfChange: (c) => void proposed.push(c),
+      kick: () => {},
+    },
+    1000,
+  );
+  const admin = new MemberAdmin({
+    memberId,
+    strictReconfigCheck: false,
+    log: silentLogger,
+    membership: () => membership,
+    store: () => store,
+    transport: () =>
+      ({
+        addPeer: (id: number) => void transport.push(`add ${id.toString(16)}`),
+        updatePeer: (id: number) => void transport.push(`update ${id.toString(16)}`),
+        removePeer: (id: number) => void transport.push(`remove ${id.toString(16)}`),
+      }) as unknown as PeerTransport,
+    proposals: () => proposals,
+    applyToRaft: (c): ConfState => {
+      toRaft.push(c);
+      return { voters: [], learners: [] };
+    },
+    removed: () => void removedSelf++,
+  });
+  return { admin, membership, store, proposed, toRaft, transport, removedSelf: () => removedSelf };
+}
+
+test("two removals of one member both reach the log; the later one is refused on every member alike", async () => {
+  const proposer = member(0xa, new Membership(1, [a, b, learner]));
+  const other = member(0xb, new Membership(1, [a, b, learner]));
+  const first = proposer.admin.remove(0xc);
+  const second = proposer.admin.remove(0xc);
+  assert.equal(proposer.proposed.length, 2, "nothing refuses the second before it is proposed (etcd checks at apply)");
+  const indexBefore = proposer.store.index;
+  for (const m of [proposer, other]) for (const c of proposer.proposed) m.admin.apply(c);
+  await first;
+  await assert.rejects(second, (err: unknown) => err instanceof MemberError && err.kind === MemberErrorKind.removed && err.message === "Member permanently removed: c");
+  for (const m of [proposer, other]) {
+    // The removal spent two v2 indexes, the refused one none; Raft saw the id, then a no-op.
+    assert.equal(m.store.index, indexBefore + 2);
+    assert.deepEqual(m.toRaft.map((c) => [c.type, c.nodeId]), [
+      [ConfChangeType.RemoveNode, 0xc],
+      [ConfChangeType.RemoveNode, 0],
+    ]);
+    assert.deepEqual(m.transport, ["remove c"]);
+    assert.deepEqual(m.membership.ids(), [0xa, 0xb]);
+    assert.deepEqual(m.membership.removedIds(), [0xc]);
+  }
+  assert.deepEqual(proposer.membership.toJSON(), other.membership.toJSON());
+});
+
+test("an add whose peer URL another add took meanwhile is refused at apply; the first stands", async () => {
+  const m = member(0xa, new Membership(1, [a, b]));
+  const first = m.admin.add(["http://127.0.0.1:2680"]);
+  // Written differently: another id, the same URL.
+  const second = m.admin.add(["http://127.0.0.1:2680/"]);
+  const before = m.store.index;
+  for (const c of m.proposed) m.admin.apply(c);
+  const added = await first;
+  await assert.rejects(second, (err: unknown) => err instanceof MemberError && err.kind === MemberErrorKind.peerUrlExists && err.message === "membership: peerURL exists");
+  assert.equal(m.store.index, before + 1);
+  assert.deepEqual(m.membership.ids(), [0xa, 0xb, added.id].sort((x, y) => x - y));
+  assert.deepEqual(m.toRaft.map((c) => c.nodeId), [added.id, 0]);
+  assert.deepEqual(m.transport, [`add ${added.id.toString(16)}`]);
+});
+
+test("an update of a member removed meanwhile is refused; an applied one changes only the peer URLs", async () => {
+  const m = member(0xa, new Membership(1, [a, b, learner]));
+  const update = m.admin.update(0xb, ["http://127.0.0.1:2490"]);
+  const promote = m.admin.promote(0xc);
+  const remove = m.admin.remove(0xc);
+  const late = m.admin.update(0xc, ["http://127.0.0.1:2590"]);
+  // The member publishes new attributes between the proposal and the apply of the update.
+  m.membership.setAttributes(0xb, "b2", ["http://127.0.0.1:2499"]);
+  for (const c of m.proposed) m.admin.apply(c);
+  await update;
+  await promote;
+  await remove;
+  await assert.rejects(late, (err: unknown) => err instanceof MemberError && err.kind === MemberErrorKind.removed);
+  assert.deepEqual(m.membership.get(0xb), { ...b, name: "b2", clientUrls: ["http://127.0.0.1:2499"], peerUrls: ["http://127.0.0.1:2490"] });
+  assert.deepEqual(m.toRaft.map((c) => c.nodeId), [0xb, 0xc, 0xc, 0]);
+});
+
+test("a refused change proposed by another member wakes no waiter here", async () => {
+  const m = member(0xa, new Membership(1, [a, b]));
+  const [change] = cc(ConfChangeType.RemoveNode, 0xe, { proposer: 0xb, reqId: 42 });
+  m.admin.apply(change);
+  assert.deepEqual(m.toRaft.map((c) => c.nodeId), [0]);
+  assert.deepEqual(m.membership.ids(), [0xa, 0xb]);
+  assert.deepEqual(m.membership.removedIds(), []);
+});
