@@ -157,3 +157,12 @@ test("a refused change proposed by another member wakes no waiter here", async (
   assert.deepEqual(m.membership.ids(), [0xa, 0xb]);
   assert.deepEqual(m.membership.removedIds(), []);
 });
+
+test("a new cluster's bootstrap entries (no context) apply to the members it starts with, one v2 index each", () => {
+  const m = member(0xa, new Membership(1, [a, b]));
+  const before = m.store.index;
+  for (const id of [0xa, 0xb]) m.admin.apply({ type: ConfChangeType.AddNode, nodeId: id, context: new Uint8Array(0) });
+  assert.equal(m.store.index, before + 2);
+  assert.deepEqual(m.toRaft.map((c) => c.nodeId), [0xa, 0xb]);
+  assert.deepEqual(m.membership.list(), [a, b]);
+});

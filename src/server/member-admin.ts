@@ -79,6 +79,9 @@ export function validateConfChange(membership: Membership, cc: ConfChange, ctx: 
   switch (cc.type) {
     case ConfChangeType.AddNode:
     case ConfChangeType.AddLearnerNode: {
+      // A new cluster's bootstrap entries (no context) add the members it starts with; etcd
+      // checks them against a store still empty then, so they always pass.
+      if (ctx === undefined && cc.type === ConfChangeType.AddNode) return undefined;
       const promote = ctx?.promote ?? (cc.type === ConfChangeType.AddNode && existing?.isLearner === true);
       if (promote) {
         if (existing === undefined) return notFound(id);
@@ -170,15 +173,15 @@ export class MemberAdmin {
     switch (cc.type) {
       case ConfChangeType.AddNode:
       case ConfChangeType.AddLearnerNode: {
-        const learner = membership.get(cc.nodeId);
-        if (learner !== undefined) {
+        const existing = membership.get(cc.nodeId);
+        if (existing?.isLearner === true) {
           // A promotion (validated above): the member as the membership has it, now a voter.
-          const { isLearner: _learner, ...voter } = learner;
+          const { isLearner: _learner, ...voter } = existing;
           membership.add(voter);
-          break;
+        } else if (existing === undefined && ctx?.member) {
+          membership.add(ctx.member);
+          if (cc.nodeId !== host.memberId) host.transport().addPeer(cc.nodeId, ctx.member.peerUrls);
         }
-        if (ctx?.member) membership.add(ctx.member);
-        if (cc.nodeId !== host.memberId && ctx?.member) host.transport().addPeer(cc.nodeId, ctx.member.peerUrls);
         break;
       }
       case ConfChangeType.UpdateNode: {
