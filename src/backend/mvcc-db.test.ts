@@ -106,6 +106,19 @@ test("a restart attaches to each lease exactly the live keys whose current value
   await again.close();
 });
 
+test("records of 1 KiB values fill the file's pages: under 1,300 bytes each with their heads", async () => {
+  const db = MvccDb.open({ path: fresh() });
+  const ks = new V3KeySpace({ backend: db });
+  const value = "v".repeat(1024);
+  for (let i = 0; i < 3000; i++) ks.put(put(`fill/${i}`, value));
+  db.commit(3001);
+  await db.flushed();
+  // 4 KiB pages hold three such records (~1,430 bytes each with the head table); 8 KiB, seven.
+  const perRecord = db.sizes().inUse / 3000;
+  assert.ok(perRecord < 1300, `${perRecord.toFixed(0)} bytes a record`);
+  await db.close();
+});
+
 test("values leave memory once their batch is committed and are read back from the file", async () => {
   const db = MvccDb.open({ path: fresh() });
   const ks = new V3KeySpace({ backend: db });
