@@ -49,7 +49,8 @@ import { MemberAdmin } from "./member-admin.ts";
 import { SnapshotFlow } from "./snapshot-flow.ts";
 import { Leadership } from "./leadership.ts";
 import { TracePhase, WriteTracer } from "./write-trace.ts";
-import { ETCD_CLUSTER_VERSION } from "./version.ts";
+import { ETCD_SERVER_VERSION } from "./version.ts";
+import { ClusterVersionMonitor } from "./cluster-version.ts";
 
 /** How often the leader stamps its clock into the log while TTL keys exist (etcd: 500 ms). */
 const SYNC_INTERVAL_MS = 500;
@@ -121,6 +122,8 @@ export class KvServer {
   #snapshots!: SnapshotFlow;
   /** Leadership hand-over on stop and MoveLeader (leadership.ts). */
   #leadership!: Leadership;
+  /** The cluster version the leader records (cluster-version.ts). */
+  #versions!: ClusterVersionMonitor;
   #reads!: ReadIndexBatcher;
   /** Where WAL saves wait for their fdatasync, from these two counters (disk-wait.ts). */
   readonly #diskWait = new DiskWaitPolicy();
@@ -294,6 +297,7 @@ export class KvServer {
       this.#kick();
     }, this.config.heartbeatInterval);
     this.#syncTimer = setInterval(() => this.#maybeSync(), SYNC_INTERVAL_MS);
+    this.#versions.start();
     this.leases.start();
     // v3 watchers created with progress_notify hear the current revision every interval plus
     // up to a tenth of it (etcd's jitter: members started together do not tick in step).
@@ -362,6 +366,24 @@ export class KvServer {
       },
       snapshotIndex,
     );
+    this.#versions = new ClusterVersionMonitor({
+      memberId: this.#memberId,
+      log,
+      isLeader: () => this.isLeader,
+      membership: () => this.membership,
+      // Every kvctl member speaks etcd 3.4.23's API: one that answers on its peer port has that version.
+      versionOf: async (m) => {
+        for (const u of m.peerUrls) {
+          try {
+            if ((await this.#transport.probe(new URL(PEER_MEMBERS_PATH, u).href, 1000)).status === 200) return ETCD_SERVER_VERSION;
+          } catch {
+            // not answering there: the next URL
+          }
+        }
+        return undefined;
+      },
+      record: (v) => this.propose({ t: "ver", time: Date.now(), v }),
+    });
     this.#leadership = new Leadership({
       memberId: this.#memberId,
       electionTimeoutMs: this.config.electionTimeout,
@@ -542,18 +564,6 @@ export class KvServer {
     this.#kick();
   }
 
-  /**
-   * etcd's leader decides the cluster version at the first commit of its term and records
-   * it when none is recorded (monitorVersions); a leader lost before it lands leaves it to
-   * the next one.
-   */
-  #recordClusterVersion(): void {
-    if (this.membership.version !== undefined) return;
-    this.propose({ t: "ver", time: Date.now(), v: ETCD_CLUSTER_VERSION }).catch((err: unknown) => {
-      this.#log.debug("cluster version proposal failed", { error: String(err) });
-    });
-  }
-
   #maybeSync(): void {
     if (this.isLeader && this.store.hasTtlKeys()) {
       this.propose({ t: "sync", time: Date.now(), keysOnly: true }).catch((err: unknown) => {
@@ -677,7 +687,8 @@ export class KvServer {
       // the lessor can take over the leases (etcd promotes its lessor here too).
       if (this.isLeader && e.term === this.#term) {
         this.leases.promote();
-        this.#recordClusterVersion();
+        // etcd decides the cluster version at the first commit of its term (monitorVersions).
+        void this.#versions.check();
       }
     } else if (cmd?.t === "v3-head") {
       // Applied already, in the database that came with a snapshot.
@@ -728,6 +739,7 @@ export class KvServer {
     this.#snapshots.cancel();
     clearInterval(this.#tickTimer);
     clearInterval(this.#syncTimer);
+    this.#versions.stop();
     clearInterval(this.#progressTimer);
     clearInterval(this.#compactTimer);
     this.leases.stop();

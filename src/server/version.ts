@@ -1,9 +1,9 @@
 // Versions reported by /version. kvctl implements etcd 3.4's v2 API level, and says so in the
-// fields clients branch on; its own version is in a field of its own.
+// fields clients branch on; its own version is in a field of its own. The cluster version is
+// not a constant: the leader records it through the log (cluster-version.ts).
 import { createRequire } from "node:module";
 
 export const ETCD_SERVER_VERSION = "3.4.23";
-export const ETCD_CLUSTER_VERSION = "3.4.0";
 
 function readOwnVersion(): string {
   try {

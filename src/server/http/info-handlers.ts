@@ -16,7 +16,7 @@ import { HttpMessageError, HttpTextError, corsHeaders, methodNotAllowed, notFoun
 import { goJsonSyntaxError, goJsonKind } from "./go-json.ts";
 import type { OutgoingHttpHeaders } from "node:http";
 import { BodyReadError, readBody } from "./body.ts";
-import { KVCTL_VERSION, ETCD_CLUSTER_VERSION, ETCD_SERVER_VERSION } from "../version.ts";
+import { KVCTL_VERSION, ETCD_SERVER_VERSION } from "../version.ts";
 
 /** What the cluster information endpoints use of the member. */
 export interface InfoHost {
@@ -29,7 +29,8 @@ export interface InfoHost {
   readonly store: Pick<V2Store, "statsJSON">;
   readonly stats: Pick<ServerStats, "self" | "leader">;
   readonly transport: Pick<PeerTransport, "selfStats" | "stats">;
-  readonly membership: Pick<Membership, "list" | "get">;
+  /** `version`: the cluster version the leader recorded, undefined until it has (cluster-version.ts). */
+  readonly membership: Pick<Membership, "list" | "get" | "version">;
   /** Member writes go through the log (member-admin.ts). */
   readonly members: Pick<MemberAdmin, "add" | "remove" | "update">;
 }
@@ -43,9 +44,11 @@ function onlyGet(req: IncomingMessage): void {
   if (req.method !== "GET") throw methodNotAllowed("GET");
 }
 
-export function handleVersion(req: IncomingMessage, res: ServerResponse): void {
+/** etcd's version handler: the cluster version is the recorded one, "not_decided" before the first leader records it. */
+export function handleVersion(req: IncomingMessage, res: ServerResponse, server: Pick<InfoHost, "membership">): void {
   onlyGet(req);
-  writeJson(res, 200, {}, JSON.stringify({ etcdserver: ETCD_SERVER_VERSION, etcdcluster: ETCD_CLUSTER_VERSION, kvctl: KVCTL_VERSION }));
+  const etcdcluster = server.membership.version ?? "not_decided";
+  writeJson(res, 200, {}, JSON.stringify({ etcdserver: ETCD_SERVER_VERSION, etcdcluster, kvctl: KVCTL_VERSION }));
 }
 
 /** etcd 3.4's health read (a QGET through the log) waits this long. */

@@ -178,7 +178,7 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterConte
   }
   switch (path) {
     case "/version":
-      return handleVersion(req, res);
+      return handleVersion(req, res, ctx.server);
     case "/health":
       return handleHealth(req, res, ctx);
     case "/metrics":

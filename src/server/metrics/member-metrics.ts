@@ -2,7 +2,7 @@
 // (server-metrics.ts, grpc-metrics.ts), the levels read from the server at each scrape,
 // and the process collector. /metrics on the client and metrics URLs writes `expose()`.
 import type { KvServer } from "../kv-server.ts";
-import { ETCD_CLUSTER_VERSION, ETCD_SERVER_VERSION } from "../version.ts";
+import { ETCD_SERVER_VERSION } from "../version.ts";
 import type { TransportObserver } from "../../transport/index.ts";
 import { GrpcMetrics } from "./grpc-metrics.ts";
 import { registerProcessMetrics } from "./process.ts";
@@ -46,12 +46,16 @@ export class MemberMetrics {
     g("etcd_server_quota_backend_bytes", "Current backend storage quota size in bytes.", () => kv.config.quotaBackendBytes);
     label("etcd_server_id", "Server or member ID in hexadecimal format. 1 for 'server_id' label with current ID.", "server_id", () => hex(kv.memberId));
     label("etcd_server_version", "Which version is running. 1 for 'server_version' label with current version.", "server_version", () => ETCD_SERVER_VERSION);
-    label(
-      "etcd_cluster_version",
-      "Which version is running. 1 for 'cluster_version' label with current cluster version",
-      "cluster_version",
-      () => ETCD_CLUSTER_VERSION.split(".").slice(0, 2).join("."),
-    );
+    // As etcd's gauge vector: no series until a version is recorded, then 1 for the current
+    // one and 0 for those this process applied before it (3.0 when a member was late at the start).
+    const help = "Which version is running. 1 for 'cluster_version' label with current cluster version";
+    r.register(new GaugeFunc("etcd_cluster_version", help, () => {
+      const v = kv.membership.version;
+      if (v === undefined) return [];
+      const current = v.split(".").slice(0, 2).join(".");
+      const all = new Set([...m.clusterVersionsApplied, current]);
+      return [...all].sort().map((c) => ({ labels: { cluster_version: c }, value: c === current ? 1 : 0 }));
+    }));
 
     g("etcd_mvcc_db_total_size_in_bytes", "Total size of the underlying database physically allocated in bytes.", () => kv.v3DbSizes().size);
     g("etcd_debugging_mvcc_db_total_size_in_bytes", "Total size of the underlying database physically allocated in bytes.", () => kv.v3DbSizes().size);

@@ -57,3 +57,11 @@ test("slow applies, leases, proposals, disk latencies in seconds", () => {
   assert.equal(m.peerSentBytes.value({ To: "a1" }), 15);
   assert.equal(m.peerRoundTrip.count({ To: "a1" }), 1);
 });
+
+test("each cluster version applied is kept (major.minor), for etcd_cluster_version's series", () => {
+  const m = new ServerMetrics();
+  const ver = (v: string): Command => ({ t: "ver", m: 1, id: 1, time: 0, v });
+  m.applied(ver("3.0.0"), { ok: true }, 1);
+  m.applied(ver("3.4.0"), { ok: true }, 1);
+  assert.deepEqual([...m.clusterVersionsApplied], ["3.0", "3.4"]);
+});

@@ -70,6 +70,11 @@ export class ServerMetrics {
   );
   readonly grpcSentBytes = new Counter("etcd_network_client_grpc_sent_bytes_total", "The total number of bytes sent to grpc clients.");
   readonly grpcReceivedBytes = new Counter("etcd_network_client_grpc_received_bytes_total", "The total number of bytes received from grpc clients.");
+  /**
+   * The cluster versions (major.minor) this process applied, replays included: etcd's gauge
+   * keeps a series for each, 0 but for the current one (member-metrics.ts).
+   */
+  readonly clusterVersionsApplied = new Set<string>();
 
   /** A proposal entered propose(); pair with proposalEnded. */
   proposalStarted(): void {
@@ -110,6 +115,7 @@ export class ServerMetrics {
   /** @param slowMs --experimental-warning-apply-duration (etcd counts applies slower than it) */
   applied(cmd: Command | undefined, result: ApplyResult | undefined, ms: number, slowMs = SLOW_APPLY_MS): void {
     if (ms > slowMs) this.slowApply.inc();
+    if (cmd?.t === "ver") this.clusterVersionsApplied.add(cmd.v.split(".").slice(0, 2).join("."));
     if (cmd?.t !== "v3" || result?.ok !== true) return;
     const op = cmd.op;
     switch (op.k) {
