@@ -26,7 +26,7 @@ import { PeerTransport, type PeerTlsClient } from "../transport/index.ts";
 import type { Wal, Snapshotter } from "../wal/index.ts";
 import type { V2Store, V2Event } from "../store/v2/store.ts";
 import { PasswordVerifier, type V2AuthState, type V3AuthState } from "../auth/index.ts";
-import { WatchHub, type V3KeySpace, type WatchHistory } from "../store/v3/index.ts";
+import { AlarmAction, AlarmType, WatchHub, type V3KeySpace, type WatchHistory } from "../store/v3/index.ts";
 import { applyCommand, type ApplyResult } from "./apply.ts";
 import { decodeCommand, peekKeySpaceCommand, type Command, type CommandBody, type KeySpaceCommandHead } from "./request.ts";
 import type { Membership } from "./membership.ts";
@@ -697,6 +697,7 @@ export class KvServer {
       const result = applyCommand(this.#state, cmd, e.index, { v3: e.index > this.#state.v3Floor });
       if (result.ok && result.changes !== undefined) for (const c of result.changes) this.watchHub.notify(c);
       if (cmd.t === "v3") this.leases.applied(cmd.op, result);
+      if (cmd.t === "v3" && cmd.op.k === "alarm" && result.ok) this.#logAlarm(cmd.op.r);
       if (cmd.m === this.#memberId) {
         if (this.tracer.active) this.tracer.applied(cmd.id);
         this.#proposals.applied(cmd.id, result);
@@ -708,6 +709,19 @@ export class KvServer {
       if (took > slowMs) this.#log.warn("apply request took too long", { took: `${took.toFixed(3)}ms`, "expected-duration": `${slowMs}ms`, request: describeCommand(cmd), index: e.index });
     }
     this.#appliedIndex = e.index;
+  }
+
+  /** etcd's "alarm raised" / "alarm disarmed" lines: every member logs the change it applied. */
+  #logAlarm(r: { action: number; memberId: string; alarm: number }): void {
+    if (r.action !== AlarmAction.ACTIVATE && r.action !== AlarmAction.DEACTIVATE) return;
+    const alarm = r.alarm === AlarmType.NOSPACE ? "NOSPACE" : r.alarm === AlarmType.CORRUPT ? "CORRUPT" : "NONE";
+    let from = r.memberId;
+    try {
+      from = BigInt(r.memberId).toString(16);
+    } catch {
+      // a member id that is not a number is logged as it came
+    }
+    this.#log.warn(r.action === AlarmAction.ACTIVATE ? "alarm raised" : "alarm disarmed", { alarm, from });
   }
 
   #removedNotified = false;

@@ -71,6 +71,8 @@ describe("quota, alarms and defragment", () => {
     assert.equal(listed.stdout, `memberID:${memberId} alarm:NOSPACE \n`);
     assert.equal((await v3(s.url, ["alarm", "list", "-w", "json"])).stdout, `{"alarms":[{"memberID":${memberId},"alarm":1}]}\n`);
     assert.deepEqual((await status(s.url)).errors, [`memberID:${memberId} alarm:NOSPACE `]);
+    const hexId = BigInt(memberId).toString(16);
+    assert.match(s.logs(), new RegExp(`"msg":"alarm raised","alarm":"NOSPACE","from":"${hexId}"`), "etcd's log line when the alarm is raised");
 
     // Free the space: reads and deletes still work under the alarm.
     const del = await v3(s.url, ["del", "--prefix", "fill/"]);
@@ -90,6 +92,7 @@ describe("quota, alarms and defragment", () => {
     const disarm = await v3(s.url, ["alarm", "disarm"]);
     assert.equal(disarm.code, 0, disarm.stderr);
     assert.equal(disarm.stdout, `memberID:${memberId} alarm:NOSPACE \n`);
+    assert.match(s.logs(), new RegExp(`"msg":"alarm disarmed","alarm":"NOSPACE","from":"${hexId}"`));
     assert.equal((await v3(s.url, ["alarm", "list"])).stdout, "");
     assert.equal((await v3(s.url, ["alarm", "disarm", "-w", "json"])).stdout, "{}\n");
     const again = await v3(s.url, ["put", "small", "v"]);
