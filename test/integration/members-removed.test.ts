@@ -136,3 +136,49 @@ test("a removed id stays removed across a restart from a snapshot that holds the
   assert.deepEqual(await v2Members(srv.url, "DELETE", id.toString(16)), [410, `{"message":"Member permanently removed: ${id.toString(16)}"}`]);
   assert.deepEqual(await gateway(srv.url, "remove", { ID: id.toString() }), [404, { error: "etcdserver: member not found", message: "etcdserver: member not found", code: 5 }]);
 });
+
+/** A request on the peer port's Raft paths as member `from` would make it, to member `to` of cluster `clusterId`. */
+async function peerPost(peerUrl: string, path: string, ids: { from: string; to: string; clusterId: string }): Promise<[number, string]> {
+  const res = await fetch(`${peerUrl}${path}`, {
+    method: "POST",
+    headers: { "X-Kv-Cluster-Id": ids.clusterId, "X-Server-From": ids.from, "X-Raft-To": ids.to },
+    body: new Uint8Array(0),
+  });
+  return [res.status, await res.text()];
+}
+
+/** The snapshot index a restart started from, from its "restarted member" log line. */
+function restartedFromSnapshot(logs: string): number {
+  const line = logs.split("\n").filter((l) => l.includes('"restarted member"')).pop();
+  assert.ok(line !== undefined, "the restart logged its start");
+  return (JSON.parse(line) as { snapshotIndex: number }).snapshotIndex;
+}
+
+for (const from of ["wal", "snapshot"] as const) {
+  test(`a removed member's peer requests are answered 410 Gone after a restart, its removal ${from === "wal" ? "replayed from the WAL" : "in the snapshot"}`, async () => {
+    const srv = await startServer({ flags: from === "snapshot" ? ["--snapshot-count", "5"] : [] });
+    after(() => srv.stop());
+    const res = await http("GET", `${srv.url}/v2/members`);
+    const clusterId = String(res.headers["x-kv-cluster-id"] ?? res.headers["x-etcd-cluster-id"]);
+    const self = (JSON.parse(res.body) as { members: Array<{ id: string }> }).members[0]!.id;
+    const { id } = await addAndRemoveLearner(srv.url);
+    const removedAt = Number((await http("GET", `${srv.url}/v2/keys/`)).headers["x-raft-index"]);
+    if (from === "snapshot") {
+      // Writes past --snapshot-count: the removal is in a snapshot, and the WAL before it dropped from replay.
+      for (let i = 0; i < 12; i++) assert.equal((await http("PUT", `${srv.url}/v2/keys/fill/k${i}`, { value: "v" })).status, 201);
+    }
+    const gone = [410, "the member has been permanently removed from the cluster\n"];
+    const asRemoved = { from: id.toString(16), to: self, clusterId };
+    assert.deepEqual(await peerPost(srv.peerUrl, "/raft", asRemoved), gone, "before the restart");
+    await srv.restart();
+    await until(async () => (await http("GET", `${srv.url}/v2/keys/?quorum=true`)).status === 200, 10_000, "the restarted member to serve");
+    const snapshotIndex = restartedFromSnapshot(srv.logs());
+    if (from === "snapshot") assert.ok(snapshotIndex >= removedAt, `restarted from a snapshot at ${snapshotIndex}, after the removal at ${removedAt}`);
+    else assert.ok(snapshotIndex < removedAt, `restarted from a snapshot at ${snapshotIndex}, before the removal at ${removedAt}`);
+    assert.deepEqual(await peerPost(srv.peerUrl, "/raft", asRemoved), gone);
+    assert.deepEqual(await peerPost(srv.peerUrl, "/raft/snapshot", asRemoved), gone);
+    // An id that never was a member is not told it was removed.
+    const [status] = await peerPost(srv.peerUrl, "/raft", { ...asRemoved, from: "1234abcd" });
+    assert.notEqual(status, 410);
+  });
+}
