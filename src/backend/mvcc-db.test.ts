@@ -119,6 +119,19 @@ test("records of 1 KiB values fill the file's pages: under 1,300 bytes each with
   await db.close();
 });
 
+test("a batch commits before its interval ends once commitLimit writes wait (etcd's --backend-batch-limit)", async () => {
+  const db = MvccDb.open({ path: fresh(), commitDelayMs: 60_000, commitLimit: 5 });
+  const ks = new V3KeySpace({ backend: db });
+  ks.put(put("a", "1"));
+  const small = db.commit(2);
+  for (let i = 0; i < 5; i++) ks.put(put(`b${i}`, "1"));
+  const full = db.commit(7);
+  let settled = false;
+  await Promise.race([Promise.all([small, full]).then(() => (settled = true)), new Promise((r) => setTimeout(r, 5000))]);
+  assert.ok(settled, "both batches committed long before the 60 s interval");
+  await db.close();
+});
+
 test("values leave memory once their batch is committed and are read back from the file", async () => {
   const db = MvccDb.open({ path: fresh() });
   const ks = new V3KeySpace({ backend: db });

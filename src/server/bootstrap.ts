@@ -14,7 +14,7 @@ import { Wal, Snapshotter } from "../wal/index.ts";
 import { V2Store } from "../store/v2/store.ts";
 import { DEFAULT_SIMPLE_TOKEN_TTL_MS, V2AuthState, V3AuthState, type V2AuthImage, type V3AuthImage, type V3AuthStateOptions } from "../auth/index.ts";
 import { V3KeySpace, type KeySpaceImage } from "../store/v3/index.ts";
-import { DEFAULT_COMMIT_DELAY_MS, MvccDb, type MvccDbOptions } from "../backend/index.ts";
+import { DEFAULT_COMMIT_DELAY_MS, DEFAULT_COMMIT_LIMIT, MvccDb, type MvccDbOptions } from "../backend/index.ts";
 import { createAgent, peerGet, type PeerTlsClient } from "../transport/index.ts";
 import { Membership, type Member } from "./membership.ts";
 import { srvClusterFromConfig } from "./discovery-srv.ts";
@@ -60,8 +60,9 @@ export function v3AuthOptions(config: Pick<ServerConfig, "authTokenTtl">): V3Aut
 }
 
 /**
- * The v3 database of a data dir, committed every --backend-batch-interval (etcd's default
- * 100 ms when the flag is 0), with lease checkpoints written when they are to persist and
+ * The v3 database of a data dir, committed every --backend-batch-interval (500 ms when the
+ * flag is 0, see DEFAULT_COMMIT_DELAY_MS) or once --backend-batch-limit writes wait, with
+ * lease checkpoints written when they are to persist and
  * compactions deleting --experimental-compaction-batch-limit records per transaction.
  */
 export function v3DbOptions(config: Pick<ServerConfig, "dataDir" | "backendBatch" | "leaseCheckpoint" | "compactionBatchLimit">): MvccDbOptions {
@@ -69,6 +70,7 @@ export function v3DbOptions(config: Pick<ServerConfig, "dataDir" | "backendBatch
   return {
     path: v3DbPath(config.dataDir),
     commitDelayMs: every > 0 ? every : DEFAULT_COMMIT_DELAY_MS,
+    commitLimit: config.backendBatch.limit > 0 ? config.backendBatch.limit : DEFAULT_COMMIT_LIMIT,
     persistLeaseCheckpoints: config.leaseCheckpoint.persist,
     compactionBatchLimit: config.compactionBatchLimit,
   };

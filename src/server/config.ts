@@ -113,7 +113,7 @@ export interface ServerConfig {
   maxConcurrentStreams: number;
   /** --grpc-keepalive-min-time, -interval, -timeout in milliseconds (0 = off for the last two; grpc/server.ts). */
   grpcKeepAlive: { minTimeMs: number; intervalMs: number; timeoutMs: number };
-  /** --backend-batch-interval (ms, 0 = etcd's 100 ms) and --backend-batch-limit (accepted, not used). */
+  /** --backend-batch-interval (ms, 0 = kvctl's 500 ms) and --backend-batch-limit (writes, 0 = etcd's 10,000). */
   backendBatch: { intervalMs: number; limit: number };
   /** --experimental-warning-apply-duration in milliseconds: apply slower than this is logged. Wiring: apply loop. */
   warningApplyDurationMs: number;
@@ -203,8 +203,8 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "max-snapshots", type: "number", default: 5, describe: "Maximum number of snapshot files to retain (0 is unlimited)" },
   { name: "max-wals", type: "number", default: 5, describe: "Maximum number of WAL files to retain (0 is unlimited)" },
   { name: "quota-backend-bytes", type: "number", default: 0, describe: "Raise alarms when the v3 backend size exceeds the given quota (0: 2 GiB; negative: no quota)" },
-  { name: "backend-batch-interval", type: "duration", default: "0s", describe: "Maximum time before committing the backend transaction (Go duration; 0: 100ms, etcd's default)" },
-  { name: "backend-batch-limit", type: "number", default: 0, describe: "Maximum operations before committing the backend transaction (0: backend default)", notice: "kvctl commits the v3 database every --backend-batch-interval, whatever the number of operations; --backend-batch-limit is not used" },
+  { name: "backend-batch-interval", type: "duration", default: "0s", describe: "Maximum time before committing the backend transaction (Go duration; 0: 500ms, kvctl's default; etcd's is 100ms)" },
+  { name: "backend-batch-limit", type: "number", default: 0, describe: "Maximum operations before committing the backend transaction (0: 10000, etcd's default)" },
   { name: "max-txn-ops", type: "number", default: 128, describe: "Maximum number of operations permitted in a transaction" },
   { name: "max-request-bytes", type: "number", default: 1572864, describe: "Maximum client request size in bytes the server will accept" },
   { name: "max-concurrent-streams", type: "number", default: 4294967295, describe: "Maximum concurrent streams that each client can open at a time (gRPC)" },
