@@ -10,9 +10,12 @@
 # shared with other work, back to back per row is what keeps the ratio honest.
 #
 #   bench/grpc.sh [-n requests] [-c conns] [-m streams] [--rounds 3] [--only kvctl|etcd]
-#                 [--rows put,range,range-s,watch,keepalive] [--watchers 1000] [--members 1|3]
+#                 [--rows put,range,range-s,watch,keepalive,keepalive-f] [--watchers 1000] [--members 1|3]
 #
-# --members 3: three members of each kind (all six at once), every row sent to the leader.
+# --members 3: three members of each kind (all six at once), every row sent to the leader
+# but keepalive-f (three members only): the LeaseKeepAlive stream sent to a follower, which
+# forwards the keepalives to the leader's peer port (etcd: one per request, on /leases;
+# kvctl: those that arrive during a round trip together, on /leases/batch).
 #
 # kvctl runs as installed (node dist/bundle/cli/main.js; `node scripts/bundle.mjs` first), or
 # the bundle KVCTL_MAIN names. KVCTL_BEFORE=<another build's main.js> adds that build as a
@@ -35,6 +38,7 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
+[[ ",$ROWS," != *,keepalive-f,* ]] || [ "$MEMBERS" = 3 ] || { echo "keepalive-f needs --members 3" >&2; exit 2; }
 command -v h2load >/dev/null || { echo "h2load missing: apt-get install -y nghttp2-client" >&2; exit 2; }
 TMP=$(mktemp -d /tmp/kvctl-grpc-bench.XXXXXX)
 PIDS=()
@@ -78,7 +82,7 @@ for kind in etcd kvctl; do
   KINDS+=("$kind")
 done
 [ -n "${KVCTL_BEFORE:-}" ] && KINDS+=(before)
-declare -A LEADER
+declare -A LEADER FOLLOWER
 port() { echo "${LEADER[$1]}"; }
 for kind in "${KINDS[@]}"; do
   if [ "$MEMBERS" = 1 ]; then
@@ -94,16 +98,21 @@ for kind in "${KINDS[@]}"; do
       ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$b" put bench-key "$(head -c 256 /dev/zero | tr '\0' a)" >/dev/null 2>&1 && break
       sleep 0.1
     done
-    # The leader's client port: the endpoint whose member ID is its own leader's.
-    LEADER[$kind]=$(ETCDCTL_API=3 etcdctl --endpoints "$eps" endpoint status -w json | node -e '
+    # The leader's client port (the endpoint whose member ID is its own leader's), and a follower's.
+    read -r LEADER[$kind] FOLLOWER[$kind] < <(ETCDCTL_API=3 etcdctl --endpoints "$eps" endpoint status -w json | node -e '
       let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => {
-        const l = JSON.parse(s).find((e) => e.Status.header.member_id === e.Status.leader);
-        console.log(l ? l.Endpoint.split(":").pop() : "");
+        const st = JSON.parse(s);
+        const port = (e) => (e ? e.Endpoint.split(":").pop() : "");
+        console.log(port(st.find((e) => e.Status.header.member_id === e.Status.leader)), port(st.find((e) => e.Status.header.member_id !== e.Status.leader)));
       });')
-    [ -n "${LEADER[$kind]}" ] || { echo "$kind: no leader" >&2; exit 1; }
+    [ -n "${LEADER[$kind]}" ] && [ -n "${FOLLOWER[$kind]}" ] || { echo "$kind: no leader" >&2; exit 1; }
   fi
   cp=${LEADER[$kind]}
   h2load -n 2000 -c "$C" -m "$M" -d "$TMP/range.bin" -H 'content-type: application/grpc' "http://127.0.0.1:$cp/etcdserverpb.KV/Range" >/dev/null 2>&1 # warm-up
+  # The forward path is not on the leader's: without this, kvctl's first round is JIT warm-up.
+  if [[ ",$ROWS," == *,keepalive-f,* ]] && [ -n "${FOLLOWER[$kind]:-}" ]; then
+    node bench/grpc/streams.mjs keepalive "http://127.0.0.1:${FOLLOWER[$kind]}" 2 >/dev/null
+  fi
 done
 measure() { # kind row
   local base="http://127.0.0.1:$(port "$1")"
@@ -113,6 +122,7 @@ measure() { # kind row
     range-s) h2 "$base/etcdserverpb.KV/Range" "$TMP/range-s.bin" ;;
     watch) node bench/grpc/streams.mjs watch "$base" "$WATCHERS" 5 | node -e 'process.stdin.on("data",d=>console.log(JSON.parse(d).ms))' ;;
     keepalive) node bench/grpc/streams.mjs keepalive "$base" 3 | node -e 'process.stdin.on("data",d=>console.log(JSON.parse(d).rps))' ;;
+    keepalive-f) node bench/grpc/streams.mjs keepalive "http://127.0.0.1:${FOLLOWER[$1]}" 3 | node -e 'process.stdin.on("data",d=>console.log(JSON.parse(d).rps))' ;;
   esac
 }
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
@@ -136,6 +146,7 @@ label() {
     range-s) echo "Range one key, serializable (req/s)" ;;
     watch) echo "$WATCHERS watchers, one write: all notified (ms, lower is better)" ;;
     keepalive) echo "LeaseKeepAlive, one stream, 16 in flight (req/s)" ;;
+    keepalive-f) echo "LeaseKeepAlive to a follower, one stream, 16 in flight (req/s)" ;;
   esac
 }
 HEAD="| row ($MEMBERS member$([ "$MEMBERS" = 1 ] || echo s)) | etcd 3.4 | kvctl | kvctl/etcd |"; SEP="|---|---:|---:|---:|"

@@ -1,0 +1,95 @@
+// Keepalives a follower forwards to the leader's peer port: sent together on /leases/batch
+// (each answered with its own TTL, or as a lease not found), and one by one on etcd's
+// /leases when the leader does not know the batch path (an older kvctl).
+import assert from "node:assert/strict";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, test } from "node:test";
+import type { LeaseId, V3KeySpace } from "../store/v3/index.ts";
+import { peerPost } from "../transport/http-client.ts";
+import { LeaseKeeper, PEER_LEASE_BATCH_PATH, PEER_LEASE_PATH, type LeaseKeeperHost } from "./lease-keeper.ts";
+import { silentLogger } from "./logger.ts";
+import type { Membership } from "./membership.ts";
+
+const LEADER_ID = 1;
+const config = { electionTimeout: 500, leaseCheckpoint: { enabled: false, intervalMs: 300_000 } };
+const agent = new http.Agent({ keepAlive: true });
+const servers: http.Server[] = [];
+after(() => {
+  for (const s of servers) s.close();
+  agent.destroy();
+});
+
+/** A promoted leader holding `leases` (id → TTL s), served on a peer port; `paths` lists the requests it got. */
+async function leader(leases: Record<string, number>, opts: { batchPath: boolean }): Promise<{ url: string; paths: string[] }> {
+  const host = {
+    memberId: LEADER_ID,
+    leaderId: LEADER_ID,
+    isLeader: true,
+    requestTimeoutMs: 5000,
+    config,
+    v3: { leases: () => [] } as unknown as V3KeySpace,
+  } as unknown as LeaseKeeperHost;
+  const keeper = new LeaseKeeper(host, silentLogger);
+  keeper.promote();
+  for (const [id, ttl] of Object.entries(leases)) keeper.applied({ k: "leaseGrant", id: BigInt(id), ttl }, { ok: true, v3: { revision: 1, id: BigInt(id), ttl } });
+  const paths: string[] = [];
+  const server = http.createServer((req, res) => {
+    paths.push(req.url ?? "");
+    if (!opts.batchPath && req.url === PEER_LEASE_BATCH_PATH) {
+      // What a leader without the batch path answers (its /leases handler).
+      req.resume();
+      res.writeHead(400, { "Content-Type": "text/plain; charset=utf-8" });
+      res.end(`unknown request path ${JSON.stringify(req.url)}\n`);
+      return;
+    }
+    keeper.handlePeer(req, res);
+  });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, paths };
+}
+
+function follower(leaderUrl: string): LeaseKeeper {
+  const host = {
+    memberId: 2,
+    leaderId: LEADER_ID,
+    isLeader: false,
+    requestTimeoutMs: 5000,
+    config,
+    membership: { get: (id: number) => (id === LEADER_ID ? { id, peerUrls: [leaderUrl] } : undefined) } as unknown as Membership,
+    transport: { request: (url: string, body: Uint8Array, timeoutMs: number) => peerPost(new URL(url), body, { agent, timeoutMs }) },
+  } as unknown as LeaseKeeperHost;
+  return new LeaseKeeper(host, silentLogger);
+}
+
+const renewAll = (k: LeaseKeeper, ids: LeaseId[]): Promise<(number | undefined)[]> => Promise.all(ids.map((id) => k.renew(id)));
+
+test("keepalives forwarded at once go to the leader as one batch, each answered with its lease's TTL", async () => {
+  const l = await leader({ "7": 10, "9223372036854775807": 30 }, { batchPath: true });
+  const f = follower(l.url);
+  const ids = [7n, 9223372036854775807n, 8n, ...Array.from({ length: 40 }, () => 7n)];
+  assert.deepEqual(await renewAll(f, ids), [10, 30, undefined, ...Array.from({ length: 40 }, () => 10)]);
+  assert.deepEqual(l.paths, [PEER_LEASE_BATCH_PATH]);
+});
+
+test("keepalives that arrive while batches are unanswered wait and go together", async () => {
+  const l = await leader({ "7": 10 }, { batchPath: true });
+  const f = follower(l.url);
+  const answers: Promise<number | undefined>[] = [];
+  for (let turn = 0; turn < 20; turn++) {
+    for (let i = 0; i < 10; i++) answers.push(f.renew(7n));
+    await new Promise((r) => setImmediate(r));
+  }
+  assert.ok((await Promise.all(answers)).every((ttl) => ttl === 10));
+  assert.ok(l.paths.length < 20, `${l.paths.length} requests for 200 keepalives in 20 turns`);
+});
+
+test("a leader without the batch path gets the keepalives one by one on /leases", async () => {
+  const l = await leader({ "7": 10 }, { batchPath: false });
+  const f = follower(l.url);
+  assert.deepEqual(await renewAll(f, [7n, 8n, 7n]), [10, undefined, 10]);
+  assert.deepEqual(await f.renew(7n), 10);
+  assert.equal(l.paths.filter((p) => p === PEER_LEASE_BATCH_PATH).length, 1);
+  assert.equal(l.paths.filter((p) => p === PEER_LEASE_PATH).length, 4);
+});
