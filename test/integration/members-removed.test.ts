@@ -96,29 +96,21 @@ test("a removed member's id is answered as etcd 3.4 answers it, unlike an id tha
   );
   const notFound = { error: "etcdserver: member not found", message: "etcdserver: member not found", code: 5 };
   const internal = '{"message":"Internal Server Error"}';
+  // etcd maps a removed id to "member not found" on the v3 APIs, as an unknown one.
+  const grpcNotFound = "5 etcdserver: member not found";
+  const v3NotFound = {
+    gatewayRemove: [404, notFound],
+    gatewayUpdate: [404, notFound],
+    gatewayPromote: [404, notFound],
+    grpcRemove: grpcNotFound,
+    grpcUpdate: grpcNotFound,
+    grpcPromote: grpcNotFound,
+  };
   assert.deepEqual(seen[0], {
     spent: [1, 2],
     answers: {
-      removed: {
-        v2Delete: [410, '{"message":"Member permanently removed: <removed>"}'],
-        v2Put: [500, internal],
-        gatewayRemove: [404, notFound],
-        gatewayUpdate: [404, notFound],
-        gatewayPromote: [404, notFound],
-        grpcRemove: "5 etcdserver: member not found",
-        grpcUpdate: "5 etcdserver: member not found",
-        grpcPromote: "5 etcdserver: member not found",
-      },
-      unknown: {
-        v2Delete: [404, '{"message":"No such member: 1234abcd"}'],
-        v2Put: [404, '{"message":"No such member: 1234abcd"}'],
-        gatewayRemove: [404, notFound],
-        gatewayUpdate: [404, notFound],
-        gatewayPromote: [404, notFound],
-        grpcRemove: "5 etcdserver: member not found",
-        grpcUpdate: "5 etcdserver: member not found",
-        grpcPromote: "5 etcdserver: member not found",
-      },
+      removed: { v2Delete: [410, '{"message":"Member permanently removed: <removed>"}'], v2Put: [500, internal], ...v3NotFound },
+      unknown: { v2Delete: [404, '{"message":"No such member: 1234abcd"}'], v2Put: [404, '{"message":"No such member: 1234abcd"}'], ...v3NotFound },
     },
     refusedSpent: 0,
   });
