@@ -13,6 +13,7 @@ import { agent, json } from "../helpers/http.ts";
 import { Snapshotter } from "../../src/wal/index.ts";
 import { V2Store } from "../../src/store/v2/index.ts";
 import { decodeSnapshotData, SNAPSHOT_MAGIC } from "../../src/server/snapshot-data.ts";
+import { measureStrings } from "../../src/string-sizes.test-helper.ts";
 
 after(() => agent.destroy());
 
@@ -62,26 +63,7 @@ test("a member restarts from its format-2 snapshot with every kind of v2 node, d
   assert.ok(data.length > 200 * longestLine, `${data.length} bytes, lines of at most ${longestLine}`);
 
   // The member's own bytes through the decoder, every string it makes measured.
-  const toString = Buffer.prototype.toString;
-  const parse = JSON.parse;
-  let longestString = 0;
-  let longestParse = 0;
-  Buffer.prototype.toString = function (this: Buffer, ...args: unknown[]): string {
-    const out = toString.apply(this, args as Parameters<typeof toString>);
-    longestString = Math.max(longestString, out.length);
-    return out;
-  } as typeof toString;
-  JSON.parse = ((text: string, reviver?: Parameters<typeof parse>[1]) => {
-    longestParse = Math.max(longestParse, text.length);
-    return parse(text, reviver);
-  }) as typeof parse;
-  let state: ReturnType<typeof decodeSnapshotData>;
-  try {
-    state = decodeSnapshotData(data);
-  } finally {
-    Buffer.prototype.toString = toString;
-    JSON.parse = parse;
-  }
+  const { result: state, longestString, longestParse } = measureStrings(() => decodeSnapshotData(data));
   assert.ok(longestString <= longestLine && longestParse <= longestLine, `strings ${longestString}, JSON ${longestParse}, line ${longestLine}`);
 
   await srv.restart();

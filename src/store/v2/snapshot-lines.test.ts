@@ -8,6 +8,7 @@ import { V2Store } from "./store.ts";
 import { decodeImage, ImageLines, IMAGE_VERSION, LINES_VERSION } from "./snapshot.ts";
 import { canonicalImage } from "./image.test-helper.ts";
 import { mulberry32 } from "../../prng.test-helper.ts";
+import { measureStrings } from "../../string-sizes.test-helper.ts";
 
 const T0 = Date.UTC(2026, 0, 1) + 0.25;
 
@@ -190,30 +191,11 @@ test("decoding makes no string and parses no JSON longer than one line, whatever
   const longestLine = Math.max(...bytes.toString().split("\n").map((l) => Buffer.byteLength(l)));
   assert.ok(bytes.length > 4_000_000 && longestLine < 1200, `${bytes.length} bytes, longest line ${longestLine}`);
 
-  const toString = Buffer.prototype.toString;
-  const parse = JSON.parse;
-  let longestString = 0;
-  let longestParse = 0;
-  let strings = 0;
-  Buffer.prototype.toString = function (this: Buffer, ...args: unknown[]): string {
-    const out = toString.apply(this, args as Parameters<typeof toString>);
-    longestString = Math.max(longestString, out.length);
-    strings++;
-    return out;
-  } as typeof toString;
-  JSON.parse = ((text: string, reviver?: Parameters<typeof parse>[1]) => {
-    longestParse = Math.max(longestParse, text.length);
-    return parse(text, reviver);
-  }) as typeof parse;
-  let r: V2Store;
-  try {
-    r = V2Store.recover(bytes);
+  const { result: r, longestString, longestParse, strings } = measureStrings(() => {
     const lines = new ImageLines(bytes);
     while (lines.next() !== undefined);
-  } finally {
-    Buffer.prototype.toString = toString;
-    JSON.parse = parse;
-  }
+    return V2Store.recover(bytes);
+  });
   assert.ok(strings > 4000, `the bytes were read a line at a time (${strings} strings)`);
   assert.ok(longestString <= longestLine, `longest string ${longestString} <= longest line ${longestLine}`);
   assert.ok(longestParse <= longestLine, `longest JSON.parse input ${longestParse} <= longest line ${longestLine}`);
