@@ -99,8 +99,7 @@ export function revisionOf(h: RecordHead, k: Uint8Array): RecordHead {
  * that a restart reads ~50 bytes per record instead of every page of values.
  */
 export function recordHeadBytes(encoded: Buffer): Buffer {
-  const keyLen = (encoded[1]! << 24 >>> 0) + (encoded[2]! << 16) + (encoded[3]! << 8) + encoded[4]!;
-  return encoded.subarray(0, HEADER + keyLen);
+  return encoded.subarray(0, HEADER + encoded.readUInt32BE(1));
 }
 
 /** The value bytes of an encoded record (a view into `b`). */
