@@ -38,6 +38,13 @@ async function v2Index(url: string): Promise<number> {
   return Number(h["x-kv-index"] ?? h["x-etcd-index"]);
 }
 
+/** Whether every member listed has published its client URLs. */
+async function membersPublished(url: string): Promise<boolean> {
+  const r = await http("GET", `${url}/v2/members`);
+  const members = (JSON.parse(r.body) as { members: { clientURLs: string[] }[] }).members;
+  return members.length > 0 && members.every((m) => m.clientURLs.length > 0);
+}
+
 /** The etcd_cluster_version samples, as `{label} value` lines. */
 async function versionGauge(url: string): Promise<string[]> {
   const text = await (await fetch(`${url}/metrics`)).text();
@@ -60,6 +67,9 @@ test("a fresh member: not_decided until the leader records 3.4.0, which spends o
         if (v !== undefined) versions.add(v);
         return v !== undefined && v !== "not_decided";
       }, 20_000, `${kind} to record a cluster version`);
+      // kvctl may record the version before its own publish lands (both follow its
+      // election): the index is read once the member is published.
+      await until(async () => (await membersPublished(url)) === true, 20_000, `${kind} to publish itself`);
       // Whether "not_decided" is seen depends on how soon the client port answers: etcd's does before the election.
       versions.delete("not_decided");
       return { versions: [...versions], index: await v2Index(url), gauge: await versionGauge(url), version: await (await fetch(`${url}/version`)).json() };
