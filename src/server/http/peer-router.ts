@@ -42,7 +42,18 @@ export function createPeerRouter(server: PeerRouterHost): (req: IncomingMessage,
       return;
     }
     if (path === PEER_HASH_PATH && req.method === "GET") {
-      const body = JSON.stringify(server.stateHash());
+      let body: string;
+      try {
+        body = JSON.stringify(server.stateHash());
+      } catch (err) {
+        // While a leader's snapshot is installed the old database is closed before the new
+        // one opens, and hashing reads every live value: the member answers 503 then (ask
+        // again), instead of the exception ending the process.
+        const text = `state hash unavailable: ${err instanceof Error ? err.message : String(err)}`;
+        res.writeHead(503, { "Content-Type": "text/plain; charset=utf-8", "Content-Length": Buffer.byteLength(text) });
+        res.end(text);
+        return;
+      }
       res.writeHead(200, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body) });
       res.end(body);
       return;
