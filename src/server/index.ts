@@ -1,4 +1,6 @@
-// Server assembly: the KV server, its client listeners and graceful shutdown.
+// Server assembly: the KV server, its client listeners and graceful shutdown. The one place
+// that holds the KvServer itself: everything it is handed to sees it through the narrow
+// host interface declared beside that consumer (test/architecture.test.ts holds that).
 import type { ServerResponse } from "node:http";
 import { KvServer } from "./kv-server.ts";
 import { createRouter } from "./http/router.ts";
@@ -17,7 +19,6 @@ import type { ServerConfig } from "./config.ts";
 import type { Logger } from "./logger.ts";
 
 export interface RunningServer {
-  kv: KvServer;
   listeners: Listener[];
   stop(): Promise<void>;
 }
@@ -103,5 +104,5 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     })();
     return stopping;
   };
-  return { kv, listeners, stop };
+  return { listeners, stop };
 }

@@ -8,9 +8,8 @@ import { MvccStore } from "../store/v3/mvcc-store.ts";
 import type { TxnRequest } from "../store/v3/types.ts";
 import { cmpVersion, opPut, opRange, opTxn, putReq, txnReq } from "../store/v3/v3.test-helper.ts";
 import { CompareResult as R } from "../store/v3/types.ts";
-import type { KvServer } from "./kv-server.ts";
 import { ServerMetrics } from "./metrics/server-metrics.ts";
-import { V3Service } from "./v3-service.ts";
+import { V3Service, type V3ServiceHost } from "./v3-service.ts";
 
 type Path = "local" | "read index" | "log";
 
@@ -34,7 +33,7 @@ function member(): { service: V3Service; taken: () => Path } {
       return { ok: true, v3: { revision: v3.revision, succeeded: true, responses: [] } };
     },
   };
-  const service = new V3Service(kv as unknown as KvServer);
+  const service = new V3Service(kv as unknown as V3ServiceHost);
   return {
     service,
     taken: () => {

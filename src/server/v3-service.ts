@@ -25,6 +25,7 @@ import {
   type V3AuthInfo,
   type V3AuthOp,
   type V3AuthResults,
+  type V3AuthState,
 } from "../auth/index.ts";
 import {
   AlarmAction,
@@ -46,10 +47,11 @@ import {
   type RangeResponse,
   type TxnRequest,
   type TxnResponse,
+  type V3KeySpace,
   type WatchCreate,
+  type WatchHub,
   type WatchSink,
 } from "../store/v3/index.ts";
-import type { KvServer } from "./kv-server.ts";
 import type { V3AlarmMember, V3AlarmRequest, V3Snapshot, V3Backend, V3CallContext, V3Header, V3Member, V3Status, V3WatchRegistration } from "./http/v3-backend.ts";
 import { ETCD_SERVER_VERSION } from "./version.ts";
 import { jwtTokensOf } from "./config.ts";
@@ -59,6 +61,47 @@ import type { V3Op } from "./v3-command.ts";
 import { LeaderChangedError, MemberError, MemberErrorKind, ServerUnavailableError } from "./errors.ts";
 import { DeadlineExceededError, beforeDeadline } from "./deadline.ts";
 import type { ReadOptions } from "./read-index.ts";
+import type { ApplyResult } from "./apply.ts";
+import type { CommandBody } from "./request.ts";
+import type { Deadline } from "./deadline.ts";
+import type { ServerConfig } from "./config.ts";
+import type { Membership } from "./membership.ts";
+import type { MemberAdmin } from "./member-admin.ts";
+import type { LeaseKeeper } from "./lease-keeper.ts";
+import type { ServerMetrics } from "./metrics/server-metrics.ts";
+
+/**
+ * What the v3 API uses of its member: the state it reads (the key space and v3 auth are
+ * replaced when a snapshot is installed, so they are read through the host each time),
+ * the log and ReadIndex, and the jobs it hands requests to.
+ */
+export interface V3ServiceHost {
+  readonly config: Pick<ServerConfig, "authToken" | "bcryptCost">;
+  readonly clusterId: number;
+  readonly memberId: number;
+  readonly leaderId: number;
+  readonly isLeader: boolean;
+  readonly term: number;
+  readonly commitIndex: number;
+  readonly appliedIndex: number;
+  readonly v3: V3KeySpace;
+  readonly v3auth: V3AuthState;
+  readonly membership: Pick<Membership, "get" | "list">;
+  readonly members: Pick<MemberAdmin, "add" | "remove" | "update" | "promote">;
+  readonly leases: Pick<LeaseKeeper, "renew" | "timeToLive">;
+  readonly watchHub: Pick<WatchHub, "watch" | "cancel" | "requestProgress">;
+  readonly metrics: Pick<ServerMetrics, "ranged" | "readOnlyTxn">;
+  propose(body: CommandBody, deadline?: Deadline): Promise<ApplyResult>;
+  linearizableRead(opts?: ReadOptions): Promise<void>;
+  /** --quota-backend-bytes: would a write of this cost fit? */
+  quotaAvailable(cost: number): boolean;
+  v3DbSizes(): { size: number; inUse: number };
+  /** Resolves once this member's database deleted the records a physical compaction dropped. */
+  compactionFinished(revision: number): Promise<void>;
+  defragment(): Promise<void>;
+  makeBackup(): Promise<{ path: string; size: number; release(): void }>;
+  transferLeadershipTo(target: number): Promise<void>;
+}
 
 
 /** The reads etcd makes through linearizableReadLoop, which a new leader fails. */
@@ -94,13 +137,13 @@ export interface V3Caller extends V3CallContext {
 }
 
 export class V3Service implements V3Backend {
-  readonly #kv: KvServer;
+  readonly #kv: V3ServiceHost;
   #nextWatchId = 1;
 
   /** --auth-token=jwt,...: tokens are signed and verified here instead of registered by apply. */
   readonly #jwt: V3JwtTokens | undefined;
 
-  constructor(kv: KvServer) {
+  constructor(kv: V3ServiceHost) {
     this.#kv = kv;
     const t = kv.config.authToken;
     this.#jwt = t.type === "jwt" ? jwtTokensOf(t) : undefined;

@@ -35,6 +35,9 @@ export interface InfoHost {
   readonly members: Pick<MemberAdmin, "add" | "remove" | "update">;
 }
 
+/** What /health uses: the alarms, the leader, a linearizable read, and its two counters. */
+export type HealthHost = Pick<InfoHost, "leaderId" | "v3" | "linearizableRead" | "metrics">;
+
 export interface InfoContext {
   server: InfoHost;
   clusterId: string;
@@ -59,7 +62,7 @@ const HEALTH_READ_TIMEOUT_MS = 1000;
  * linearizable read does not complete within a second; each answer counts in
  * etcd_server_health_success / etcd_server_health_failures.
  */
-export async function checkHealth(server: InfoHost): Promise<boolean> {
+export async function checkHealth(server: HealthHost): Promise<boolean> {
   let healthy = server.v3.alarms().length === 0 && server.leaderId !== 0;
   if (healthy) {
     let timer: NodeJS.Timeout | undefined;
@@ -78,9 +81,9 @@ export async function checkHealth(server: InfoHost): Promise<boolean> {
   return healthy;
 }
 
-export async function handleHealth(req: IncomingMessage, res: ServerResponse, ctx: InfoContext): Promise<void> {
+export async function handleHealth(req: IncomingMessage, res: ServerResponse, server: HealthHost): Promise<void> {
   onlyGet(req);
-  const healthy = await checkHealth(ctx.server);
+  const healthy = await checkHealth(server);
   const body = JSON.stringify({ health: healthy ? "true" : "false" });
   res.writeHead(healthy ? 200 : 503, { ...corsHeaders, "Content-Type": "text/plain; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
   res.end(body);

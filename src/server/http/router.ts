@@ -180,7 +180,7 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterConte
     case "/version":
       return handleVersion(req, res, ctx.server);
     case "/health":
-      return handleHealth(req, res, ctx);
+      return handleHealth(req, res, ctx.server);
     case "/metrics":
       if (ctx.metrics === undefined) break;
       return handleMetrics(req, res, ctx.metrics);

@@ -2,9 +2,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { getHeapStatistics } from "node:v8";
 import type { Status } from "../../raft/index.ts";
-import type { KvServer } from "../kv-server.ts";
 import { corsHeaders, writeError } from "../http/respond.ts";
-import { handleHealth } from "../http/info-handlers.ts";
+import { handleHealth, type HealthHost } from "../http/info-handlers.ts";
 import type { MemberMetrics } from "./member-metrics.ts";
 import { maxFds } from "./process.ts";
 import { CONTENT_TYPE } from "./registry.ts";
@@ -77,14 +76,19 @@ export function handleDebugVars(req: IncomingMessage, res: ServerResponse, kv: D
   res.end(body);
 }
 
+/** What the metrics listener uses of the member: /health, and the cluster id its errors carry. */
+export interface MetricsRouterHost extends HealthHost {
+  readonly clusterId: number;
+}
+
 /** The --listen-metrics-urls handler: etcd's metrics mux serves /metrics and /health only. */
-export function createMetricsRouter(kv: KvServer, metrics: MemberMetrics): (req: IncomingMessage, res: ServerResponse) => void {
+export function createMetricsRouter(kv: MetricsRouterHost, metrics: MemberMetrics): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     const fail = (err: unknown): void => writeError(req, res, err, { clusterId: kv.clusterId.toString(16) });
     try {
       if (path === "/metrics") return handleMetrics(req, res, metrics);
-      if (path === "/health") return void handleHealth(req, res, { server: kv, clusterId: kv.clusterId.toString(16) }).catch(fail);
+      if (path === "/health") return void handleHealth(req, res, kv).catch(fail);
       req.resume();
       const body = "404 page not found\n";
       res.writeHead(404, { "Content-Type": "text/plain; charset=utf-8", "X-Content-Type-Options": "nosniff", "Content-Length": Buffer.byteLength(body) });

@@ -1,9 +1,14 @@
 // One member's metrics registry: the event counters the server and its gRPC layer keep
 // (server-metrics.ts, grpc-metrics.ts), the levels read from the server at each scrape,
 // and the process collector. /metrics on the client and metrics URLs writes `expose()`.
-import type { KvServer } from "../kv-server.ts";
 import { ETCD_SERVER_VERSION } from "../version.ts";
 import type { TransportObserver } from "../../transport/index.ts";
+import type { V3KeySpace, WatchHub } from "../../store/v3/index.ts";
+import type { V2Store } from "../../store/v2/store.ts";
+import type { ServerConfig } from "../config.ts";
+import type { Membership } from "../membership.ts";
+import type { ServerStats } from "../stats.ts";
+import type { ServerMetrics } from "./server-metrics.ts";
 import { GrpcMetrics } from "./grpc-metrics.ts";
 import { registerProcessMetrics } from "./process.ts";
 import { GaugeFunc, Registry, counterFunc } from "./registry.ts";
@@ -13,18 +18,38 @@ export interface GrpcTraffic {
   reportTraffic(): void;
 }
 
+/**
+ * What a scrape reads of the member: the counters it keeps (`metrics`, registered once),
+ * and the levels read at each scrape. The key space is replaced when a snapshot is
+ * installed, so it is read through the host each time.
+ */
+export interface MemberMetricsHost {
+  readonly metrics: ServerMetrics;
+  readonly config: Pick<ServerConfig, "quotaBackendBytes">;
+  readonly memberId: number;
+  readonly leaderId: number;
+  readonly isLeader: boolean;
+  readonly commitIndex: number;
+  readonly appliedIndex: number;
+  readonly stats: Pick<ServerStats, "leaderChanges">;
+  readonly membership: Pick<Membership, "get" | "version">;
+  readonly v3: Pick<V3KeySpace, "revision" | "compactRevision" | "range">;
+  readonly watchHub: Pick<WatchHub, "size">;
+  readonly store: Pick<V2Store, "statsJSON">;
+  v3DbSizes(): { size: number; inUse: number };
+}
 
 const hex = (id: number): string => id.toString(16);
 
 export class MemberMetrics {
   readonly registry = new Registry();
   readonly grpc: GrpcMetrics;
-  readonly #kv: KvServer;
+  readonly #kv: MemberMetricsHost;
   #grpcServer: GrpcTraffic | undefined;
   /** Counting the live keys walks the key index: a scrape reuses the count of the same revision. */
   #keys = { revision: -1, count: 0 };
 
-  constructor(kv: KvServer, opts: { level: "basic" | "extensive" }) {
+  constructor(kv: MemberMetricsHost, opts: { level: "basic" | "extensive" }) {
     this.#kv = kv;
     const m = kv.metrics;
     this.grpc = new GrpcMetrics({ extensive: opts.level === "extensive", sentBytes: m.grpcSentBytes, receivedBytes: m.grpcReceivedBytes });
@@ -75,7 +100,7 @@ export class MemberMetrics {
     }
 
     // The v2 store's own counters (/v2/stats/store), under etcd's store metric names.
-    const store = (): ReturnType<KvServer["store"]["statsJSON"]> => kv.store.statsJSON();
+    const store = (): ReturnType<V2Store["statsJSON"]> => kv.store.statsJSON();
     r.register(
       counterFunc("etcd_debugging_store_writes_total", "Total number of writes (e.g. set/compareAndDelete) seen by this member.", () => {
         const s = store();
