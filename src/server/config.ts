@@ -53,7 +53,7 @@ export interface ServerConfig {
   /** --proxy and --proxy-*: the v2 proxy (src/server/proxy/); times in milliseconds, 0 = none. */
   proxy: ProxyFlags;
 
-  // --- issue 21: the rest of etcd 3.4's flags ---
+  // --- the rest of etcd 3.4's flags: read, and acted on or said to be ignored ---
 
   /** --config-file that was read ("" = none): flags and environment variables were then ignored. */
   configFile: string;
@@ -220,7 +220,7 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "discovery", type: "string", default: "", describe: "Discovery URL used to bootstrap the cluster (not supported: use --initial-cluster or --discovery-srv)", notice: "kvctl does not speak the discovery service protocol: --discovery is ignored and this member bootstraps from --initial-cluster (by default a cluster of itself)" },
   { name: "discovery-fallback", type: "string", default: "proxy", describe: "Expected behavior ('exit' or 'proxy') when the discovery service fails", notice: "kvctl does not use a discovery service; --discovery-fallback has no effect" },
   { name: "discovery-proxy", type: "string", default: "", describe: "HTTP proxy to use for traffic to the discovery service", notice: "kvctl does not use a discovery service; --discovery-proxy has no effect" },
-  // DNS SRV bootstrapping (issue 6); see discovery-srv.ts.
+  // DNS SRV bootstrapping: the initial cluster from SRV records; see discovery-srv.ts.
   { name: "discovery-srv", type: "string", default: "", describe: "DNS domain used to bootstrap the initial cluster from SRV records (peer certificates must list it in their SAN)" },
   { name: "discovery-srv-name", type: "string", default: "", describe: "Service name suffix to query when using DNS discovery" },
   { name: "strict-reconfig-check", type: "boolean", default: true, describe: "Reject reconfiguration requests that would cause quorum loss (a member add or remove without a quorum of started, connected members)" },
@@ -229,7 +229,7 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "auto-compaction-mode", type: "string", default: "periodic", describe: "Interpret --auto-compaction-retention as 'periodic' (time) or 'revision' (a revision count)" },
   { name: "enable-v2", type: "boolean", default: true, describe: "Accept etcd v2 client requests (kvctl's default is true; false answers /v2/... 404 as etcd does)" },
 
-  // Transport security (issue 6), with etcd's names; see src/server/tls/README.md.
+  // Transport security, with etcd's names; see src/server/tls/README.md.
   { section: "Security", name: "cert-file", type: "string", default: "", describe: "Path to the client server TLS cert file" },
   { name: "key-file", type: "string", default: "", describe: "Path to the client server TLS key file (unencrypted)" },
   { name: "client-cert-auth", type: "boolean", default: false, describe: "Enable client cert authentication (the CN names the v2 user when auth is on)" },
@@ -262,7 +262,7 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "log-level", type: "string", default: "info", describe: "Log level: debug, info, warn, error (panic, fatal and dpanic log errors only)" },
   { name: "log-output", type: "string", default: "default", describe: "Deprecated: use --log-outputs" },
 
-  // The v2 proxy (issue 6); see proxy/README.md.
+  // The v2 proxy that runs instead of a member; see proxy/README.md.
   { section: "v2 Proxy", name: "proxy", type: "string", default: "off", describe: "Run as a v2 proxy: 'off', 'readonly' or 'on'" },
   { name: "proxy-failure-wait", type: "number", default: 5000, describe: "Time (in milliseconds) an endpoint will be held in a failed state" },
   { name: "proxy-refresh-interval", type: "number", default: 30000, describe: "Time (in milliseconds) of the endpoints refresh interval" },

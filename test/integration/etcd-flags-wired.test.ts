@@ -1,4 +1,4 @@
-// The etcd 3.4 flags issue 21 asked to act on, end to end on real `kvctl serve` processes,
+// The etcd 3.4 flags kvctl once accepted and ignored, now acted on: end to end on real `kvctl serve` processes,
 // and, where etcd 3.4 is installed, the same requests to etcd started with the same flags:
 // --auth-token-ttl, --bcrypt-cost, --strict-reconfig-check, --pre-vote,
 // --initial-election-tick-advance and --experimental-watch-progress-notify-interval.
