@@ -148,7 +148,7 @@ function fileSize(path: string): number {
 }
 
 export class MvccDb implements MvccBackend {
-  readonly path: string;
+  #path: string;
   readonly #commitDelayMs: number;
   readonly #commitLimit: number;
   readonly #persistLeaseCheckpoints: boolean;
@@ -203,11 +203,16 @@ export class MvccDb implements MvccBackend {
   #size = 0;
 
   private constructor(opts: MvccDbOptions) {
-    this.path = opts.path;
+    this.#path = opts.path;
     this.#commitDelayMs = opts.commitDelayMs ?? 0;
     this.#commitLimit = opts.commitLimit ?? 0;
     this.#persistLeaseCheckpoints = opts.persistLeaseCheckpoints ?? false;
     this.#compactions = new Compactions({ ...(opts.compactionBatchLimit === undefined ? {} : { limit: opts.compactionBatchLimit }), write: (batch, finished) => this.#deleteCompacted(batch, finished) });
+  }
+
+  /** The file (it changes when moveTo gives the file another name). */
+  get path(): string {
+    return this.#path;
   }
 
   static open(opts: MvccDbOptions): MvccDb {
@@ -236,7 +241,7 @@ export class MvccDb implements MvccBackend {
     this.#finishedCompact = finished ?? this.#state.compactRevision;
     this.#compactions.recorded(this.#state.compactRevision);
     if (this.#syncMark.get(HEADS_AT_KEY) !== this.#state.consistentIndex) this.#rebuildHeads();
-    this.#size = fileSize(this.path);
+    this.#size = fileSize(path);
   }
 
   /** Writes the head table anew from the records, in one transaction (see HEADS_AT_KEY). */
@@ -554,15 +559,30 @@ export class MvccDb implements MvccBackend {
       const tmp = `${this.path}.defrag`;
       await rm(tmp, { force: true });
       await this.copyTo(tmp, { compact: true });
+      const target = this.#path;
       const old = this.#env;
       this.#openEnv(tmp);
+      this.#path = tmp;
       await old.close();
-      await rename(tmp, this.path);
-      await rm(`${tmp}-lock`, { force: true }).catch(() => undefined);
-      this.#size = fileSize(this.path);
+      await this.moveTo(target);
     } finally {
       this.#compactions.resume();
     }
+  }
+
+  /**
+   * Gives the open file the name `to`, replacing what is there (a database received from
+   * the leader, or a defragmented copy, taking the member's file's place once the old one
+   * is closed). The lock file of the old name goes: the next open makes the one of `to`.
+   */
+  async moveTo(to: string): Promise<void> {
+    const from = this.#path;
+    if (from !== to) {
+      await rename(from, to);
+      this.#path = to;
+      await rm(`${from}-lock`, { force: true }).catch(() => undefined);
+    }
+    this.#size = fileSize(to);
   }
 
   /** Closes the file (pending writes are committed first; unfinished compaction deletions start over at the next open). */

@@ -5,7 +5,7 @@
 // - join (--initial-cluster-state existing): the membership (and so the cluster id and our
 //   member id, assigned when `member add` ran) is fetched from a running member's peer URL;
 //   Raft starts empty and the leader sends it the log or a snapshot.
-import { mkdir, rm } from "node:fs/promises";
+import { mkdir, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
@@ -79,6 +79,33 @@ export function v3DbOptions(config: Pick<ServerConfig, "dataDir" | "backendBatch
 /** Where the v3 key space's database lives (etcd's bbolt file is member/snap/db too). */
 export function v3DbPath(dataDir: string): string {
   return join(dataDir, "member", "snap", "db");
+}
+
+/** Where a database received with the leader's snapshot at `index` waits for its install (etcd's name). */
+export function receivedDbPath(dataDir: string, index: number): string {
+  return join(dataDir, "member", "snap", `${index.toString(16).padStart(16, "0")}.snap.db`);
+}
+
+/**
+ * Before the database opens on a restart: a crash while a leader's snapshot was being
+ * installed can leave the snapshot recorded and its database still under its received
+ * name, beside the member's older file; that file is the key space at the snapshot, so it
+ * takes the member's file's place (etcd's recovery of `<index>.snap.db`). Received files of
+ * other snapshots, and copies made for followers or backups, are left-overs and go.
+ */
+export async function adoptReceivedDb(dataDir: string, snapshotIndex: number, log: Logger): Promise<void> {
+  const dir = join(dataDir, "member", "snap");
+  const current = snapshotIndex > 0 ? receivedDbPath(dataDir, snapshotIndex) : undefined;
+  for (const name of await readdir(dir)) {
+    const path = join(dir, name);
+    if (path === current) {
+      await rename(path, v3DbPath(dataDir));
+      await rm(`${path}-lock`, { force: true });
+      log.warn("installed the v3 database received with the last snapshot (the install was interrupted)", { snapshotIndex });
+    } else if (/^[0-9a-f]{16}\.snap\.db(-lock)?$|^(recv|send|image)-[0-9a-f]+\.db(-lock)?$|^backup-[0-9a-f]+\.tmp$/.test(name)) {
+      await rm(path, { force: true });
+    }
+  }
 }
 
 /**
@@ -197,6 +224,7 @@ async function restart(config: ServerConfig, walDir: string, snapshotter: Snapsh
   // The WAL stores the entry type as a plain number; Raft's type is the 0|1 union.
   let entries = opened.entries.map((e) => ({ ...e, type: e.type === 1 ? EntryType.ConfChange : EntryType.Normal }));
   let startState = hardState;
+  await adoptReceivedDb(config.dataDir, ref.index, log);
   const v3db = MvccDb.open(v3DbOptions(config));
   if (config.forceNewCluster) {
     const members = membership ?? new Membership(meta.clusterId, meta.members);

@@ -13,7 +13,8 @@
 // - a defragmentation or the start of a backup pauses applies (applyGate) while the
 //   database must not change under it.
 import { createHash, randomBytes } from "node:crypto";
-import { rename, rm, stat } from "node:fs/promises";
+import { renameSync } from "node:fs";
+import { rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { MvccDb, type MvccDbOptions } from "../backend/index.ts";
 import { V2AuthState, V3AuthState } from "../auth/index.ts";
@@ -23,7 +24,7 @@ import type { SnapshotAttachment } from "../transport/index.ts";
 import type { StateMachine } from "./apply.ts";
 import { writeBackupBody } from "./backup/writer.ts";
 import type { BackupHeader } from "./backup/format.ts";
-import { decodeSnapshotImage, openKeySpace, restoreV3Auth, type OpenedMember } from "./bootstrap.ts";
+import { decodeSnapshotImage, openKeySpace, receivedDbPath, restoreV3Auth, type OpenedMember } from "./bootstrap.ts";
 import type { Logger } from "./logger.ts";
 import { Membership } from "./membership.ts";
 import { snapshotPieces, writeSnapshotData, type SnapshotHeader, type SnapshotState } from "./snapshot-data.ts";
@@ -108,11 +109,23 @@ export class StateStorage implements StateMachine {
     return data;
   }
 
-  /** A database file came with the leader's snapshot at `index` (kept until Raft installs it). */
+  /**
+   * A database file came with the leader's snapshot at `index`: kept until Raft installs
+   * it, under the name etcd gives it (`<index>.snap.db`), so a restart after a crash in
+   * the middle of the install finds it (see adoptReceivedDb).
+   */
   receivedDb(index: number, path: string): void {
     const old = this.#receivedDb;
-    if (old !== undefined && old.path !== path) void rm(old.path, { force: true });
-    this.#receivedDb = { index, path };
+    const named = receivedDbPath(this.#opts.dataDir, index);
+    try {
+      renameSync(path, named);
+    } catch (err) {
+      this.#opts.logger.warn("could not keep the database received from the leader", { path, error: String(err) });
+      void rm(path, { force: true });
+      return;
+    }
+    if (old !== undefined && old.path !== named) void rm(old.path, { force: true });
+    this.#receivedDb = { index, path: named };
   }
 
   /** The leader's snapshot at `index`: every part replaced in place, the database swapped in. */
@@ -126,22 +139,32 @@ export class StateStorage implements StateMachine {
     this.membership = Membership.fromJSON(image.membership);
   }
 
+  /**
+   * The database that came with the snapshot takes the key space's place. It is opened
+   * and its key index built before the member's file is closed, so reads, hashes and
+   * backups never meet a closed database (they go to the old one until the swap, which
+   * no await separates from the opening); then it takes the file's name.
+   */
   async #installDb(index: number, image: SnapshotState): Promise<void> {
     const received = this.#receivedDb;
     this.#receivedDb = undefined;
-    const path = this.#opts.db.path;
-    await this.#db.close();
+    let from: string;
     if (received !== undefined && received.index === index) {
-      await rename(received.path, path);
+      from = received.path;
     } else {
       // A leader that sent no database: an image from before the database holds the key space.
       if (received !== undefined) await rm(received.path, { force: true });
       if (image.v3 === undefined) throw new Error(`snapshot ${index} from the leader came without its v3 database`);
-      await rm(path, { force: true });
+      from = this.#tempPath("image", "db");
     }
-    this.#db = MvccDb.open(this.#opts.db);
-    this.v3 = openKeySpace(this.#db, image, index);
-    this.#v3Floor = this.#db.consistentIndex;
+    const db = MvccDb.open({ ...this.#opts.db, path: from });
+    const v3 = openKeySpace(db, image, index);
+    const old = this.#db;
+    this.#db = db;
+    this.v3 = v3;
+    this.#v3Floor = db.consistentIndex;
+    await old.close();
+    await db.moveTo(this.#opts.db.path);
     this.#opts.logger.info("installed the v3 database from the leader", { index, consistentIndex: this.#v3Floor, revision: this.v3.revision });
   }
 
