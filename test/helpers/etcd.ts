@@ -11,15 +11,15 @@
 //
 // kvctl runs as bin/kvctl (dist/ when built, else the TypeScript through tsx), or as the
 // file in KVCTL_TEST_BIN, or from source through tsx when KVCTL_TEST_FROM_SOURCE=1.
-// Ports: KVCTL_V3_TEST_PORTS="lo-hi" (default 23310-23349), the first free ones.
+// Ports: KVCTL_V3_TEST_PORTS="lo-hi" (default 23310-23349), free ones (ports.ts).
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { kvctlBin, repoRoot } from "./server.ts";
-import { runProcess, type ProcessResult } from "./run-process.ts";
+import { runProcess, whenOutput, type ProcessResult } from "./run-process.ts";
+import { portIn, portRange } from "./ports.ts";
 import { singleMemberFlags, spawnServer } from "./spawned.ts";
 
 export interface V3Server {
@@ -37,32 +37,9 @@ process.on("exit", () => {
   for (const c of children) c.kill("SIGKILL");
 });
 
-function portRange(): [number, number] {
-  const m = /^(\d+)-(\d+)$/.exec(process.env["KVCTL_V3_TEST_PORTS"] ?? "");
-  return m === null ? [23310, 23349] : [Number(m[1]), Number(m[2])];
-}
-
-const taken = new Set<number>();
-
-function canBind(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const srv = createServer();
-    srv.once("error", () => resolve(false));
-    srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
-  });
-}
-
-/** The next free port of the range (never handed out twice by this process). */
-export async function rangePort(): Promise<number> {
-  const [lo, hi] = portRange();
-  for (let p = lo; p <= hi; p++) {
-    if (taken.has(p)) continue;
-    if (await canBind(p)) {
-      taken.add(p);
-      return p;
-    }
-  }
-  throw new Error(`no free port in ${lo}-${hi}`);
+/** The next free port of KVCTL_V3_TEST_PORTS (never handed out twice by this process). */
+export function rangePort(): Promise<number> {
+  return portIn(portRange("KVCTL_V3_TEST_PORTS", [23310, 23349])!);
 }
 
 /** POSTs JSON to a gateway path; resolves with the parsed answer (throws on non-2xx). */
@@ -173,19 +150,13 @@ export function spawnEtcdctl(url: string, args: readonly string[]): ChildProcess
   return child;
 }
 
-/** Collects a child's stdout and resolves once `done(stdout)` holds (10 s deadline). */
+/** Collects a child's stdout; `until` resolves once `done(stdout)` holds, tried at each chunk (10 s deadline). */
 export function collect(child: ChildProcess): { text(): string; until(done: (s: string) => boolean): Promise<void> } {
   let text = "";
   child.stdout?.on("data", (c: Buffer) => (text += c.toString("utf8")));
   return {
     text: () => text,
-    async until(done) {
-      const deadline = Date.now() + 10_000;
-      while (!done(text)) {
-        if (Date.now() > deadline) throw new Error(`timed out; output so far: ${JSON.stringify(text)}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    },
+    until: (done) => whenOutput(child, () => done(text), 10_000, () => `output so far: ${JSON.stringify(text)}`),
   };
 }
 

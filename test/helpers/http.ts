@@ -1,6 +1,7 @@
 // A small keep-alive HTTP client for integration tests (the server's wire, not kvctl's client).
 import { Agent, request } from "node:http";
 import { connect, type Socket } from "node:net";
+import { until as untilShared } from "../../src/until.test-helper.ts";
 
 export const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 
@@ -55,10 +56,7 @@ export function rawLongPoll(port: number, path: string): { socket: Socket; head:
   return { socket, head, text: () => data, closed };
 }
 
-export async function until(pred: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = "condition"): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await pred())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+/** The shared polling wait (src/until.test-helper.ts), every 25 ms: conditions here ask a server. */
+export function until(pred: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = "condition"): Promise<void> {
+  return untilShared(pred, what, timeoutMs, { intervalMs: 25 });
 }

@@ -1,7 +1,7 @@
 // Runs a command to its end and collects what it printed: the one child-process runner of
 // the CLI tests (kvctl, etcdctl). stdin gets `input` (or nothing) and is closed; a command
 // killed by `timeoutMs` resolves with its signal.
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 
 export interface ProcessResult {
   stdout: string;
@@ -30,5 +30,33 @@ export function runProcess(file: string, args: readonly string[], opts: RunProce
     // A command that never reads stdin may exit before the write lands.
     child.stdin.on("error", () => {});
     child.stdin.end(opts.input ?? "");
+  });
+}
+
+/**
+ * Resolves once `check()` holds, tried again at each chunk the child prints (the caller's
+ * own 'data' listeners, added before this, have collected it by then), not on a timer.
+ * Rejects after `timeoutMs`, or when the child ends with `check()` still false; the error
+ * carries `describe()` (what it printed).
+ */
+export function whenOutput(child: ChildProcess, check: () => boolean, timeoutMs: number, describe: () => string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const streams = [child.stdout, child.stderr].filter((s) => s !== null);
+    const finish = (err?: Error): void => {
+      clearTimeout(timer);
+      for (const s of streams) s.off("data", onData);
+      child.off("close", onClose);
+      if (err === undefined) resolve();
+      else reject(err);
+    };
+    const onData = (): void => {
+      if (check()) finish();
+    };
+    const onClose = (code: number | null): void => finish(check() ? undefined : new Error(`the process exited (${code}) first; ${describe()}`));
+    const timer = setTimeout(() => finish(new Error(`timed out waiting for output; ${describe()}`)), timeoutMs);
+    if (check()) return finish();
+    if (child.exitCode !== null || child.signalCode !== null) return finish(new Error(`the process exited (${child.exitCode ?? child.signalCode}) first; ${describe()}`));
+    for (const s of streams) s.on("data", onData);
+    child.on("close", onClose);
   });
 }

@@ -8,11 +8,11 @@
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { runProcess, type ProcessResult } from "./run-process.ts";
+import { runProcess, whenOutput, type ProcessResult } from "./run-process.ts";
+import { ephemeralPort, portIn, portRange } from "./ports.ts";
 
 export const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 export const kvctlBin = join(repoRoot, "bin", "kvctl");
@@ -48,18 +48,10 @@ process.on("exit", () => {
   for (const child of running) child.kill("SIGKILL");
 });
 
-/** A free TCP port on 127.0.0.1, found by binding port 0. */
+/** A free TCP port on 127.0.0.1: of KVCTL_TEST_PORTS ("lo-hi") when set, else one the OS finds. */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      const port = typeof addr === "object" && addr !== null ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
+  const range = portRange("KVCTL_TEST_PORTS");
+  return range === undefined ? ephemeralPort() : portIn(range);
 }
 
 function command(flags: string[]): { file: string; args: string[] } {
@@ -208,7 +200,7 @@ export interface RunningKvctl {
   child: ChildProcess;
   stdout(): string;
   stderr(): string;
-  /** Resolves once `predicate(stdout)` holds (polls; rejects after timeoutMs, default 10 s). */
+  /** Resolves once `predicate(stdout)` holds, tried at each chunk printed; rejects after timeoutMs (default 10 s) or at the exit. */
   waitForOutput(predicate: (stdout: string) => boolean, timeoutMs?: number): Promise<void>;
   /** Resolves with the exit code (null if killed by a signal). */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
@@ -241,13 +233,6 @@ export function spawnKvctl(args: readonly string[], opts: Omit<RunKvctlOptions, 
     stdout: () => out,
     stderr: () => err,
     exited,
-    async waitForOutput(predicate, timeoutMs = 10_000) {
-      const deadline = Date.now() + timeoutMs;
-      while (!predicate(out)) {
-        if (Date.now() > deadline) throw new Error(`timed out waiting for output; stdout=${JSON.stringify(out)} stderr=${JSON.stringify(err)}`);
-        if (child.exitCode !== null) throw new Error(`kvctl exited ${child.exitCode}; stdout=${JSON.stringify(out)} stderr=${JSON.stringify(err)}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    },
+    waitForOutput: (predicate, timeoutMs = 10_000) => whenOutput(child, () => predicate(out), timeoutMs, () => `stdout=${JSON.stringify(out)} stderr=${JSON.stringify(err)}`),
   };
 }

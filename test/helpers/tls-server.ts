@@ -7,31 +7,15 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { request as httpsRequest } from "node:https";
 import { request as httpRequest } from "node:http";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type ConnectionOptions } from "node:tls";
 import { kvctlBin, repoRoot } from "./server.ts";
-
-let nextPort = -1;
+import { portIn, portRange } from "./ports.ts";
 
 /** A port of the reserved range that is free now (probed by binding it). */
-export async function reservedPort(): Promise<number> {
-  const [lo, hi] = (process.env["KVCTL_TEST_PORTS"] ?? "23350-23399").split("-").map(Number) as [number, number];
-  if (nextPort < 0) nextPort = lo + Math.floor(Math.random() * (hi - lo + 1));
-  for (let i = 0; i <= hi - lo; i++) {
-    const port = lo + ((nextPort - lo + i) % (hi - lo + 1));
-    const free = await new Promise<boolean>((resolve) => {
-      const srv = createServer();
-      srv.once("error", () => resolve(false));
-      srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
-    });
-    if (free) {
-      nextPort = port + 1;
-      return port;
-    }
-  }
-  throw new Error(`no free port in ${lo}-${hi}`);
+export function reservedPort(): Promise<number> {
+  return portIn(portRange("KVCTL_TEST_PORTS", [23350, 23399])!);
 }
 
 export interface ClientTls {

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, kvctlBin, repoRoot, runKvctl, startServer, type TestServer } from "../helpers/server.ts";
+import { until } from "../helpers/http.ts";
 
 let srv: TestServer;
 let dead: string;
@@ -134,14 +135,6 @@ async function startJoiner(vars: Record<string, string>, peerUrl: string): Promi
   return { url, child };
 }
 
-async function until(what: string, fn: () => Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await fn())) {
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 test("member add prints the KV_* settings, and a member started with them joins", async () => {
   const peerUrl = `http://127.0.0.1:${await freePort()}`;
   const r = await runKvctl(["--endpoints", srv.url, "member", "add", "m2", peerUrl]);
@@ -158,22 +151,22 @@ test("member add prints the KV_* settings, and a member started with them joins"
     if (kv) vars[kv[1] ?? ""] = JSON.parse(kv[2] ?? '""') as string;
   }
   const joiner = await startJoiner(vars, peerUrl);
-  await until("the new member is healthy", async () => {
+  await until(async () => {
     const h = await fetch(`${joiner.url}/health`, { signal: AbortSignal.timeout(1000) }).catch(() => undefined);
     return h?.status === 200;
-  });
+  }, 20_000, "the new member is healthy");
 
   const list = await runKvctl(["--endpoints", srv.url, "member", "list"]);
   assert.equal(list.code, 0, list.stderr);
   assert.match(list.stdout, new RegExp(`^${m[1]}: name=m2 peerURLs=${peerUrl} clientURLs=${joiner.url} isLeader=(true|false)$`, "m"));
 
   let rows: Row[] = [];
-  await until("both members report the same term", async () => {
+  await until(async () => {
     const st = await runKvctl(["--endpoints", srv.url, "endpoint", "status", "--cluster"]);
     if (st.code !== 0) return false;
     rows = parseTable(st.stdout);
     return rows.length === 2 && rows[0]?.term === rows[1]?.term;
-  });
+  }, 20_000, "both members report the same term");
   assert.deepEqual(rows.map((row) => row.endpoint).sort(), [srv.url, joiner.url].sort());
   assert.equal(rows.filter((row) => row.isLeader === "true").length, 1, JSON.stringify(rows));
   assert.ok(rows.some((row) => row.id === m[1]));

@@ -15,6 +15,7 @@ import { reservedPort } from "../helpers/tls-server.ts";
 import { startDnsServer, type TestDnsServer } from "../helpers/dns-server.ts";
 import { CertDir, type CertFiles } from "../helpers/certs.ts";
 import { srvResolver } from "../../src/server/discovery-srv.ts";
+import { eventually } from "../../src/until.test-helper.ts";
 
 // This file's ports: 23410-23429.
 process.env["KVCTL_TEST_PORTS"] = "23410-23429";
@@ -78,14 +79,9 @@ async function startSrvMembers(o: { scheme: "http" | "https"; tag: string; certF
   });
 }
 
-async function until<T>(what: string, f: () => Promise<T | undefined>, members: Member[], ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await f().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`${what} not within ${ms} ms:\n${members.map((m) => `--- ${m.name}\n${m.log().slice(-3000)}`).join("\n")}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+/** The shared polling wait, with the members' logs in its timeout message. */
+function until<T>(what: string, f: () => Promise<T | undefined>, members: Member[], ms = 20_000): Promise<T> {
+  return eventually(f, what, ms, { intervalMs: 100, ignoreErrors: true, detail: () => members.map((m) => `--- ${m.name}\n${m.log().slice(-3000)}`).join("\n") });
 }
 
 const healthy = async (m: Member): Promise<true | undefined> => {

@@ -8,18 +8,7 @@ import { after, before, describe, test } from "node:test";
 import { Etcd3, type IOptions } from "etcd3";
 import { CertDir } from "../helpers/certs.ts";
 import { startGrpcServer, type GrpcTestServer } from "../helpers/grpc.ts";
-
-function until<T>(what: string, ms: number, poll: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + ms;
-  return (async () => {
-    for (;;) {
-      const v = await poll();
-      if (v !== undefined) return v;
-      if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  })();
-}
+import { until } from "../helpers/http.ts";
 
 function suite(name: string, start: () => Promise<{ server: GrpcTestServer; options: IOptions; cleanup?: () => void }>): void {
   describe(`etcd3 client against kvctl: ${name}`, () => {
@@ -31,7 +20,7 @@ function suite(name: string, start: () => Promise<{ server: GrpcTestServer; opti
     before(async () => {
       ({ server, options, cleanup } = await start());
       client = new Etcd3(options);
-      await until("server ready", 20_000, async () => ((await client.put("ready").value("1").then(() => true, () => false)) ? true : undefined));
+      await until(() => client.put("ready").value("1").then(() => true, () => false), 20_000, "server ready");
     });
     after(async () => {
       client?.close();
@@ -84,7 +73,7 @@ function suite(name: string, start: () => Promise<{ server: GrpcTestServer; opti
       await client.put("other").value("x");
       await client.put("w/2").value("two");
       await client.delete().key("w/1");
-      await until("4 events", 5_000, async () => (seen.length >= 3 ? true : undefined));
+      await until(() => seen.length >= 3, 5_000, "3 events");
       assert.deepEqual(seen, ["put w/1=one", "put w/2=two", "delete w/1"]);
       await watcher.cancel();
     });
@@ -137,9 +126,9 @@ function suite(name: string, start: () => Promise<{ server: GrpcTestServer; opti
       await new Promise((r) => setTimeout(r, 300));
       assert.equal(bobElected, false);
       await first.resign();
-      await until("bob elected", 5_000, async () => (bobElected ? true : undefined));
+      await until(() => bobElected, 5_000, "bob elected");
       assert.equal(await election.leader(), "bob");
-      await until("observer saw bob", 5_000, async () => (leaders.includes("bob") ? true : undefined));
+      await until(() => leaders.includes("bob"), 5_000, "observer saw bob");
       await second.resign();
       await observer.cancel();
     });

@@ -13,6 +13,7 @@ import { kvctlBin, repoRoot } from "../helpers/server.ts";
 import { startCluster, type TestCluster } from "../helpers/cluster.ts";
 import { request, reservedPort, type ClientTls } from "../helpers/tls-server.ts";
 import { CertDir } from "../helpers/certs.ts";
+import { eventually } from "../../src/until.test-helper.ts";
 
 // This file's ports (proxies and the https members): 23430-23449.
 process.env["KVCTL_TEST_PORTS"] = "23430-23449";
@@ -52,14 +53,9 @@ function spawnServe(flags: string[]): { child: ChildProcess; log: () => string }
   return { child, log: () => out };
 }
 
-async function until<T>(what: string, f: () => Promise<T | undefined>, log: () => string, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await f().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`${what} not within ${ms} ms:\n${log().slice(-4000)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+/** The shared polling wait, with a proxy's or member's log in its timeout message. */
+function until<T>(what: string, f: () => Promise<T | undefined>, log: () => string, ms = 20_000): Promise<T> {
+  return eventually(f, what, ms, { intervalMs: 100, ignoreErrors: true, detail: () => log().slice(-4000) });
 }
 
 /** A proxy on a port of this file's range, ready once it knows `endpoints` members. */
