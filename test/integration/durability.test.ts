@@ -6,7 +6,7 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, statSync, openSync, writeSync, readSync, closeSync } from "node:fs";
 import { join } from "node:path";
-import { agent, http } from "../helpers/http.ts";
+import { agent, http, until } from "../helpers/http.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 
 after(() => agent.destroy());
@@ -37,10 +37,10 @@ test("every acknowledged write survives kill -9 under concurrent load, with the 
         }
       }
     });
-    // Let writes flow, then kill without warning while they are in flight.
-    const deadline = Date.now() + 1500;
-    while (Date.now() < deadline && acked.size < (round + 1) * 200) await new Promise((r) => setTimeout(r, 20));
-    await new Promise((r) => setTimeout(r, 300));
+    // Let writes flow (200 acknowledged this round), then kill without warning while 16
+    // more are in flight.
+    const before = acked.size;
+    await until(() => acked.size >= before + 200, 20_000, `200 writes acknowledged in round ${round}`);
     await srv.kill("SIGKILL");
     stop = true;
     await Promise.all(writers);

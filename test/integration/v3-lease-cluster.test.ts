@@ -109,18 +109,20 @@ test("three members: keepalives through a follower, expiry by the leader, a lead
     let stop = false;
     // Errors are allowed while there is no leader; an answer without the TTL means the lease was gone.
     const gone: string[] = [];
+    let answered = 0;
     const loop = (async () => {
       while (!stop) {
         try {
           const r = await keepAlive(f0, id);
           if (r.result !== undefined && r.result.TTL !== "2") gone.push(JSON.stringify(r));
+          answered++;
         } catch {
           // the request timed out during the election
         }
         await sleep(300);
       }
     })();
-    await sleep(600);
+    await until(() => answered >= 2, 5000, "two keepalives answered before the kill");
     await cluster!.kill(leader!, "SIGKILL");
     await until(async () => {
       const l = await cluster!.leader();

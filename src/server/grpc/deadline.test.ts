@@ -30,7 +30,15 @@ test("a call's deadline: expired from the clock, listeners once, cancel", async 
   d.onExpire(() => fired++);
   const undo = d.onExpire(() => undone++);
   undo();
-  await new Promise((r) => setTimeout(r, 60));
+  // Listeners run in the order added: this one runs after the two above. The deadline's
+  // timer is unref'd (it must not keep a member alive), so a ref'd one bounds the wait.
+  await new Promise<void>((r) => {
+    const guard = setTimeout(r, 5000);
+    d.onExpire(() => {
+      clearTimeout(guard);
+      r();
+    });
+  });
   assert.equal(d.expired, true);
   assert.deepEqual([fired, undone], [1, 0]);
   let late = 0;
