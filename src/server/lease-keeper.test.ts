@@ -93,3 +93,10 @@ test("a leader without the batch path gets the keepalives one by one on /leases"
   assert.equal(l.paths.filter((p) => p === PEER_LEASE_BATCH_PATH).length, 1);
   assert.equal(l.paths.filter((p) => p === PEER_LEASE_PATH).length, 4);
 });
+
+test("the peer lease endpoints read a capped body: a larger one is answered 413, read to its end", async () => {
+  const l = await leader({ "7": 10 }, { batchPath: true });
+  const res = await fetch(l.url + PEER_LEASE_PATH, { method: "POST", body: Buffer.alloc(2 << 20) });
+  assert.equal(res.status, 413);
+  assert.match(await res.text(), /^request body larger than \d+ bytes\n$/);
+});

@@ -34,6 +34,7 @@ import type { Membership } from "./membership.ts";
 import type { Logger } from "./logger.ts";
 import type { V3Op } from "./v3-command.ts";
 import { LeaseDeadlines, NotPrimaryError } from "./lease-deadlines.ts";
+import { BodyTooLargeError, readBody } from "./http/body.ts";
 import {
   LeaseKeepAliveRequestSchema,
   LeaseKeepAliveResponseSchema,
@@ -75,6 +76,11 @@ const UNKNOWN_PATH_TEXT = "unknown request path";
 const RENEW_BATCHES_IN_FLIGHT = 1;
 /** Leases per batch at most (the leader parses and answers a batch in one go). */
 const RENEW_BATCH_MAX = 1024;
+/**
+ * The largest body the peer lease endpoints read: a full batch is RENEW_BATCH_MAX varints
+ * of at most 10 bytes; anything near this is not a lease request.
+ */
+const PEER_LEASE_BODY_LIMIT = 1 << 20;
 
 /** What the keeper needs of its member (KvServer). */
 export interface LeaseKeeperHost {
@@ -232,16 +238,15 @@ export class LeaseKeeper {
       return answer(405, "Method Not Allowed");
     }
     const path = (req.url ?? "/").split("?")[0];
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("error", () => undefined);
-    req.on("end", () => {
-      const body = Buffer.concat(chunks);
-      this.#servePeer(path, body).then(
-        (r) => answer(r.status, r.body),
-        (err: unknown) => answer(500, String(err)),
-      );
-    });
+    readBody(req, PEER_LEASE_BODY_LIMIT).then(
+      (body) =>
+        this.#servePeer(path, body).then(
+          (r) => answer(r.status, r.body),
+          (err: unknown) => answer(500, String(err)),
+        ),
+      // etcd's leasehttp answers a body it cannot read 400 "error reading body".
+      (err: unknown) => answer(err instanceof BodyTooLargeError ? 413 : 400, err instanceof BodyTooLargeError ? `request body larger than ${PEER_LEASE_BODY_LIMIT} bytes` : "error reading body"),
+    );
   }
 
   async #servePeer(path: string | undefined, body: Buffer): Promise<{ status: number; body: Uint8Array | string }> {

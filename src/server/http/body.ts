@@ -1,8 +1,10 @@
 // Request bodies: read with a size cap, parsed as a form only when Go's ParseForm would.
-// The one reader of client request bodies on the client port (v2 forms, auth JSON, the v3
-// gateway, the v2 proxy): past the cap it drains the rest, so the answer is read by a
-// client still sending, and reports how much came. The peer port reads its own (transport
-// may not import the server's HTTP layer, and it drops an oversized upload at once).
+// The one reader of request bodies in the server (client port: v2 forms, auth JSON, the v3
+// gateway, the v2 proxy; peer port: the lease endpoints): past the cap it drains the rest,
+// so the answer is read by a client still sending, and reports how much came; each API
+// answers that as its reference does. The Raft transport reads its own (transport may not
+// import the server's HTTP layer, and it drops an oversized upload at once: a peer
+// streaming a huge snapshot is not waited for).
 import type { IncomingMessage } from "node:http";
 import { parseQuery, type FormValues } from "./form.ts";
 
