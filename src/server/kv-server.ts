@@ -1,27 +1,25 @@
 // The KV server: owns the Raft node, the WAL, the snapshots, the peer transport and the
-// state machine, and runs the loop DESIGN.md §1 draws:
+// state machine, and wires the parts that run DESIGN.md §1's loop:
 //
-//   propose() -> raft -> Ready: WAL append + ONE fdatasync for the whole batch -> send
-//   messages -> apply committed entries in order -> wake the proposers -> advance()
+//   propose() (proposals.ts) -> raft -> Ready loop (ready-loop.ts): WAL append + ONE
+//   fdatasync for the whole batch, messages, apply committed entries in order (here,
+//   apply.ts) -> wake the proposers -> advance()
 //
 // Invariants:
 // - A write is acknowledged (its waiter resolved) only after its entry was fsynced and
-//   applied: the WAL save of a Ready completes before that Ready's entries are applied,
-//   and a follower's messages (votes, acks) leave only after what they promise is on disk;
-//   the leader's appends go out in parallel with its own write, as in etcd (ready-sends.ts:
-//   that rule, and the tuning of when bytes leave, kept apart).
-// - Only one Ready is in flight. While its fsync runs, new proposals accumulate in Raft's
-//   unstable log and go out together in the next Ready (group commit).
+//   applied; the orderings that make it so, and the tuning kept apart from them, are
+//   listed in ready-loop.ts.
 // - Apply is deterministic (apply.ts); everything that varies (time, ids) is in the entry.
 // - A single member runs exactly this path: it is a cluster of one, with no shortcut.
 //
 // The jobs around the loop have modules of their own, each given a narrow view of the
-// member: proposing and waiting (proposals.ts), membership administration and conf-change
-// apply (member-admin.ts), snapshots made, recorded and installed (snapshot-flow.ts),
-// leadership hand-over (leadership.ts), the first election (first-election.ts), lease
-// keepalives and expiry (lease-keeper.ts), what leaves before a save (ready-sends.ts), and
-// the state machine's storage (state-storage.ts).
-import { RawNode, EntryType, decodeConfChange, type ConfState, type Entry, type Message, type MemoryStorage, type Ready, type Status } from "../raft/index.ts";
+// member: the Ready loop (ready-loop.ts; what leaves before a save: ready-sends.ts; where a
+// save waits for the disk: disk-wait.ts), proposing and waiting (proposals.ts), membership
+// administration and conf-change apply (member-admin.ts), snapshots made, recorded and
+// installed (snapshot-flow.ts), leadership hand-over (leadership.ts), the first election
+// (first-election.ts), lease keepalives and expiry (lease-keeper.ts), and the state
+// machine's storage (state-storage.ts).
+import { RawNode, EntryType, decodeConfChange, type ConfState, type Entry, type Message, type MemoryStorage, type Status } from "../raft/index.ts";
 import { PeerTransport, type PeerTlsClient } from "../transport/index.ts";
 import type { Wal, Snapshotter } from "../wal/index.ts";
 import type { V2Store, V2Event } from "../store/v2/store.ts";
@@ -39,7 +37,7 @@ import type { ServerConfig } from "./config.ts";
 import { ServerStats } from "./stats.ts";
 import { ServerMetrics } from "./metrics/server-metrics.ts";
 import { DiskWaitPolicy } from "./disk-wait.ts";
-import { planSends } from "./ready-sends.ts";
+import { ReadyLoop } from "./ready-loop.ts";
 import { firstElectionMode, firstElectionStep } from "./first-election.ts";
 import { createCompactor } from "./compactor.ts";
 import { LeaseKeeper } from "./lease-keeper.ts";
@@ -48,7 +46,7 @@ import type { Deadline } from "./deadline.ts";
 import { MemberAdmin } from "./member-admin.ts";
 import { SnapshotFlow } from "./snapshot-flow.ts";
 import { Leadership } from "./leadership.ts";
-import { TracePhase, WriteTracer } from "./write-trace.ts";
+import { WriteTracer } from "./write-trace.ts";
 import { ETCD_SERVER_VERSION } from "./version.ts";
 import { ClusterVersionMonitor } from "./cluster-version.ts";
 
@@ -137,8 +135,8 @@ export class KvServer {
   #commitIndex = 0;
   #stopped = false;
 
-  #draining = false;
-  #drainAgain = false;
+  /** The Ready loop: what Raft asks for, persisted, sent and applied in a safe order (ready-loop.ts). */
+  #loop!: ReadyLoop<Command | KeySpaceCommandHead>;
   #tickTimer: NodeJS.Timeout | undefined;
   #syncTimer: NodeJS.Timeout | undefined;
   #progressTimer: NodeJS.Timeout | undefined;
@@ -242,6 +240,7 @@ export class KvServer {
       logger: raftLogger(this.#log),
     });
     if (m.bootstrapPeers) this.#node.bootstrap(m.bootstrapPeers);
+    this.#loop = this.#readyLoop();
     this.#reads = new ReadIndexBatcher(
       {
         requestReadIndex: (ctx) => {
@@ -285,12 +284,12 @@ export class KvServer {
 
     this.#wireParts(m.appliedIndex);
     this.stats.start(this.config.name, this.#memberId);
-    await this.#drain();
+    await this.#loop.drain();
     // A cluster of one needs no election timeout: campaign at once (etcd fast-forwards its ticks).
     const ids = this.membership.ids();
     if (ids.length === 1 && ids[0] === this.#memberId) {
       this.#node.campaign();
-      await this.#drain();
+      await this.#loop.drain();
     }
     this.#tickTimer = setInterval(() => {
       this.#node.tick();
@@ -572,80 +571,53 @@ export class KvServer {
     }
   }
 
-  /** Schedules a drain of Raft's Ready queue (coalesced). */
+  /** Raft may have something new for the Ready loop. */
   #kick(): void {
-    if (this.#draining) {
-      this.#drainAgain = true;
-      return;
-    }
-    void this.#drain().catch((err: unknown) => this.#fatal(err));
+    this.#loop.kick();
   }
 
-  async #drain(): Promise<void> {
-    if (this.#draining) {
-      this.#drainAgain = true;
-      return;
-    }
-    this.#draining = true;
-    try {
-      do {
-        this.#drainAgain = false;
-        while (!this.#stopped && this.#node.hasReady()) {
-          await this.#processReady(this.#node.ready());
-        }
-        // WAL calls must not overlap: the snapshot is recorded here, between Readys.
-        if (this.#snapshots.pending && !this.#stopped) await this.#snapshots.record();
-      } while (this.#drainAgain && !this.#stopped);
-    } finally {
-      this.#draining = false;
-    }
-  }
-
-  async #processReady(rd: Ready): Promise<void> {
-    const tracing = this.tracer.active;
-    if (tracing) this.tracer.phase(TracePhase.ready);
-    if (rd.softState) this.#onLeader(rd.softState.lead);
-    if (rd.messages.length > 0) rd.messages = this.#snapshots.withoutStale(rd.messages);
-    if (rd.hardState) {
-      this.#term = rd.hardState.term;
-      this.#commitIndex = rd.hardState.commit;
-    }
-    if (rd.snapshot && rd.snapshot.metadata.index > 0) await this.#snapshots.install(rd.snapshot);
-    // Which messages may leave before the save, and when bytes leave: ready-sends.ts.
-    const willSave = rd.entries.length > 0 || rd.mustSync;
-    const commands = rd.committedEntries.map((e) => this.#commandOf(e));
-    const sends = planSends({ isLeader: this.isLeader, memberId: this.#memberId, messages: rd.messages, willSave, proposers: commands.map((c) => c?.m) });
-    if (sends.beforeSave !== undefined) this.#transport.send(sends.beforeSave.messages, sends.beforeSave.options);
-    if (willSave) {
-      let onLoop = this.#diskWait.onLoop(performance.now(), this.#clientRequests, this.#proposals.count, rd.entries.length);
-      if (onLoop) {
-        await new Promise<void>((resolve) => setImmediate(resolve));
-        onLoop = this.#diskWait.stillQuiet(this.#clientRequests);
-      }
-      if (tracing) this.tracer.phase(TracePhase.walWrite);
-      const syncMs = await this.#wal.save(rd.hardState ?? null, rd.entries, { onLoop });
-      if (tracing) this.tracer.phase(TracePhase.fsynced);
-      this.metrics.walSynced(syncMs);
-      if (onLoop) this.#diskWait.took(performance.now(), syncMs);
-    } else if (rd.hardState) {
-      // Only the commit index moved: written without an fdatasync, as etcd does, so the WAL
-      // knows what this member applied (--force-new-cluster keeps exactly that).
-      this.#wal.saveCommitUnsynced(rd.hardState);
-    }
-    if (rd.hardState) this.#storage.setHardState(rd.hardState);
-    if (rd.entries.length > 0) this.#storage.append(rd.entries);
-    if (sends.afterSave !== undefined) this.#transport.send(sends.afterSave.messages, sends.afterSave.options);
-    for (const rs of rd.readStates) this.#reads.onReadState(rs.index, rs.requestCtx);
-    const gate = this.#state.applyGate;
-    if (gate !== undefined && rd.committedEntries.length > 0) await gate;
-    rd.committedEntries.forEach((e, i) => this.#applyEntry(e, commands[i]));
-    // The v3 writes of these entries commit together with the index they reach.
-    const commitStart = performance.now();
-    // No rejection handler here: a failed commit stays an unhandled rejection (fatal), as before.
-    void this.#state.applied(this.#appliedIndex)?.then(() => this.metrics.backendCommitted(performance.now() - commitStart));
-    this.#reads.release();
-    this.#node.advance(rd);
-    this.#snapshots.maybeStart();
+  /** The Ready loop, given what it needs of this member (its parts are read at each use). */
+  #readyLoop(): ReadyLoop<Command | KeySpaceCommandHead> {
+    const server = this;
+    return new ReadyLoop<Command | KeySpaceCommandHead>({
+      memberId: this.#memberId,
+      node: this.#node,
+      get wal() {
+        return server.#wal;
+      },
+      get storage() {
+        return server.#storage;
+      },
+      get snapshots() {
+        return server.#snapshots;
+      },
+      get reads() {
+        return server.#reads;
+      },
+      diskWait: this.#diskWait,
+      tracer: this.tracer,
+      metrics: this.metrics,
+      isLeader: () => this.isLeader,
+      stopped: () => this.#stopped,
+      clientRequests: () => this.#clientRequests,
+      proposals: () => this.#proposals.count,
+      send: (messages, options) => this.#transport.send(messages, options),
+      leaderSeen: (lead) => this.#onLeader(lead),
+      hardStateSeen: (hs) => {
+        this.#term = hs.term;
+        this.#commitIndex = hs.commit;
+      },
+      decode: (e) => this.#commandOf(e),
+      applyGate: () => this.#state.applyGate,
+      apply: (e, cmd) => this.#applyEntry(e, cmd),
+      appliedBatch: () => {
+        // The v3 writes of these entries commit together with the index they reach.
+        const commitStart = performance.now();
+        // No rejection handler here: a failed commit stays an unhandled rejection (fatal), as before.
+        void this.#state.applied(this.#appliedIndex)?.then(() => this.metrics.backendCommitted(performance.now() - commitStart));
+      },
+      fatal: (err) => this.#fatal(err),
+    });
   }
 
   #onLeader(lead: number): void {
@@ -665,7 +637,6 @@ export class KvServer {
     }
   }
 
-  /** Applies a committed entry; `cmd` is its command, decoded (see commandOf). */
   /**
    * The command of a committed entry; for a v3 key-space command whose effects the database
    * already holds (at or below its consistent index), only its proposer and id.
@@ -678,6 +649,7 @@ export class KvServer {
     return commandOf(e);
   }
 
+  /** Applies a committed entry; `cmd` is its command, decoded by #commandOf. */
   #applyEntry(e: Entry, cmd: Command | KeySpaceCommandHead | undefined): void {
     if (e.index <= this.#appliedIndex) return;
     const started = performance.now();
@@ -761,7 +733,7 @@ export class KvServer {
     this.#proposals.failAll(stopped);
     this.#reads.failAll(stopped);
     // Let an in-flight Ready finish its fsync before closing the file.
-    while (this.#draining) await new Promise((r) => setTimeout(r, 5));
+    while (this.#loop.busy) await new Promise((r) => setTimeout(r, 5));
     await this.#transport.stop();
     await this.#wal.close();
     await this.#state.close();

@@ -1,0 +1,275 @@
+// The safety orderings of ready-loop.ts (S1-S6), checked against a fake member: Readys are
+// handed in by the test, every call the loop makes is recorded in order, and each WAL save
+// finishes only when the test says, so "before the save completed" is an observable moment.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { EntryType, MessageType, message, type Entry, type HardState, type Message, type Ready, type Snapshot } from "../raft/index.ts";
+import { DiskWaitPolicy } from "./disk-wait.ts";
+import type { Logger } from "./logger.ts";
+import { ReadyLoop, type ReadyLoopHost } from "./ready-loop.ts";
+import { WriteTracer } from "./write-trace.ts";
+
+const SELF = 1;
+const typeName = new Map<number, string>(Object.entries(MessageType).map(([k, v]) => [v, k]));
+const noop = (): void => {};
+const silent: Logger = { debug: noop, info: noop, warn: noop, error: noop };
+
+interface Cmd {
+  m: number;
+  name: string;
+}
+
+const entry = (index: number, name = `e${index}`, term = 1): Entry => ({ index, term, type: EntryType.Normal, data: Buffer.from(name) });
+const hs = (commit: number, term = 1, vote = 0): HardState => ({ term, vote, commit });
+
+function ready(r: Partial<Ready>): Ready {
+  return { readStates: [], entries: [], committedEntries: [], messages: [], mustSync: false, ...r };
+}
+
+/** A member whose log of calls the tests read; saves wait for release(). */
+function fakeMember(opts: { leader?: boolean; onLoop?: boolean } = {}) {
+  const events: string[] = [];
+  const readys: Ready[] = [];
+  let saving: Array<() => void> = [];
+  let gate: Promise<void> | undefined;
+  let pendingSnapshot = false;
+  const diskWait = new DiskWaitPolicy();
+  let requests = 0;
+  const host: ReadyLoopHost<Cmd> = {
+    memberId: SELF,
+    node: {
+      hasReady: () => readys.length > 0,
+      ready: () => readys.shift()!,
+      advance: () => void events.push("advance"),
+    },
+    wal: {
+      save: (h, entries, o) => {
+        events.push(`save ${entries.map((e) => e.index).join(",")}${h === null ? "" : ` commit=${h.commit}`}${o.onLoop === true ? " on-loop" : ""}`);
+        return new Promise<number>((resolve) => saving.push(() => {
+          events.push("saved");
+          resolve(0.1);
+        }));
+      },
+      saveCommitUnsynced: (h) => void events.push(`commit unsynced ${h.commit}`),
+    },
+    storage: {
+      setHardState: (h) => void events.push(`storage hardstate commit=${h.commit}`),
+      append: (es) => void events.push(`storage append ${es.map((e) => e.index).join(",")}`),
+    },
+    snapshots: {
+      withoutStale: (msgs) => msgs,
+      install: async (snap: Snapshot) => {
+        events.push(`install snapshot ${snap.metadata.index}`);
+        await Promise.resolve();
+        events.push("snapshot installed");
+      },
+      get pending() {
+        return pendingSnapshot;
+      },
+      record: async () => {
+        pendingSnapshot = false;
+        events.push("record snapshot");
+      },
+      maybeStart: noop,
+    },
+    reads: {
+      onReadState: (index) => void events.push(`read state ${index}`),
+      release: () => void events.push("release reads"),
+    },
+    diskWait,
+    tracer: new WriteTracer(0, silent),
+    metrics: { walSynced: noop },
+    isLeader: () => opts.leader === true,
+    stopped: () => false,
+    clientRequests: () => requests,
+    proposals: () => requests,
+    send: (msgs) => void events.push(`send ${msgs.map((m) => `${typeName.get(m.type) ?? m.type}->${m.to}`).join(" ")}`),
+    leaderSeen: (lead) => void events.push(`leader ${lead}`),
+    hardStateSeen: noop,
+    decode: (e) => ({ m: SELF, name: Buffer.from(e.data).toString() }),
+    applyGate: () => gate,
+    apply: (e, cmd) => void events.push(`apply ${e.index} ${cmd?.name ?? ""}`.trim()),
+    appliedBatch: () => void events.push("applied batch"),
+    fatal: (err) => {
+      throw err;
+    },
+  };
+  // Every save waits on the loop or not, as the test wants: a write request per proposal, or two.
+  if (opts.onLoop !== true) diskWait.took(performance.now(), 1e9);
+  return {
+    host,
+    events,
+    push: (...rs: Ready[]) => readys.push(...rs),
+    request: () => requests++,
+    /** Completes the oldest save in flight. */
+    finishSave: () => {
+      const f = saving.shift();
+      assert.ok(f, "a save is in flight");
+      f();
+    },
+    get saving() {
+      return saving.length;
+    },
+    setGate: (g: Promise<void> | undefined) => (gate = g),
+    snapshotMade: () => (pendingSnapshot = true),
+    reset: () => {
+      events.length = 0;
+      saving = [];
+    },
+  };
+}
+
+/** Lets the loop run until it waits for something the test controls. */
+const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 1));
+
+const before = (events: string[], a: string, b: string): boolean => {
+  const ia = events.findIndex((e) => e.startsWith(a));
+  const ib = events.findIndex((e) => e.startsWith(b));
+  assert.ok(ia >= 0, `${a} happened (${events.join(" | ")})`);
+  assert.ok(ib >= 0, `${b} happened (${events.join(" | ")})`);
+  return ia < ib;
+};
+
+test("S2: a follower's acknowledgement and vote leave only after the save of their Ready completed", async () => {
+  const f = fakeMember();
+  const loop = new ReadyLoop(f.host);
+  const ack = message({ type: MessageType.MsgAppResp, to: 2, from: SELF, index: 5 });
+  const vote = message({ type: MessageType.MsgVoteResp, to: 3, from: SELF });
+  const prop = message({ type: MessageType.MsgProp, to: 2, from: SELF });
+  f.push(ready({ entries: [entry(5)], hardState: hs(4, 2, 3), mustSync: true, messages: [ack, vote, prop] }));
+  const done = loop.drain();
+  await settle();
+  assert.deepEqual(f.events.filter((e) => e.startsWith("send")), ["send MsgProp->2"], "only the proposal, which promises nothing, before the save");
+  f.finishSave();
+  await done;
+  assert.ok(before(f.events, "saved", "send MsgAppResp->2 MsgVoteResp->3"));
+});
+
+test("S2: a leader's appends may leave before its own save, a vote it sent as a follower in the same Ready may not", async () => {
+  const f = fakeMember({ leader: true });
+  const loop = new ReadyLoop(f.host);
+  const app = message({ type: MessageType.MsgApp, to: 2, from: SELF, entries: [entry(7)] });
+  const vote = message({ type: MessageType.MsgVoteResp, to: 3, from: SELF });
+  f.push(ready({ entries: [entry(7)], mustSync: true, messages: [app, vote] }));
+  const done = loop.drain();
+  await settle();
+  assert.deepEqual(f.events.filter((e) => e.startsWith("send")), ["send MsgApp->2"]);
+  f.finishSave();
+  await done;
+  assert.ok(before(f.events, "saved", "send MsgVoteResp->3"));
+});
+
+test("S3, S4, S6: committed entries are applied after the save, Raft's storage gets them after the disk, advance comes last", async () => {
+  // A single voter: the entry is committed in the Ready that first carries it.
+  const f = fakeMember({ leader: true });
+  const loop = new ReadyLoop(f.host);
+  f.push(ready({ entries: [entry(3)], committedEntries: [entry(3)], hardState: hs(3), mustSync: true, readStates: [{ index: 3, requestCtx: new Uint8Array(1) }] }));
+  const done = loop.drain();
+  await settle();
+  assert.equal(f.events.filter((e) => e.startsWith("apply")).length, 0, "nothing applied while the save runs");
+  assert.equal(f.events.filter((e) => e.startsWith("storage")).length, 0, "Raft's storage unchanged while the save runs");
+  f.finishSave();
+  await done;
+  assert.deepEqual(f.events, [
+    "save 3 commit=3",
+    "saved",
+    "storage hardstate commit=3",
+    "storage append 3",
+    "read state 3",
+    "apply 3 e3",
+    "applied batch",
+    "release reads",
+    "advance",
+  ]);
+});
+
+test("S1: a snapshot from the leader is installed before the Ready's entries are saved or applied", async () => {
+  const f = fakeMember();
+  const loop = new ReadyLoop(f.host);
+  const snapshot: Snapshot = { data: new Uint8Array(0), metadata: { index: 10, term: 2, confState: { voters: [1, 2, 3], learners: [] } } };
+  f.push(ready({ snapshot, entries: [entry(11)], committedEntries: [entry(11)], hardState: hs(11, 2), mustSync: true }));
+  const done = loop.drain();
+  await settle();
+  f.finishSave();
+  await done;
+  assert.ok(before(f.events, "snapshot installed", "save 11"));
+  assert.ok(before(f.events, "snapshot installed", "apply 11"));
+});
+
+test("S5: one Ready at a time; proposals made during a save go together in the next one, and a snapshot is recorded between Readys", async () => {
+  const f = fakeMember({ leader: true });
+  const loop = new ReadyLoop(f.host);
+  f.push(ready({ entries: [entry(1)], committedEntries: [entry(1)], mustSync: true }));
+  loop.kick();
+  await settle();
+  assert.equal(f.saving, 1);
+  // While the first save runs: more proposals, and a snapshot made in the background.
+  f.push(ready({ entries: [entry(2), entry(3)], committedEntries: [entry(2), entry(3)], mustSync: true }));
+  f.snapshotMade();
+  loop.kick();
+  loop.kick();
+  await settle();
+  assert.equal(f.saving, 1, "no second save while the first runs");
+  assert.ok(loop.busy);
+  f.finishSave();
+  await settle();
+  assert.equal(f.saving, 1, "the next Ready's save, with both entries");
+  assert.ok(f.events.includes("save 2,3"));
+  assert.ok(!f.events.includes("record snapshot"), "not while a save runs");
+  f.finishSave();
+  await settle();
+  assert.ok(!loop.busy);
+  assert.ok(before(f.events, "advance", "record snapshot"));
+  assert.equal(f.events.at(-1), "record snapshot");
+});
+
+test("S3: while an apply gate is closed (defragmentation, backup) committed entries wait, after their save", async () => {
+  const f = fakeMember({ leader: true });
+  const loop = new ReadyLoop(f.host);
+  let open!: () => void;
+  f.setGate(new Promise<void>((r) => (open = r)));
+  f.push(ready({ entries: [entry(4)], committedEntries: [entry(4)], mustSync: true }));
+  const done = loop.drain();
+  await settle();
+  f.finishSave();
+  await settle();
+  assert.ok(f.events.includes("saved"));
+  assert.equal(f.events.filter((e) => e.startsWith("apply")).length, 0);
+  open();
+  await done;
+  assert.ok(f.events.includes("apply 4 e4"));
+});
+
+test("a Ready that only moves the commit index writes it without an fdatasync, before applying", async () => {
+  const f = fakeMember();
+  const loop = new ReadyLoop(f.host);
+  f.push(ready({ hardState: hs(8), committedEntries: [entry(8)] }));
+  await loop.drain();
+  assert.deepEqual(f.events.slice(0, 3), ["commit unsynced 8", "storage hardstate commit=8", "apply 8 e8"]);
+  assert.equal(f.events.filter((e) => e.startsWith("save")).length, 0);
+});
+
+test("tuning, not safety: a lone write's save waits on the loop, after one turn that lets requests already read join it", async () => {
+  const f = fakeMember({ leader: true, onLoop: true });
+  const loop = new ReadyLoop(f.host);
+  f.request();
+  f.push(ready({ entries: [entry(1)], committedEntries: [entry(1)], mustSync: true }));
+  const done = loop.drain();
+  // The save has not started yet: the loop gave the event loop one turn first.
+  assert.equal(f.events.filter((e) => e.startsWith("save")).length, 0);
+  await settle();
+  assert.ok(f.events.includes("save 1 on-loop"));
+  f.finishSave();
+  await done;
+
+  // A request that arrives during that turn sends the save to the threadpool.
+  f.reset();
+  f.request();
+  f.push(ready({ entries: [entry(2)], committedEntries: [entry(2)], mustSync: true }));
+  const second = loop.drain();
+  f.request();
+  await settle();
+  assert.ok(f.events.includes("save 2"), f.events.join(" | "));
+  f.finishSave();
+  await second;
+});

@@ -1,0 +1,205 @@
+// The Ready loop: how a member turns what Raft asks for (a Ready: entries and a hard state
+// to persist, messages to send, committed entries to apply) into disk writes, peer
+// messages and applied state, one Ready at a time. Every write passes here:
+//
+//   propose -> Raft -> Ready -> WAL save (ONE fdatasync per Ready) -> apply -> waiter -> response
+//
+// What SAFETY requires, in the order one Ready is handled (ready-loop.test.ts checks each
+// against a fake member whose saves finish when the test says):
+//
+//  S1  A snapshot from the leader is installed (on disk, in Raft's storage, in the state
+//      machine) before the Ready's entries are saved or any of its entries applied: they
+//      follow the snapshot.
+//  S2  A message that promises this member's persisted state (a vote, an append
+//      acknowledgement) leaves only after the save of the Ready that carries it
+//      (ready-sends.ts, mayPrecedeSave): a member that crashed after sending it must
+//      still hold what it promised.
+//  S3  Committed entries are applied only once the save of their Ready has completed: a
+//      single voter's entries are committed in the Ready that first carries them, and a
+//      write is acknowledged only after its entry is durable and applied.
+//  S4  Raft's storage gets the entries and hard state only once they are on disk, and
+//      advance() (they are stable, and applied) comes after everything else of the Ready.
+//  S5  One Ready at a time, and WAL calls never overlap: a Ready asked for while one is
+//      being handled waits for it (its proposals go out together in the next save, the
+//      group commit), and a made snapshot is recorded in the WAL only between Readys.
+//  S6  A waiter resolves only in apply (S3), so no client hears of a write before it is
+//      durable and applied; read states are released only after the entries of their
+//      Ready are applied.
+//
+// What is TUNING for few cores, pure and tested beside the loop, and free to change as
+// long as the orderings above hold:
+//  - which messages leave before the save, and when their bytes are written (planSends in
+//    ready-sends.ts: a leader's appends before its own fdatasync, commit updates after the
+//    clients' answers);
+//  - where a save waits for its fdatasync: on the event loop or in libuv's threadpool
+//    (DiskWaitPolicy in disk-wait.ts), with one turn of the loop first so that requests
+//    already read join the save.
+import type { Entry, HardState, Message, Ready, Snapshot } from "../raft/index.ts";
+import type { SendOptions } from "../transport/index.ts";
+import type { DiskWaitPolicy } from "./disk-wait.ts";
+import { planSends } from "./ready-sends.ts";
+import { TracePhase, type WriteTracer } from "./write-trace.ts";
+
+/** A decoded command as far as the loop needs it: its proposer. */
+export interface ProposedBy {
+  readonly m: number;
+}
+
+/** What the loop uses of the member: Raft, the WAL, the peers, and the state machine. */
+export interface ReadyLoopHost<C extends ProposedBy> {
+  readonly memberId: number;
+  readonly node: {
+    hasReady(): boolean;
+    ready(): Ready;
+    advance(rd: Ready): void;
+  };
+  readonly wal: {
+    /** Appends entries and hard state with one fdatasync; resolves with its duration (ms). */
+    save(hardState: HardState | null, entries: Entry[], opts: { onLoop?: boolean }): Promise<number>;
+    /** A hard state whose only change is the commit index: written, not synced (as etcd). */
+    saveCommitUnsynced(hardState: HardState): void;
+  };
+  /** Raft's stable storage (in memory). */
+  readonly storage: {
+    setHardState(hs: HardState): void;
+    append(entries: Entry[]): void;
+  };
+  readonly snapshots: {
+    /** Messages without snapshots a peer could not use (snapshot-flow.ts). */
+    withoutStale(msgs: Message[]): Message[];
+    install(snap: Snapshot): Promise<void>;
+    /** A made snapshot waits to be recorded in the WAL. */
+    readonly pending: boolean;
+    record(): Promise<void>;
+    maybeStart(): void;
+  };
+  readonly reads: {
+    onReadState(index: number, ctx: Uint8Array): void;
+    release(): void;
+  };
+  readonly diskWait: DiskWaitPolicy;
+  readonly tracer: WriteTracer;
+  readonly metrics: { walSynced(ms: number): void };
+  isLeader(): boolean;
+  stopped(): boolean;
+  /** Client requests begun and proposals made, ever (counters for the disk-wait policy). */
+  clientRequests(): number;
+  proposals(): number;
+  send(messages: Message[], options: SendOptions): void;
+  /** The Ready names a leader (soft state), before anything else of it is handled. */
+  leaderSeen(lead: number): void;
+  /** The Ready's new hard state, before it is saved (term and commit index as Raft has them). */
+  hardStateSeen(hs: HardState): void;
+  /** The command of a committed entry, decoded once: its proposer orders the sends, then it is applied. */
+  decode(e: Entry): C | undefined;
+  /** While this is set, committed entries wait for it (a defragmentation, a backup's start). */
+  applyGate(): Promise<void> | undefined;
+  apply(e: Entry, cmd: C | undefined): void;
+  /** The Ready's committed entries are applied (the v3 writes commit with the index they reach). */
+  appliedBatch(): void;
+  /** The loop cannot go on safely (a failed WAL write): the member must stop. */
+  fatal(err: unknown): void;
+}
+
+export class ReadyLoop<C extends ProposedBy> {
+  readonly #host: ReadyLoopHost<C>;
+  #draining = false;
+  #drainAgain = false;
+
+  constructor(host: ReadyLoopHost<C>) {
+    this.#host = host;
+  }
+
+  /** A Ready is being handled (stop() waits for its fdatasync before closing the WAL). */
+  get busy(): boolean {
+    return this.#draining;
+  }
+
+  /** Raft may have something new: handle it now, or right after the Ready in hand (S5). */
+  kick(): void {
+    if (this.#draining) {
+      this.#drainAgain = true;
+      return;
+    }
+    void this.drain().catch((err: unknown) => this.#host.fatal(err));
+  }
+
+  /** Handles Readys until Raft has none; resolves when done (or at once if already running). */
+  async drain(): Promise<void> {
+    if (this.#draining) {
+      this.#drainAgain = true;
+      return;
+    }
+    const host = this.#host;
+    this.#draining = true;
+    try {
+      do {
+        this.#drainAgain = false;
+        while (!host.stopped() && host.node.hasReady()) await this.#handle(host.node.ready());
+        // S5: the WAL is free between Readys.
+        if (host.snapshots.pending && !host.stopped()) await host.snapshots.record();
+      } while (this.#drainAgain && !host.stopped());
+    } finally {
+      this.#draining = false;
+    }
+  }
+
+  async #handle(rd: Ready): Promise<void> {
+    const host = this.#host;
+    const tracer = host.tracer;
+    const tracing = tracer.active;
+    if (tracing) tracer.phase(TracePhase.ready);
+    if (rd.softState) host.leaderSeen(rd.softState.lead);
+    if (rd.messages.length > 0) rd.messages = host.snapshots.withoutStale(rd.messages);
+    if (rd.hardState) host.hardStateSeen(rd.hardState);
+    // S1
+    if (rd.snapshot && rd.snapshot.metadata.index > 0) await host.snapshots.install(rd.snapshot);
+    const willSave = rd.entries.length > 0 || rd.mustSync;
+    const commands = rd.committedEntries.map((e) => host.decode(e));
+    // S2 is planSends' contract (every plan keeps mayPrecedeSave); the rest of the plan is tuning.
+    const sends = planSends({ isLeader: host.isLeader(), memberId: host.memberId, messages: rd.messages, willSave, proposers: commands.map((c) => c?.m) });
+    if (sends.beforeSave !== undefined) host.send(sends.beforeSave.messages, sends.beforeSave.options);
+    if (willSave) await this.#save(rd);
+    else if (rd.hardState) {
+      // Only the commit index moved: written without an fdatasync, as etcd does, so the WAL
+      // knows what this member applied (--force-new-cluster keeps exactly that).
+      host.wal.saveCommitUnsynced(rd.hardState);
+    }
+    // S4: on disk now.
+    if (rd.hardState) host.storage.setHardState(rd.hardState);
+    if (rd.entries.length > 0) host.storage.append(rd.entries);
+    // S2: what waited for the save.
+    if (sends.afterSave !== undefined) host.send(sends.afterSave.messages, sends.afterSave.options);
+    for (const rs of rd.readStates) host.reads.onReadState(rs.index, rs.requestCtx);
+    if (rd.committedEntries.length > 0) {
+      const gate = host.applyGate();
+      if (gate !== undefined) await gate;
+      // S3, S6: after the save; waiters resolve in here.
+      for (let i = 0; i < rd.committedEntries.length; i++) host.apply(rd.committedEntries[i]!, commands[i]);
+    }
+    host.appliedBatch();
+    // S6
+    host.reads.release();
+    // S4: last.
+    host.node.advance(rd);
+    host.snapshots.maybeStart();
+  }
+
+  /** The Ready's entries and hard state, with one fdatasync, where the disk-wait policy says. */
+  async #save(rd: Ready): Promise<void> {
+    const host = this.#host;
+    const policy = host.diskWait;
+    let onLoop = policy.onLoop(performance.now(), host.clientRequests(), host.proposals(), rd.entries.length);
+    if (onLoop) {
+      // Requests already read by this turn of the loop propose first and share this save.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      onLoop = policy.stillQuiet(host.clientRequests());
+    }
+    const tracing = host.tracer.active;
+    if (tracing) host.tracer.phase(TracePhase.walWrite);
+    const syncMs = await host.wal.save(rd.hardState ?? null, rd.entries, { onLoop });
+    if (tracing) host.tracer.phase(TracePhase.fsynced);
+    host.metrics.walSynced(syncMs);
+    if (onLoop) policy.took(performance.now(), syncMs);
+  }
+}
