@@ -104,6 +104,20 @@ export interface V3ServiceHost {
 }
 
 
+/**
+ * What apply.ts answers for each v3 command this service proposes: the key space's
+ * response (V3KeySpace's methods; auth commands: V3AuthResults by the op's kind).
+ */
+interface V3Results {
+  put: ReturnType<V3KeySpace["put"]>["response"];
+  deleteRange: ReturnType<V3KeySpace["deleteRange"]>["response"];
+  txn: ReturnType<V3KeySpace["txn"]>["response"];
+  compact: ReturnType<V3KeySpace["compact"]>;
+  leaseGrant: ReturnType<V3KeySpace["leaseGrant"]>;
+  leaseRevoke: ReturnType<V3KeySpace["leaseRevoke"]>["response"];
+  alarm: ReturnType<V3KeySpace["alarm"]>;
+}
+
 /** The reads etcd makes through linearizableReadLoop, which a new leader fails. */
 const LOOP_READ: ReadOptions = { failOnLeaderChange: true };
 
@@ -193,7 +207,19 @@ export class V3Service implements V3Backend {
     }
   }
 
-  async #propose(op: V3Op, ctx?: V3CallContext): Promise<unknown> {
+  /** A v3 command through the log; its answer as apply gives it for that command. */
+  async #propose<K extends keyof V3Results>(op: Extract<V3Op, { k: K }>, ctx?: V3CallContext): Promise<V3Results[K]> {
+    // ApplyResult carries every command's answer as unknown; V3Results says which type
+    // apply.ts gives each command, and this is the one place it is read back.
+    return (await this.#proposeAny(op, ctx)) as V3Results[K];
+  }
+
+  /** An auth command through the log: v3 auth's result for the op's kind. */
+  async #proposeAuth<K extends V3AuthOp["kind"]>(op: Extract<V3AuthOp, { kind: K }>, info: V3AuthInfo | null, ctx?: V3CallContext): Promise<V3AuthResults[K]> {
+    return (await this.#proposeAny({ k: "auth", op, info }, ctx)) as V3AuthResults[K];
+  }
+
+  async #proposeAny(op: V3Op, ctx?: V3CallContext): Promise<unknown> {
     let res;
     try {
       res = await this.#kv.propose({ t: "v3", time: Date.now(), op }, ctx?.deadline);
@@ -216,7 +242,7 @@ export class V3Service implements V3Backend {
     const info = await this.authInfo(ctx);
     checkPutPerm(this.#kv.v3auth, info, req);
     await this.#checkQuota(costPut(req));
-    return (await this.#propose({ k: "put", r: req }, ctx)) as PutResponse;
+    return await this.#propose({ k: "put", r: req }, ctx);
   }
 
   /**
@@ -236,7 +262,7 @@ export class V3Service implements V3Backend {
   async deleteRange(req: DeleteRangeRequest, ctx: V3CallContext): Promise<DeleteRangeResponse> {
     const info = await this.authInfo(ctx);
     checkDeleteRangePerm(this.#kv.v3auth, info, req);
-    return (await this.#propose({ k: "deleteRange", r: req }, ctx)) as DeleteRangeResponse;
+    return await this.#propose({ k: "deleteRange", r: req }, ctx);
   }
 
   async txn(req: TxnRequest, ctx: V3CallContext): Promise<TxnResponse> {
@@ -251,12 +277,12 @@ export class V3Service implements V3Backend {
       this.#kv.metrics.readOnlyTxn(req, res);
       return res;
     }
-    return (await this.#propose({ k: "txn", r: req }, ctx)) as TxnResponse;
+    return await this.#propose({ k: "txn", r: req }, ctx);
   }
 
   async compact(req: { revision: number; physical: boolean }, ctx: V3CallContext): Promise<{ revision: number }> {
     await this.authInfo(ctx);
-    const r = (await this.#propose({ k: "compact", r: { revision: req.revision, physical: req.physical } }, ctx)) as { revision: number };
+    const r = await this.#propose({ k: "compact", r: { revision: req.revision, physical: req.physical } }, ctx);
     // etcd answers a physical compaction once this member's database deleted its records.
     if (req.physical) await this.#kv.compactionFinished(req.revision);
     return r;
@@ -267,7 +293,7 @@ export class V3Service implements V3Backend {
     if (req.ttl > MAX_LEASE_TTL) throw V3Errors.leaseTTLTooLarge();
     const id = req.id === 0n ? newLeaseId() : req.id;
     await this.#checkQuota(LEASE_OVERHEAD);
-    return (await this.#propose({ k: "leaseGrant", id, ttl: req.ttl }, ctx)) as LeaseGrantResponse;
+    return await this.#propose({ k: "leaseGrant", id, ttl: req.ttl }, ctx);
   }
 
   async leaseRevoke(id: LeaseId, ctx: V3CallContext): Promise<{ revision: number }> {
@@ -276,7 +302,7 @@ export class V3Service implements V3Backend {
       const keys = this.#kv.v3.timeToLive(id, Date.now(), { keys: true })?.keys ?? [];
       checkLeaseKeys(this.#kv.v3auth, info, keys);
     }
-    return (await this.#propose({ k: "leaseRevoke", id }, ctx)) as { revision: number };
+    return await this.#propose({ k: "leaseRevoke", id }, ctx);
   }
 
   /**
@@ -304,7 +330,7 @@ export class V3Service implements V3Backend {
   /** An auth change or read through the log, judged at apply against the caller. */
   async auth<K extends V3AuthOp["kind"]>(op: Extract<V3AuthOp, { kind: K }>, ctx: V3CallContext): Promise<V3AuthResults[K]> {
     const info = await this.authInfo(ctx);
-    return (await this.#propose({ k: "auth", op, info }, ctx)) as V3AuthResults[K];
+    return await this.#proposeAuth(op, info, ctx);
   }
 
   /** User add / change password: the password is hashed here; only the hash enters the log. */
@@ -325,7 +351,7 @@ export class V3Service implements V3Backend {
       const jwt = this.#jwt;
       if (jwt?.verifyOnly === true) throw jwtVerifyOnly();
       const op = authenticateOp({ name, checkedRevision, time: Date.now(), jwt: jwt !== undefined });
-      const r = (await this.#propose({ k: "auth", op, info: null })) as V3AuthResults["authenticate"];
+      const r = await this.#proposeAuth(op, null);
       // Applied at checkedRevision (a stale one is answered authenticateStale), so that is the token's revision.
       if (r.kind === "authenticated") return jwt === undefined ? r.token : jwt.sign(name, checkedRevision, Date.now());
     }
@@ -496,7 +522,7 @@ export class V3Service implements V3Backend {
       await this.#read(ctx);
       return this.#kv.v3.alarms(req.alarm);
     }
-    return (await this.#propose({ k: "alarm", r: { action: req.action, memberId: req.memberId, alarm: req.alarm } }, ctx)) as V3AlarmMember[];
+    return await this.#propose({ k: "alarm", r: { action: req.action, memberId: req.memberId, alarm: req.alarm } }, ctx);
   }
 
   /** etcd's Defragment: this member's database file rewritten without its free pages. */

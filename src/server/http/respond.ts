@@ -13,9 +13,12 @@ export const corsHeaders: Readonly<OutgoingHttpHeaders> = {
   "Access-Control-Allow-Origin": "*",
 };
 
-/** An error answered with `{"message": ...}` (members, auth admin endpoints): etcd's httptypes.HTTPError. */
-export class HttpMessageError extends Error {
-  override name = "HttpMessageError";
+/**
+ * An error the HTTP layer itself answers with a status of its choosing: raised only in
+ * http/ (the core raises its own errors, server/errors.ts, and the APIs' V2Error and
+ * V3Error, which writeError maps). The subclass says the body's shape.
+ */
+abstract class HttpError extends Error {
   readonly status: number;
   readonly headers: OutgoingHttpHeaders;
   constructor(status: number, message: string, headers: OutgoingHttpHeaders = {}) {
@@ -25,16 +28,14 @@ export class HttpMessageError extends Error {
   }
 }
 
+/** An error answered with `{"message": ...}` (members, auth admin endpoints): etcd's httptypes.HTTPError. */
+export class HttpMessageError extends HttpError {
+  override name = "HttpMessageError";
+}
+
 /** A plain-text error as Go's http.Error writes it (404 page not found, 405 Method Not Allowed). */
-export class HttpTextError extends Error {
+export class HttpTextError extends HttpError {
   override name = "HttpTextError";
-  readonly status: number;
-  readonly headers: OutgoingHttpHeaders;
-  constructor(status: number, text: string, headers: OutgoingHttpHeaders = {}) {
-    super(text);
-    this.status = status;
-    this.headers = headers;
-  }
 }
 
 // The core's error, answered here (writeError); re-exported for the handlers that raise it.
@@ -119,13 +120,22 @@ export function writeError(req: IncomingMessage, res: ServerResponse, err: unkno
     writeV3Error(res, err);
     return;
   }
+  const r = proposalErrorParts(err, ctx.clusterId);
+  sendJson(res, r.status, r.extra, r.body);
+  void req;
+}
+
+/**
+ * What a failed proposal is answered with besides a V2Error (also used by the fast lane,
+ * which must answer a write it proposed itself): a raft-side failure, or anything else.
+ */
+export function proposalErrorParts(err: unknown, clusterId: string): { status: number; extra: string[]; body: string } {
+  if (err instanceof V2Error) return v2ErrorParts(err, clusterId);
   if (err instanceof ServerUnavailableError) {
     // etcd answers raft-side failures on /v2/keys as a v2 error 300 (Raft Internal Error), status 500.
     const body = { errorCode: 300, message: "Raft Internal Error", cause: err.message, index: 0 };
-    writeJson(res, 500, { [Header.kvClusterId]: ctx.clusterId, [Header.etcdClusterId]: ctx.clusterId }, JSON.stringify(body) + "\n");
-    return;
+    return { status: 500, extra: [Header.kvClusterId, clusterId, Header.etcdClusterId, clusterId], body: JSON.stringify(body) + "\n" };
   }
   const message = err instanceof Error ? err.message : String(err);
-  writeJson(res, 500, {}, JSON.stringify({ message: `internal error: ${message}` }));
-  void req;
+  return { status: 500, extra: [], body: JSON.stringify({ message: `internal error: ${message}` }) };
 }
