@@ -14,9 +14,8 @@ import { parseQuery, type FormValues } from "./form.ts";
 import { eventJSON, raftHeaders, readKey, type KeysContext, type V2KeysHost } from "./keys-handler.ts";
 import { isHostWhitelisted, requestHostname } from "./host-whitelist.ts";
 import { parseKeyRequest, type KeyRequest } from "./parse-key-request.ts";
-import { muxCleanPath } from "./path.ts";
 import { jsonBase, v2ErrorParts } from "./respond.ts";
-import { keyOfPath, requestLineTooLong } from "./router.ts";
+import { plainKeyOfPath, requestLineTooLong, splitTarget } from "./router.ts";
 import { allowsAnyOrigin } from "./cors.ts";
 
 /** What the lane uses of the member besides the keys handler's view: the router's gates and its request count. */
@@ -45,13 +44,11 @@ export function keysFastGet(ctx: KeysFastGetContext): FastHandler {
     if (whitelist.length > 0 && !isHostWhitelisted(whitelist, requestHostname(head.host))) return undefined;
     const target = head.target;
     if (requestLineTooLong(head.method, target)) return undefined;
-    const q = target.indexOf("?");
-    const path = q < 0 ? target : target.slice(0, q);
-    // No escapes: the raw path is then the decoded one the router would route.
-    const key = path.includes("%") || muxCleanPath(path) !== path ? undefined : keyOfPath(path);
+    const { rawPath, rawQuery } = splitTarget(target);
+    const key = plainKeyOfPath(rawPath);
     if (key === undefined) return undefined;
     const form: FormValues = new Map();
-    if (q >= 0 && parseQuery(target.slice(q + 1), form).error !== undefined) return undefined;
+    if (rawQuery !== undefined && parseQuery(rawQuery, form).error !== undefined) return undefined;
     let kr: KeyRequest;
     try {
       kr = parseKeyRequest("GET", key, form, Date.now());

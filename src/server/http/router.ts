@@ -36,6 +36,21 @@ export function keyOfPath(path: string): string | undefined {
   return key === "" ? "/" : key;
 }
 
+/** A request target's raw path and raw query (without the "?"). */
+export function splitTarget(target: string): { rawPath: string; rawQuery: string | undefined } {
+  const q = target.indexOf("?");
+  return q < 0 ? { rawPath: target, rawQuery: undefined } : { rawPath: target.slice(0, q), rawQuery: target.slice(q + 1) };
+}
+
+/**
+ * The key a raw path names when route() would hand it to the keys handler as it stands:
+ * nothing to percent-decode, and clean, so no redirect. Undefined for anything else (which
+ * may still be a key path, after decoding or a redirect): the fast lane declines those.
+ */
+export function plainKeyOfPath(rawPath: string): string | undefined {
+  return rawPath.includes("%") || muxCleanPath(rawPath) !== rawPath ? undefined : keyOfPath(rawPath);
+}
+
 /**
  * What the client port uses of the member: each handler's view, and the router's own gates.
  * It also covers what keys-fast-get.ts needs, so one context serves the lane and the router.
@@ -138,9 +153,8 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterConte
   }
   // Go's server refuses a target it cannot parse before any handler, OPTIONS included: no
   // CORS, and the connection closes. Written raw, as Go does: the body goes out even for HEAD.
-  const q = url.indexOf("?");
-  const rawPath = q < 0 ? url : url.slice(0, q);
-  const rawQuery = q < 0 ? "" : url.slice(q + 1);
+  const { rawPath, rawQuery: query } = splitTarget(url);
+  const rawQuery = query ?? "";
   const decoded = unescape(rawPath, false);
   if ("error" in decoded || !rawPath.startsWith("/")) {
     req.resume();
@@ -162,7 +176,7 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterConte
   const path = decoded.value;
   const clean = muxCleanPath(path);
   if (clean !== path) {
-    redirect(req, res, escapePath(clean) + (q < 0 ? "" : "?" + rawQuery));
+    redirect(req, res, escapePath(clean) + (query === undefined ? "" : "?" + query));
     return;
   }
 
