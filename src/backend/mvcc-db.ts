@@ -197,6 +197,8 @@ export class MvccDb implements MvccBackend {
    * per interval, as etcd's batch, the writes make ~10 transactions a second.
    */
   #queue: (() => Promise<unknown>)[] = [];
+  /** The meta of the last commit() not handed to lmdb-js yet (written last, by #flush). */
+  #metaToWrite: Meta | undefined;
   #waiting: { batch: Map<number, StoredRecord[]>; resolve: () => void; reject: (e: unknown) => void }[] = [];
   #flushTimer: ReturnType<typeof setTimeout> | ReturnType<typeof setImmediate> | undefined;
   /** The file's size as of the last commit (the quota check reads it on every write). */
@@ -397,11 +399,10 @@ export class MvccDb implements MvccBackend {
     if (!this.#dirty) return undefined;
     this.#dirty = false;
     this.#state.consistentIndex = appliedIndex;
-    const meta = { ...this.#state };
-    this.#queue.push(() => {
-      void this.#syncMark.put(HEADS_AT_KEY, meta.consistentIndex);
-      return this.#meta.put(META_KEY, meta);
-    });
+    // Written once per transaction, at its end (#flush): only the last commit's meta
+    // survives a transaction anyway, and a commit interval holds a commit per Ready.
+    this.#metaToWrite = { ...this.#state };
+    const meta = this.#metaToWrite;
     this.#compactions.recorded(meta.compactRevision);
     const batch = this.#pending;
     this.#pending = new Map();
@@ -422,13 +423,19 @@ export class MvccDb implements MvccBackend {
       clearImmediate(this.#flushTimer as ReturnType<typeof setImmediate>);
       this.#flushTimer = undefined;
     }
-    if (this.#queue.length === 0) return;
+    const meta = this.#metaToWrite;
+    if (this.#queue.length === 0 && meta === undefined) return;
     const ops = this.#queue;
     const waiting = this.#waiting;
     this.#queue = [];
     this.#waiting = [];
+    this.#metaToWrite = undefined;
     let done: Promise<unknown> = Promise.resolve();
     for (const op of ops) done = op();
+    if (meta !== undefined) {
+      void this.#syncMark.put(HEADS_AT_KEY, meta.consistentIndex);
+      done = this.#meta.put(META_KEY, meta);
+    }
     if (waiting.length > 0) this.#unsynced++;
     this.#lastCommit = done.then(
       () => {

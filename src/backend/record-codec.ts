@@ -14,11 +14,23 @@ const EMPTY = Buffer.alloc(0);
 
 export function revisionKey(main: number, sub: number): Buffer {
   const b = Buffer.allocUnsafe(REVISION_KEY_BYTES);
-  b.writeUIntBE(0, 0, 2);
-  b.writeUIntBE(main, 2, 6);
-  b.writeUIntBE(0, 8, 2);
-  b.writeUIntBE(sub, 10, 6);
+  writeRevision(b, 0, main);
+  writeRevision(b, 8, sub);
   return b;
+}
+
+/** A revision (a safe integer, below 2^53) as a big-endian u64, by 32-bit halves. */
+function writeRevision(b: Buffer, at: number, n: number): void {
+  const hi = Math.floor(n / 0x1_0000_0000);
+  const lo = n - hi * 0x1_0000_0000;
+  b[at] = hi >>> 24;
+  b[at + 1] = hi >>> 16;
+  b[at + 2] = hi >>> 8;
+  b[at + 3] = hi;
+  b[at + 4] = lo >>> 24;
+  b[at + 5] = lo >>> 16;
+  b[at + 6] = lo >>> 8;
+  b[at + 7] = lo;
 }
 
 export function parseRevisionKey(b: Uint8Array): { main: number; sub: number } {
@@ -29,14 +41,18 @@ export function parseRevisionKey(b: Uint8Array): { main: number; sub: number } {
 
 export function encodeRecord(rec: StoredRecord): Buffer {
   const value = rec.tombstone ? EMPTY : rec.value;
-  const out = Buffer.allocUnsafe(HEADER + rec.key.length + value.length);
-  out.writeUInt8(rec.tombstone ? 1 : 0, 0);
-  out.writeUInt32BE(rec.key.length, 1);
+  // The key is written from its index form (one latin1 char per byte): rec.key would make
+  // a Buffer of it first, on every write.
+  const keyLen = rec.id.length;
+  const out = Buffer.allocUnsafe(HEADER + keyLen + value.length);
+  out[0] = rec.tombstone ? 1 : 0;
+  out.writeUInt32BE(keyLen, 1);
   out.writeDoubleBE(rec.createRevision, 5);
   out.writeDoubleBE(rec.version, 13);
-  out.writeBigInt64BE(rec.lease, 21);
-  rec.key.copy(out, HEADER);
-  value.copy(out, HEADER + rec.key.length);
+  if (rec.lease === NO_LEASE) out.fill(0, 21, 29);
+  else out.writeBigInt64BE(rec.lease, 21);
+  out.write(rec.id, HEADER, keyLen, "latin1");
+  value.copy(out, HEADER + keyLen);
   return out;
 }
 

@@ -109,10 +109,12 @@ function decodePut(buf: Buffer): Command {
   if (PUT_HEAD + keyLen > buf.length) throw new Error("Cannot decode log entry: a v3 put's key runs past its end");
   const flags = buf[1]!;
   const lease = buf.readBigInt64BE(26);
-  // Copies: the entry's bytes live in the log's slabs, which a record must not pin.
+  // Views into the entry, not copies: the entry's bytes live in the log's slabs, which a
+  // record must not pin, and the key space keeps neither (it copies the value it stores,
+  // and holds the key as its index string); a decoded command lives only through apply.
   const r: PutRequest = {
-    key: Buffer.from(buf.subarray(PUT_HEAD, PUT_HEAD + keyLen)),
-    value: Buffer.from(buf.subarray(PUT_HEAD + keyLen)),
+    key: buf.subarray(PUT_HEAD, PUT_HEAD + keyLen),
+    value: buf.subarray(PUT_HEAD + keyLen),
     lease: lease === NO_LEASE ? NO_LEASE : lease,
     prevKv: (flags & 1) !== 0,
     ignoreValue: (flags & 2) !== 0,

@@ -80,10 +80,13 @@ export class StoredRecord {
 
 const EMPTY = Buffer.alloc(0);
 
-/** The record as the API shows it. A tombstone shows only key and mod revision. */
-export function toKeyValue(rec: StoredRecord, opts?: { keysOnly?: boolean }): KeyValue {
+/**
+ * The record as the API shows it. A tombstone shows only key and mod revision. `key`: the
+ * record's key bytes when the caller has them already.
+ */
+export function toKeyValue(rec: StoredRecord, opts?: { keysOnly?: boolean }, key: Buffer = rec.key): KeyValue {
   return {
-    key: rec.key,
+    key,
     createRevision: rec.createRevision,
     modRevision: rec.main,
     version: rec.version,

@@ -411,11 +411,14 @@ export class MvccStore {
     out.push(...recs);
   }
 
-  /** Records a change made in `batch` (its sub revision is its position). */
-  #record(batch: Batch, rec: StoredRecord, ki: KeyIndex): void {
+  /**
+   * Records a change made in `batch` (its sub revision is its position). `before`: the key's
+   * record visible at the batch's start, when the caller has it (the batch's first change).
+   */
+  #record(batch: Batch, rec: StoredRecord, ki: KeyIndex, before?: StoredRecord | null): void {
     batch.records.push(rec);
     batch.kis.push(ki);
-    batch.events.push(this.#liveEvent(rec, ki.visibleAt(batch.begin)));
+    batch.events.push(this.#liveEvent(rec, before === undefined ? ki.visibleAt(batch.begin) : (before ?? undefined)));
   }
 
   #putIn(batch: Batch, req: PutRequest): PutResponse {
@@ -431,10 +434,12 @@ export class MvccStore {
     }
     const value = req.ignoreValue ? prev!.value : Buffer.from(req.value);
     const lease = req.ignoreLease ? prev!.lease : req.lease;
+    // The batch's first change: the key's live record is also the one visible at its start.
+    const first = batch.records.length === 0;
     const rec = ki.put({ main: batch.main, sub: batch.records.length, value, lease });
     if (prev !== undefined && prev.lease !== NO_LEASE) this.#leases?.detach(prev.lease, id);
     if (lease !== NO_LEASE) this.#leases?.attach(lease, id);
-    this.#record(batch, rec, ki);
+    this.#record(batch, rec, ki, first ? (prev ?? null) : undefined);
     const response: PutResponse = { revision: batch.main };
     if (req.prevKv && prev !== undefined) response.prevKv = toKeyValue(prev);
     return response;
@@ -476,8 +481,10 @@ export class MvccStore {
   }
 
   #liveEvent(rec: StoredRecord, prev: StoredRecord | undefined): V3Event {
-    const ev: V3Event = { type: rec.tombstone ? EventType.DELETE : EventType.PUT, kv: toKeyValue(rec) };
-    if (prev !== undefined) ev.prevKv = toKeyValue(prev);
+    // One Buffer of the key for both (a record makes a new one each time it is asked).
+    const key = rec.key;
+    const ev: V3Event = { type: rec.tombstone ? EventType.DELETE : EventType.PUT, kv: toKeyValue(rec, undefined, key) };
+    if (prev !== undefined) ev.prevKv = toKeyValue(prev, undefined, key);
     return ev;
   }
 
