@@ -204,11 +204,6 @@ function looksLikeKnownFlag(token: string, own: FlagIndex): boolean {
   return own.byName.has(name) || globalIndex.byName.has(name);
 }
 
-/** Names of every known command (for completion and error messages). */
-export function commandNames(): string[] {
-  return commands.map((c) => c.name);
-}
-
 /** KV_<FLAG> values for the global flags not given on the command line (yargs .env("KV")). */
 export function globalsFromEnv(given: Readonly<Record<string, RawValue>>, env: NodeJS.ProcessEnv): Record<string, RawValue> {
   const out: Record<string, RawValue> = { ...given };

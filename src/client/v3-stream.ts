@@ -19,12 +19,6 @@ export interface StreamRequest {
   connectTimeoutMs?: number;
 }
 
-export interface StreamResponse {
-  status: number;
-  /** Called once per JSON message, in order. */
-  onMessage(message: unknown): void;
-}
-
 /**
  * Sends the request and feeds each message to `onMessage` until the server ends the
  * stream or `signal` aborts. Resolves with the HTTP status; a non-200 answer's body is

@@ -203,8 +203,3 @@ export function unb64(data: string | undefined): Buffer {
 export function wireNumber(v: WireInt | undefined): number {
   return v === undefined ? 0 : Number(v);
 }
-
-/** A wire int as a bigint (IDs: cluster, member and lease IDs use all 64 bits). */
-export function wireBigInt(v: WireInt | undefined): bigint {
-  return v === undefined || v === "" ? 0n : BigInt(v);
-}

@@ -57,8 +57,3 @@ export function parseGoDuration(orig: string): bigint {
   }
   return neg ? -total : total;
 }
-
-/** Milliseconds (fractions kept) of a Go duration string. */
-export function goDurationMs(s: string): number {
-  return Number(parseGoDuration(s)) / 1e6;
-}

@@ -59,13 +59,6 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
-/** The media type of a Content-Type header, lower-cased, without parameters. */
-export function mediaType(header: string | undefined): string {
-  if (!header) return "";
-  const semi = header.indexOf(";");
-  return (semi < 0 ? header : header.slice(0, semi)).trim().toLowerCase();
-}
-
 const TSPECIALS = new Set('()<>@,;:\\"/[]?=');
 
 function tokenEnd(s: string, from: number): number {

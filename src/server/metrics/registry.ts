@@ -84,9 +84,10 @@ class Series<T> {
   }
 }
 
-export class Counter implements Family {
-  readonly type = "counter";
-  readonly #series: Series<{ v: number }>;
+/** A family of plain values, one per label set: what Counter and Gauge keep alike. */
+abstract class ValueFamily implements Family {
+  abstract readonly type: "counter" | "gauge";
+  protected readonly series: Series<{ v: number }>;
 
   readonly name: string;
   readonly help: string;
@@ -94,13 +95,25 @@ export class Counter implements Family {
   constructor(name: string, help: string, labelNames: readonly string[] = []) {
     this.name = name;
     this.help = help;
-    this.#series = new Series(labelNames, () => ({ v: 0 }));
-    if (labelNames.length === 0) this.#series.get({});
+    this.series = new Series(labelNames, () => ({ v: 0 }));
+    if (labelNames.length === 0) this.series.get({});
   }
+
+  value(labels: LabelValues = {}): number {
+    return this.series.get(labels).v;
+  }
+
+  samples(): Sample[] {
+    return this.series.entries().map((e) => ({ suffix: "", labels: e.labels, value: e.state.v }));
+  }
+}
+
+export class Counter extends ValueFamily {
+  readonly type = "counter";
 
   inc(labels: LabelValues = {}, n = 1): void {
     if (n < 0) throw new RangeError(`counter ${this.name} cannot decrease`);
-    this.#series.get(labels).v += n;
+    this.series.get(labels).v += n;
   }
 
   /**
@@ -108,7 +121,7 @@ export class Counter implements Family {
    * counter bumped per request then builds no label key per event. Creates the series.
    */
   incrementer(labels: LabelValues): () => void {
-    const s = this.#series.get(labels);
+    const s = this.series.get(labels);
     return () => {
       s.v++;
     };
@@ -116,50 +129,23 @@ export class Counter implements Family {
 
   /** Creates the series at 0 (client_golang's WithLabelValues without Inc): it shows before its first event. */
   touch(labels: LabelValues): void {
-    this.#series.get(labels);
-  }
-
-  value(labels: LabelValues = {}): number {
-    return this.#series.get(labels).v;
-  }
-
-  samples(): Sample[] {
-    return this.#series.entries().map((e) => ({ suffix: "", labels: e.labels, value: e.state.v }));
+    this.series.get(labels);
   }
 }
 
-export class Gauge implements Family {
+export class Gauge extends ValueFamily {
   readonly type = "gauge";
-  readonly #series: Series<{ v: number }>;
-
-  readonly name: string;
-  readonly help: string;
-
-  constructor(name: string, help: string, labelNames: readonly string[] = []) {
-    this.name = name;
-    this.help = help;
-    this.#series = new Series(labelNames, () => ({ v: 0 }));
-    if (labelNames.length === 0) this.#series.get({});
-  }
 
   set(v: number, labels: LabelValues = {}): void {
-    this.#series.get(labels).v = v;
+    this.series.get(labels).v = v;
   }
 
   inc(labels: LabelValues = {}, n = 1): void {
-    this.#series.get(labels).v += n;
+    this.series.get(labels).v += n;
   }
 
   dec(labels: LabelValues = {}, n = 1): void {
-    this.#series.get(labels).v -= n;
-  }
-
-  value(labels: LabelValues = {}): number {
-    return this.#series.get(labels).v;
-  }
-
-  samples(): Sample[] {
-    return this.#series.entries().map((e) => ({ suffix: "", labels: e.labels, value: e.state.v }));
+    this.series.get(labels).v -= n;
   }
 }
 
