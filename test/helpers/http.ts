@@ -1,5 +1,6 @@
 // A small keep-alive HTTP client for integration tests (the server's wire, not kvctl's client).
 import { Agent, request } from "node:http";
+import type { ChildProcess } from "node:child_process";
 import { connect, type Socket } from "node:net";
 import { until as untilShared } from "../../src/until.test-helper.ts";
 
@@ -59,4 +60,31 @@ export function rawLongPoll(port: number, path: string): { socket: Socket; head:
 /** The shared polling wait (src/until.test-helper.ts), every 25 ms: conditions here ask a server. */
 export function until(pred: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = "condition"): Promise<void> {
   return untilShared(pred, what, timeoutMs, { intervalMs: 25 });
+}
+
+/**
+ * Waits until `url`/health answers 200, polling every 50 ms (each try bounded by 1 s).
+ * Fails at the deadline, or as soon as `child` has exited, with `log()` in the message.
+ */
+export async function waitHealthy(url: string, opts: { child?: ChildProcess; log?: () => string; timeoutMs?: number; what?: string } = {}): Promise<void> {
+  const what = opts.what ?? `${url} healthy`;
+  const log = opts.log ?? ((): string => "");
+  await untilShared(
+    async () => {
+      const child = opts.child;
+      if (child !== undefined && (child.exitCode !== null || child.signalCode !== null)) {
+        throw new Error(`exited with ${child.exitCode ?? child.signalCode} before ${what}:\n${log()}`);
+      }
+      try {
+        const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) });
+        await res.arrayBuffer();
+        return res.status === 200;
+      } catch {
+        return false; // not listening yet
+      }
+    },
+    what,
+    opts.timeoutMs ?? 20_000,
+    { intervalMs: 50, detail: log },
+  );
 }

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { runProcess, whenOutput, type ProcessResult } from "./run-process.ts";
 import { ephemeralPort, portIn, portRange } from "./ports.ts";
+import { waitHealthy } from "./http.ts";
 
 export const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 export const kvctlBin = join(repoRoot, "bin", "kvctl");
@@ -57,26 +58,6 @@ export async function freePort(): Promise<number> {
 function command(flags: string[]): { file: string; args: string[] } {
   if (process.env["KVCTL_TEST_SERVER"] === "etcd") return { file: "etcd", args: ["--enable-v2=true", ...flags] };
   return { file: process.execPath, args: [kvctlBin, "serve", ...flags] };
-}
-
-async function waitHealthy(url: string, child: ChildProcess, log: () => string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  let exited: string | undefined;
-  child.once("exit", (code, signal) => {
-    exited = `exited with ${code ?? signal}`;
-  });
-  while (Date.now() < deadline) {
-    if (exited !== undefined) throw new Error(`test server ${exited} before it was healthy:\n${log()}`);
-    try {
-      const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) });
-      await res.arrayBuffer();
-      if (res.status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`test server not healthy after 20 s:\n${log()}`);
 }
 
 async function kill(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
@@ -125,7 +106,7 @@ export async function startServer(opts: StartServerOptions = {}): Promise<TestSe
     child.stdout?.on("data", keep);
     child.stderr?.on("data", keep);
     try {
-      await waitHealthy(url, child, log);
+      await waitHealthy(url, { child, log, what: "the test server healthy" });
     } catch (err) {
       await kill(child, "SIGKILL");
       throw err;

@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, kvctlBin, repoRoot, runKvctl, startServer, type TestServer } from "../helpers/server.ts";
 import { spawnServer, type Spawned } from "../helpers/spawned.ts";
+import { waitHealthy } from "../helpers/http.ts";
 import { spawn } from "node:child_process";
 
 const tmp = mkdtempSync(join(tmpdir(), "kvctl-v3-maint-"));
@@ -122,21 +123,11 @@ describe("quota, alarms and defragment", () => {
 async function serveDir(flags: string[], url: string): Promise<Spawned> {
   const proc = spawnServer(process.execPath, [kvctlBin, "serve", ...flags], repoRoot);
   const { child, stop, log } = proc;
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`restored member exited ${child.exitCode}:\n${log()}`);
-    try {
-      const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) });
-      await res.arrayBuffer();
-      if (res.status === 200) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`restored member not healthy after 20 s:\n${log()}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
+  try {
+    await waitHealthy(url, { child, log, what: "the restored member healthy" });
+  } catch (err) {
+    await stop();
+    throw err;
   }
   return proc;
 }

@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, repoRoot } from "../helpers/server.ts";
 import { kvctlCommand } from "../helpers/etcd.ts";
+import { waitHealthy } from "../helpers/http.ts";
 
 const root = mkdtempSync(join(tmpdir(), "kvctl-etcd-config-"));
 const children: ChildProcess[] = [];
@@ -35,22 +36,6 @@ interface Proc {
   url: string;
   child: ChildProcess;
   log: () => string;
-}
-
-async function waitHealthy(url: string, p: { child: ChildProcess; log: () => string }): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    if (p.child.exitCode !== null) throw new Error(`exited with ${p.child.exitCode} before it was healthy:\n${p.log()}`);
-    try {
-      const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) });
-      await res.arrayBuffer();
-      if (res.status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`not healthy after 20 s:\n${p.log()}`);
 }
 
 function launch(file: string, args: string[], env: NodeJS.ProcessEnv): { child: ChildProcess; log: () => string } {
