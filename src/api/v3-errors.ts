@@ -48,16 +48,16 @@ export function httpStatusOfGrpcCode(code: number): number {
   }
 }
 
-/** A v3 API error: gRPC code + message. The HTTP layer renders it (respond.ts). */
+/**
+ * A v3 API error: gRPC code + message, nothing of HTTP. The gateway maps the code to a
+ * status at its edge (http/v3-respond.ts, httpStatusOfGrpcCode); gRPC sends it as it is.
+ */
 export class V3Error extends Error {
   override name = "V3Error";
   readonly code: number;
   constructor(code: number, message: string) {
     super(message);
     this.code = code;
-  }
-  get status(): number {
-    return httpStatusOfGrpcCode(this.code);
   }
 }
 

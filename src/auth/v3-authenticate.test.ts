@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { V3Error, V3Errors } from "../api/v3-errors.ts";
+import { GrpcCode, V3Error, V3Errors } from "../api/v3-errors.ts";
 import { hashPassword } from "./password.ts";
 import { V3AuthState } from "./v3-auth-state.ts";
 import { authenticateOp, checkV3Password, newSimpleTokenPrefix } from "./v3-authenticate.ts";
@@ -65,7 +65,7 @@ test("checkV3Password refuses in etcd's order", async () => {
   const s = await enabledState();
   await rejectsWith(checkV3Password(s, { name: "alice", password: "wrong" }), V3Errors.authFailed());
   await rejectsWith(checkV3Password(s, { name: "np", password: "" }), noPasswordUser());
-  assert.equal(noPasswordUser().status, 500);
+  assert.equal(noPasswordUser().code, GrpcCode.Unknown);
 });
 
 test("an unknown user costs one slow comparison, like a wrong password", async () => {

@@ -1,13 +1,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { V3Error, V3Errors } from "../api/v3-errors.ts";
+import { GrpcCode, V3Error, V3Errors } from "../api/v3-errors.ts";
 import { DEFAULT_SIMPLE_TOKEN_TTL_MS, V3SimpleTokens, formatSimpleToken, simpleTokenIndex } from "./v3-tokens.ts";
 import { V3AuthState } from "./v3-auth-state.ts";
 import type { V3AuthOp } from "./v3-model.ts";
 
 function isInvalidToken(err: unknown): boolean {
   const want = V3Errors.invalidAuthToken();
-  return err instanceof V3Error && err.code === want.code && err.message === want.message && err.status === 401;
+  return err instanceof V3Error && err.code === want.code && err.message === want.message && err.code === GrpcCode.Unauthenticated;
 }
 
 const T0 = 1_700_000_000_000;
