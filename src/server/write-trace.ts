@@ -1,6 +1,6 @@
 // Where one write's time goes, end to end: with KV_TRACE_WRITES=N every Nth client write
 // (PUT, POST, DELETE on the client port) is followed from the moment its request reaches
-// the router through propose, the Ready that carries it, the WAL write and its fdatasync,
+// the router (or, for a write the fast lane answers, the moment its bytes were read) through propose, the Ready that carries it, the WAL write and its fdatasync,
 // apply, and the moment the response is written, and logged as one line of offsets in
 // microseconds. Off (N unset or 0) it costs one branch per Ready and per request.
 //
@@ -80,16 +80,30 @@ export class WriteTracer {
 
   /** Runs the handler of a request, traced when it is a sampled write. */
   around(req: IncomingMessage, res: ServerResponse, handle: () => void): void {
-    if (this.#every === 0 || !WRITE_METHODS.has(req.method ?? "") || ++this.#seen % this.#every !== 0) {
+    const trace = this.begin(req.method ?? "", req.url ?? "");
+    if (trace === undefined) {
       handle();
       return;
     }
-    const trace = new WriteTrace(`${req.method} ${(req.url ?? "").split("?")[0]}`, this.#now());
-    res.once("finish", () => {
-      trace.mark(TracePhase.responded, this.#now());
-      this.#log.info("write trace", { request: trace.what, us: trace.offsets() });
-    });
-    this.#als.run(trace, handle);
+    res.once("finish", () => this.end(trace));
+    this.within(trace, handle);
+  }
+
+  /** Starts following a request (node:http's, or one the fast lane answers) if it is a sampled write. */
+  begin(method: string, url: string): WriteTrace | undefined {
+    if (this.#every === 0 || !WRITE_METHODS.has(method) || ++this.#seen % this.#every !== 0) return undefined;
+    return new WriteTrace(`${method} ${url.split("?")[0]}`, this.#now());
+  }
+
+  /** Runs `fn` in the traced request's context: a proposal made in it is followed. */
+  within<T>(trace: WriteTrace, fn: () => T): T {
+    return this.#als.run(trace, fn);
+  }
+
+  /** The traced request's response was written: logs the trace. */
+  end(trace: WriteTrace): void {
+    trace.mark(TracePhase.responded, this.#now());
+    this.#log.info("write trace", { request: trace.what, us: trace.offsets() });
   }
 
   /** A step of the traced request the caller is in, named by the caller (no-op otherwise). */

@@ -350,3 +350,31 @@ test("a graceful close ends idle connections at once and one awaiting an answer 
   assert.match(got, /^HTTP\/1\.1 200 OK\r\n[^]*held \/held\/w$/);
   await until(() => r.lane.size === 0, "the lane empty");
 });
+
+test("parseHead hands a write's body over with its head once all of it is there, and leaves the rest to node:http", () => {
+  const put = (body: string, extra = ""): string => `PUT /v2/keys/a HTTP/1.1\r\nHost: h\r\nContent-Type: application/x-www-form-urlencoded\r\n${extra}Content-Length: ${body.length}\r\n\r\n${body}`;
+  const text = put("value=1") + "GET /next HTTP/1.1\r\nHost: h\r\n\r\n";
+  const r = parseHead(text, 0, MAX, 64);
+  assert.ok(typeof r === "object");
+  assert.equal(r.body, "value=1");
+  assert.equal(r.contentType, "application/x-www-form-urlencoded");
+  assert.equal(text.slice(r.length), "GET /next HTTP/1.1\r\nHost: h\r\n\r\n", "length covers head and body");
+  assert.equal(parseHead(put("value=1").slice(0, -2), 0, MAX, 64), "decline", "a body still on its way");
+  assert.equal(parseHead(put("x".repeat(65)), 0, MAX, 64), "decline", "past the lane's body limit");
+  assert.equal(parseHead(put("value=1"), 0, MAX), "decline", "no body limit given: no bodies");
+  assert.equal(parseHead(put("v=1", "Content-Length: 3\r\n"), 0, MAX, 64), "decline", "two lengths");
+  assert.equal(parseHead(put("v=1", "Content-Type: text/plain\r\n"), 0, MAX, 64), "decline", "two types");
+  assert.equal(parseHead("PUT /a HTTP/1.1\r\nHost: h\r\nContent-Length: +3\r\n\r\nv=1", 0, MAX, 64), "decline");
+  assert.equal(parseHead("GET /a HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n", 0, MAX, 64), "decline", "a GET with a body is node:http's");
+  const del = parseHead("DELETE /a HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n", 0, MAX, 64);
+  assert.ok(typeof del === "object" && del.body === "");
+});
+
+test("a handler answers a request with a body through the lane, and a hand-over after it keeps order", async () => {
+  const echo: FastHandler = (h) => (h.method === "PUT" && h.target.startsWith("/fast/") ? Promise.resolve({ status: 200, headers: [], body: `put ${h.target} ${h.body ?? ""}` }) : fastOnly(h));
+  const r = await rig(echo);
+  const put = (p: string, body: string): string => `PUT ${p} HTTP/1.1\r\nHost: h\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+  const bodies = await exchange(r.port, [put("/fast/1", "a=1") + get("/fast/2") + put("/fast/3", "b=2") + post("/slow/4", "c")], 4);
+  assert.deepEqual(bodies, ["put /fast/1 a=1", "fast /fast/2", "put /fast/3 b=2", "slow /slow/4 c"]);
+  assert.deepEqual(r.slow, ["POST /slow/4"]);
+});

@@ -5,8 +5,12 @@
 // GETs than etcd and more. The lane parses the request head itself, asks a `FastHandler`
 // for the whole response and writes it in one call.
 //
+// A PUT, POST, PATCH or DELETE may carry a small body by Content-Length (a v2 write's form): the lane hands it
+// to the handler with the head once all of it has arrived; a body still on its way, or
+// longer than `maxBodyBytes`, is left to node:http.
+//
 // Everything else goes to node:http unchanged: when the handler declines a request (any
-// other method or path, a body, an unusual or malformed head), the lane stops reading, puts
+// other method or path, an unusual or malformed head), the lane stops reading, puts
 // the unread bytes back on the socket and hands the connection to node:http, which keeps it
 // from then on. So every request the lane does not answer is parsed and answered exactly
 // as it would be without the lane.
@@ -16,8 +20,9 @@
 //   with the socket paused, when the handler's answer is a promise) and hands a
 //   connection over only between requests, before anything of the next one is answered;
 // - the lane accepts only heads node:http would accept too (strict HTTP/1.1, CRLF lines,
-//   visible ASCII, one Host, no body, no Connection other than keep-alive, no Expect or
-//   Upgrade), so it never answers a request node:http would have refused;
+//   visible ASCII, one Host, at most one Content-Length and no Transfer-Encoding, no
+//   Connection other than keep-alive, no Expect or Upgrade), so it never answers a request
+//   node:http would have refused;
 // - a request whose answer is a promise is answered: a graceful close waits for it;
 // - a response is byte for byte what node:http would write for the same status, headers
 //   and body (Date, Connection and Keep-Alive after the handler's headers).
@@ -31,8 +36,12 @@ export interface RequestHead {
   target: string;
   host: string;
   authorization: string | undefined;
-  /** Bytes of the head, final empty line included. */
+  /** Bytes of the request: the head, final empty line included, and the body. */
   length: number;
+  /** The body (bytes as latin1 characters), present only when the head gave a Content-Length. */
+  body?: string;
+  /** The Content-Type header, when the request has a body. */
+  contentType?: string | undefined;
 }
 
 /** A complete response; the lane adds Content-Length, Date, Connection and Keep-Alive. */
@@ -41,6 +50,8 @@ export interface FastResponse {
   /** Header names and values, flat, in the order they are written. */
   headers: readonly string[];
   body: string;
+  /** Called once the response was handed to the socket (a traced write's last phase). */
+  written?: () => void;
 }
 
 /**
@@ -54,6 +65,8 @@ export type FastHandler = (head: RequestHead) => FastResponse | undefined | Prom
 export type HeadParse = RequestHead | "incomplete" | "decline";
 
 const CR = 13;
+/** The methods whose body the lane reads (a form); a GET or HEAD with one goes to node:http. */
+const BODY_METHODS: ReadonlySet<string> = new Set(["PUT", "POST", "PATCH", "DELETE"]);
 const SP = 32;
 const HT = 9;
 
@@ -89,13 +102,17 @@ function isFieldValue(s: string, from: number, to: number): boolean {
  * Parses one request head starting at `from` in `buf` (bytes as latin1 characters). Pure.
  * @param maxHeadBytes a head not complete within this many bytes is declined (node:http
  *   then answers it with its own limit)
+ * @param maxBodyBytes a request with a longer body, or with a body when 0, is declined; so
+ *   is one whose body has not all arrived (node:http reads the rest)
  */
-export function parseHead(buf: string, from: number, maxHeadBytes: number): HeadParse {
+export function parseHead(buf: string, from: number, maxHeadBytes: number, maxBodyBytes = 0): HeadParse {
   let pos = from;
   let method = "";
   let target = "";
   let host: string | undefined;
   let authorization: string | undefined;
+  let contentLength = -1;
+  let contentType: string | undefined;
   for (let line = 0; ; line++) {
     const nl = buf.indexOf("\n", pos);
     if (nl < 0) return buf.length - from > maxHeadBytes ? "decline" : "incomplete";
@@ -105,7 +122,10 @@ export function parseHead(buf: string, from: number, maxHeadBytes: number): Head
     const end = nl - 1;
     if (end === pos) {
       if (line === 0 || host === undefined) return "decline";
-      return { method, target, host, authorization, length: nl + 1 - from };
+      if (contentLength < 0) return { method, target, host, authorization, length: nl + 1 - from };
+      if (buf.length - (nl + 1) < contentLength) return "decline";
+      const body = buf.slice(nl + 1, nl + 1 + contentLength);
+      return { method, target, host, authorization, length: nl + 1 + contentLength - from, body, contentType };
     }
     if (line === 0) {
       const sp1 = buf.indexOf(" ", pos);
@@ -138,7 +158,16 @@ export function parseHead(buf: string, from: number, maxHeadBytes: number): Head
         case "connection":
           if (buf.slice(vs, ve).toLowerCase() !== "keep-alive") return "decline";
           break;
-        case "content-length":
+        case "content-type":
+          if (contentType !== undefined) return "decline";
+          contentType = buf.slice(vs, ve);
+          break;
+        case "content-length": {
+          const v = buf.slice(vs, ve);
+          if (contentLength >= 0 || maxBodyBytes === 0 || !BODY_METHODS.has(method) || !/^[0-9]{1,9}$/.test(v) || Number(v) > maxBodyBytes) return "decline";
+          contentLength = Number(v);
+          break;
+        }
         case "transfer-encoding":
         case "expect":
         case "upgrade":
@@ -181,7 +210,12 @@ export interface FastLaneOptions {
   maxHeadBytes: number;
   /** node:http's headersTimeout: a head still incomplete after it closes the connection. */
   headersTimeoutMs: number;
+  /** Longer bodies are left to node:http (default: DEFAULT_MAX_BODY_BYTES). */
+  maxBodyBytes?: number;
 }
+
+/** Enough for a v2 write's form with a value of a few KiB; larger ones go the normal way. */
+export const DEFAULT_MAX_BODY_BYTES = 16 * 1024;
 
 /** One connection while the lane owns it. */
 class LaneConnection {
@@ -231,10 +265,10 @@ class LaneConnection {
   #serve(): void {
     if (this.#waitingForDrain || this.#waitingForAnswer) return;
     const buf = this.#pending;
-    const { handler, maxHeadBytes, headersTimeoutMs } = this.#lane.options;
+    const { handler, maxHeadBytes, headersTimeoutMs, maxBodyBytes = DEFAULT_MAX_BODY_BYTES } = this.#lane.options;
     let pos = 0;
     while (pos < buf.length) {
-      const head = parseHead(buf, pos, maxHeadBytes);
+      const head = parseHead(buf, pos, maxHeadBytes, maxBodyBytes);
       if (head === "incomplete") {
         if (pos > 0) this.#headSince = Date.now(); // a new head begins after the answered ones
         else if (Date.now() - this.#headSince > headersTimeoutMs) {
@@ -268,13 +302,15 @@ class LaneConnection {
 
   /** Writes a response; false when the client is not reading (then neither do we until it drains). */
   #write(res: FastResponse): boolean {
-    if (this.#socket.write(this.#render(res))) return true;
+    const flowing = this.#socket.write(this.#render(res));
+    res.written?.();
+    if (flowing) return true;
     this.#waitingForDrain = true;
     this.#socket.pause();
     return false;
   }
 
-  /** The settled answer to the first pending request (its head is `length` bytes). */
+  /** The settled answer to the first pending request (`length` bytes, head and body). */
   #answerLater(res: FastResponse | undefined, length: number): void {
     this.#waitingForAnswer = false;
     if (this.#socket.destroyed) return;
