@@ -7,7 +7,9 @@ import type { AddressInfo } from "node:net";
 import { after, test } from "node:test";
 import type { LeaseId, V3KeySpace } from "../store/v3/index.ts";
 import { peerPost } from "../transport/http-client.ts";
-import { LeaseKeeper, PEER_LEASE_BATCH_PATH, PEER_LEASE_PATH, type LeaseKeeperHost } from "./lease-keeper.ts";
+import { LeaseKeeper, type LeaseKeeperHost } from "./lease-keeper.ts";
+import { PEER_LEASE_BATCH_PATH, PEER_LEASE_PATH } from "./lease-peer-wire.ts";
+import { handlePeerLeases } from "./http/peer-leases.ts";
 import { silentLogger } from "./logger.ts";
 import type { Membership } from "./membership.ts";
 
@@ -43,7 +45,7 @@ async function leader(leases: Record<string, number>, opts: { batchPath: boolean
       res.end(`unknown request path ${JSON.stringify(req.url)}\n`);
       return;
     }
-    keeper.handlePeer(req, res);
+    handlePeerLeases(req, res, keeper);
   });
   servers.push(server);
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));

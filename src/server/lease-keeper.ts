@@ -23,9 +23,11 @@
 //   /leases/batch, kvctl's own: etcd's /leases takes one lease). Each keepalive still
 //   reaches the leader after it arrived, so it renews from then on. A leader that does not
 //   know the path (an older kvctl) gets them one by one on /leases.
-import type { IncomingMessage, ServerResponse } from "node:http";
+//
+// This file is the follower's side of those requests and the primary lessor's answers
+// (renewForPeer, timeToLiveForPeer); the leader's HTTP endpoints are http/peer-leases.ts,
+// the bytes and texts on the wire lease-peer-wire.ts.
 import { performance } from "node:perf_hooks";
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { V3Error, V3Errors } from "../api/v3-errors.ts";
 import type { LeaseGrantResponse, LeaseId, LeaseTimeToLiveResponse, V3KeySpace } from "../store/v3/index.ts";
 import type { ApplyResult } from "./apply.ts";
@@ -34,23 +36,19 @@ import type { Membership } from "./membership.ts";
 import type { Logger } from "./logger.ts";
 import type { V3Op } from "./v3-command.ts";
 import { LeaseDeadlines, NotPrimaryError } from "./lease-deadlines.ts";
-import { BodyTooLargeError, readBody } from "./http/body.ts";
 import {
-  LeaseKeepAliveRequestSchema,
-  LeaseKeepAliveResponseSchema,
-  LeaseTimeToLiveRequestSchema,
-  LeaseTimeToLiveResponseSchema,
-} from "./grpc/gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
-
-/** etcd's leasehttp paths on the peer port. */
-export const PEER_LEASE_PATH = "/leases";
-export const PEER_LEASE_INTERNAL_PATH = "/leases/internal";
-/**
- * Keepalives forwarded together. The body is the lease IDs as a packed repeated int64
- * (field 1); the answer, their TTLs in the same order (field 1, packed), -1 for a lease
- * that does not exist.
- */
-export const PEER_LEASE_BATCH_PATH = "/leases/batch";
+  PEER_LEASE_BATCH_PATH,
+  PEER_LEASE_INTERNAL_PATH,
+  PEER_LEASE_PATH,
+  UNKNOWN_PATH_TEXT,
+  decodeRenewResponse,
+  decodeTimeToLiveResponse,
+  decodeTtls,
+  encodeLeaseIds,
+  encodeRenewRequest,
+  encodeTimeToLiveRequest,
+  joinPath,
+} from "./lease-peer-wire.ts";
 
 /** etcd's leasehttp applyTimeout: how long a new leader may take to become the primary lessor. */
 const PRIMARY_WAIT_MS = 1000;
@@ -62,11 +60,6 @@ const REVOKES_PER_CHECK = 500;
 const CHECKPOINTS_PER_ENTRY = 1000;
 /** LeaseCheckpoint entries proposed per check at most (etcd: 500 per 500 ms). */
 const CHECKPOINT_ENTRIES_PER_CHECK = 100;
-/** etcd's lease.ErrLeaseNotFound text, answered by the peer endpoints with 404. */
-const LEASE_NOT_FOUND_TEXT = "lease not found";
-const NOT_PRIMARY_TEXT = "not a primary lessor";
-const APPLY_TIMEOUT_TEXT = "waiting for node to catch up its applied index has timed out";
-const UNKNOWN_PATH_TEXT = "unknown request path";
 /**
  * Batches to one leader URL unanswered at a time. One: every keepalive that arrives during
  * a round trip waits for it and goes in the next batch. Two halved the batches and cost a
@@ -76,11 +69,6 @@ const UNKNOWN_PATH_TEXT = "unknown request path";
 const RENEW_BATCHES_IN_FLIGHT = 1;
 /** Leases per batch at most (the leader parses and answers a batch in one go). */
 const RENEW_BATCH_MAX = 1024;
-/**
- * The largest body the peer lease endpoints read: a full batch is RENEW_BATCH_MAX varints
- * of at most 10 bytes; anything near this is not a lease request.
- */
-const PEER_LEASE_BODY_LIMIT = 1 << 20;
 
 /** What the keeper needs of its member (KvServer). */
 export interface LeaseKeeperHost {
@@ -94,6 +82,10 @@ export interface LeaseKeeperHost {
   readonly transport: { request(url: string, body: Uint8Array, timeoutMs: number): Promise<{ status: number; body: Buffer }> };
   propose(body: CommandBody): Promise<ApplyResult>;
 }
+
+/** Why a forwarded request is not served: this member does not lead, or is not the primary lessor yet. */
+export type PeerRefusal = "notPrimary" | "catchingUp";
+export type PrimaryAnswer<T> = { value: T } | { refused: PeerRefusal };
 
 /** A forwarded request the leader could not serve yet (not primary, catching up): try again. */
 class RetryLaterError extends Error {}
@@ -224,76 +216,28 @@ export class LeaseKeeper {
     return r === undefined ? undefined : { ...r, revision: this.#host.v3.revision };
   }
 
-  /** POST /leases and /leases/internal on the peer port (etcd's leasehttp handler). */
-  handlePeer(req: IncomingMessage, res: ServerResponse): void {
-    const answer = (status: number, body: Uint8Array | string): void => {
-      if (res.headersSent || res.destroyed) return;
-      const bytes = typeof body === "string" ? Buffer.from(body + "\n") : body;
-      const type = typeof body === "string" ? "text/plain; charset=utf-8" : "application/protobuf";
-      res.writeHead(status, { "Content-Type": type, "Content-Length": bytes.length });
-      res.end(bytes);
-    };
-    if (req.method !== "POST") {
-      req.resume();
-      return answer(405, "Method Not Allowed");
-    }
-    const path = (req.url ?? "/").split("?")[0];
-    readBody(req, PEER_LEASE_BODY_LIMIT).then(
-      (body) =>
-        this.#servePeer(path, body).then(
-          (r) => answer(r.status, r.body),
-          (err: unknown) => answer(500, String(err)),
-        ),
-      // etcd's leasehttp answers a body it cannot read 400 "error reading body".
-      (err: unknown) => answer(err instanceof BodyTooLargeError ? 413 : 400, err instanceof BodyTooLargeError ? `request body larger than ${PEER_LEASE_BODY_LIMIT} bytes` : "error reading body"),
-    );
+  /**
+   * A follower's forwarded keepalives, served as the primary lessor (http/peer-leases.ts):
+   * each lease renewed as a client's keepalive here would be, undefined for one that does
+   * not exist. Refused when this member does not lead, or leads and is not the primary
+   * lessor within etcd's applyTimeout.
+   */
+  async renewForPeer(ids: readonly LeaseId[]): Promise<PrimaryAnswer<(number | undefined)[]>> {
+    const refused = await this.#primaryOrRefusal();
+    if (refused !== undefined) return { refused };
+    return { value: this.#checkpointing ? await Promise.all(ids.map((id) => this.#renewLocal(id))) : ids.map((id) => this.#renewInMemory(id)) };
   }
 
-  async #servePeer(path: string | undefined, body: Buffer): Promise<{ status: number; body: Uint8Array | string }> {
-    if (path === PEER_LEASE_BATCH_PATH) return this.#serveBatch(body);
-    if (path !== PEER_LEASE_PATH && path !== PEER_LEASE_INTERNAL_PATH) return { status: 400, body: `${UNKNOWN_PATH_TEXT} ${JSON.stringify(path)}` };
-    let id: LeaseId;
-    let keys = false;
-    try {
-      if (path === PEER_LEASE_PATH) id = fromBinary(LeaseKeepAliveRequestSchema, body).ID;
-      else {
-        const inner = fromBinary(LeaseTimeToLiveRequestSchema, unwrapField1(body));
-        id = inner.ID;
-        keys = inner.keys;
-      }
-    } catch {
-      return { status: 400, body: "error unmarshalling request" };
-    }
-    if (!(await this.#waitPrimary(PRIMARY_WAIT_MS))) {
-      return this.#host.isLeader ? { status: 408, body: APPLY_TIMEOUT_TEXT } : { status: 400, body: NOT_PRIMARY_TEXT };
-    }
-    if (path === PEER_LEASE_PATH) {
-      const ttl = await this.#renewLocal(id);
-      if (ttl === undefined) return { status: 404, body: LEASE_NOT_FOUND_TEXT };
-      return { status: 200, body: toBinary(LeaseKeepAliveResponseSchema, create(LeaseKeepAliveResponseSchema, { ID: id, TTL: BigInt(ttl) })) };
-    }
-    const t = this.#localTimeToLive(id, keys);
-    if (t === undefined) return { status: 404, body: LEASE_NOT_FOUND_TEXT };
-    const inner = toBinary(
-      LeaseTimeToLiveResponseSchema,
-      create(LeaseTimeToLiveResponseSchema, { header: {}, ID: id, TTL: BigInt(t.ttl), grantedTTL: BigInt(t.grantedTtl), keys: t.keys }),
-    );
-    return { status: 200, body: wrapField1(inner) };
+  /** A follower's forwarded TTL question, served as the primary lessor (see renewForPeer). */
+  async timeToLiveForPeer(id: LeaseId, keys: boolean): Promise<PrimaryAnswer<LeaseTimeToLiveResponse | undefined>> {
+    const refused = await this.#primaryOrRefusal();
+    if (refused !== undefined) return { refused };
+    return { value: this.#localTimeToLive(id, keys) };
   }
 
-  /** PEER_LEASE_BATCH_PATH: each lease renewed as /leases renews it, the TTLs answered in order. */
-  async #serveBatch(body: Buffer): Promise<{ status: number; body: Uint8Array | string }> {
-    let ids: LeaseId[];
-    try {
-      ids = decodeLeaseIds(body);
-    } catch {
-      return { status: 400, body: "error unmarshalling request" };
-    }
-    if (!(await this.#waitPrimary(PRIMARY_WAIT_MS))) {
-      return this.#host.isLeader ? { status: 408, body: APPLY_TIMEOUT_TEXT } : { status: 400, body: NOT_PRIMARY_TEXT };
-    }
-    const ttls = this.#checkpointing ? await Promise.all(ids.map((id) => this.#renewLocal(id))) : ids.map((id) => this.#renewInMemory(id));
-    return { status: 200, body: encodeTtls(ttls) };
+  async #primaryOrRefusal(): Promise<PeerRefusal | undefined> {
+    if (await this.#waitPrimary(PRIMARY_WAIT_MS)) return undefined;
+    return this.#host.isLeader ? "catchingUp" : "notPrimary";
   }
 
   /** The leader's answer: existence, granted TTL and keys from the key space; seconds left from the deadlines. */
@@ -384,7 +328,7 @@ export class LeaseKeeper {
       if (q.waiting.length > 0) this.#sendRenewBatch(peerUrl, q);
       else if (q.inFlight === 0) this.#renewQueues.delete(peerUrl);
     };
-    this.#host.transport.request(joinPath(peerUrl, PEER_LEASE_BATCH_PATH), encodeLeaseIds(batch), deadline - performance.now()).then(
+    this.#host.transport.request(joinPath(peerUrl, PEER_LEASE_BATCH_PATH), encodeLeaseIds(batch.map((p) => p.id)), deadline - performance.now()).then(
       (res) => {
         let ttls: number[] | undefined;
         let err: unknown;
@@ -412,23 +356,21 @@ export class LeaseKeeper {
   }
 
   async #forwardRenewOne(peerUrl: string, id: LeaseId, timeoutMs: number): Promise<number | undefined> {
-    const body = toBinary(LeaseKeepAliveRequestSchema, create(LeaseKeepAliveRequestSchema, { ID: id }));
-    const res = await this.#host.transport.request(joinPath(peerUrl, PEER_LEASE_PATH), body, timeoutMs);
+    const res = await this.#host.transport.request(joinPath(peerUrl, PEER_LEASE_PATH), encodeRenewRequest(id), timeoutMs);
     if (res.status === 404) return undefined;
     if (res.status !== 200) throw new RetryLaterError(`lease: unknown error(${res.body.toString("utf8").trim()})`);
-    const r = fromBinary(LeaseKeepAliveResponseSchema, res.body);
-    if (r.ID !== id) throw new RetryLaterError("lease: renew id mismatch");
-    return Number(r.TTL);
+    const r = decodeRenewResponse(res.body);
+    if (r.id !== id) throw new RetryLaterError("lease: renew id mismatch");
+    return r.ttl;
   }
 
   async #forwardTimeToLive(peerUrl: string, id: LeaseId, keys: boolean, timeoutMs: number): Promise<LeaseTimeToLiveResponse | undefined> {
-    const body = wrapField1(toBinary(LeaseTimeToLiveRequestSchema, create(LeaseTimeToLiveRequestSchema, { ID: id, keys })));
-    const res = await this.#host.transport.request(joinPath(peerUrl, PEER_LEASE_INTERNAL_PATH), body, timeoutMs);
+    const res = await this.#host.transport.request(joinPath(peerUrl, PEER_LEASE_INTERNAL_PATH), encodeTimeToLiveRequest(id, keys), timeoutMs);
     if (res.status === 404) return undefined;
     if (res.status !== 200) throw new RetryLaterError(`lease: unknown error(${res.body.toString("utf8").trim()})`);
-    const r = fromBinary(LeaseTimeToLiveResponseSchema, unwrapField1(res.body));
-    if (r.ID !== id) throw new RetryLaterError("lease: renew id mismatch");
-    return { revision: 0, id, ttl: Number(r.TTL), grantedTtl: Number(r.grantedTTL), keys: r.keys.map((k) => Buffer.from(k)) };
+    const r = decodeTimeToLiveResponse(res.body);
+    if (r.id !== id) throw new RetryLaterError("lease: renew id mismatch");
+    return r;
   }
 
   /** True once this member is the primary lessor; false when `ms` passed, it stopped leading, or stopped. */
@@ -501,81 +443,3 @@ export class LeaseKeeper {
     }
   }
 }
-
-function joinPath(base: string, path: string): string {
-  return base.replace(/\/+$/, "") + path;
-}
-
-/** etcd's leasepb.LeaseInternalRequest/Response: the message as field 1 (length-delimited). */
-function wrapField1(inner: Uint8Array): Buffer {
-  const len: number[] = [];
-  let n = inner.length;
-  while (n >= 0x80) {
-    len.push((n & 0x7f) | 0x80);
-    n >>>= 7;
-  }
-  len.push(n);
-  return Buffer.concat([Buffer.from([0x0a, ...len]), inner]);
-}
-
-/** Field 1 of a message holding one length-delimited field 1 (an empty message when absent). */
-function unwrapField1(outer: Uint8Array): Uint8Array {
-  if (outer.length === 0) return outer;
-  if (outer[0] !== 0x0a) throw new Error("expected field 1");
-  let len = 0;
-  let shift = 0;
-  let i = 1;
-  for (;;) {
-    const b = outer[i++];
-    if (b === undefined || shift > 28) throw new Error("bad length");
-    len |= (b & 0x7f) << shift;
-    if ((b & 0x80) === 0) break;
-    shift += 7;
-  }
-  if (i + len > outer.length) throw new Error("truncated");
-  return outer.subarray(i, i + len);
-}
-
-/** Appends `v` (an int64, two's complement when negative) as a protobuf varint. */
-function pushVarint(out: number[], v: bigint): void {
-  let u = BigInt.asUintN(64, v);
-  while (u >= 0x80n) {
-    out.push(Number(u & 0x7fn) | 0x80);
-    u >>= 7n;
-  }
-  out.push(Number(u));
-}
-
-/** A message of one packed repeated int64, field 1. */
-function encodePacked(values: readonly bigint[]): Buffer {
-  const inner: number[] = [];
-  for (const v of values) pushVarint(inner, v);
-  const head = [0x0a];
-  pushVarint(head, BigInt(inner.length));
-  return Buffer.from([...head, ...inner]);
-}
-
-/** The int64s of a packed repeated field 1 (empty message: none). */
-function decodePacked(msg: Uint8Array): bigint[] {
-  const inner = unwrapField1(msg);
-  const out: bigint[] = [];
-  let i = 0;
-  while (i < inner.length) {
-    let v = 0n;
-    let shift = 0n;
-    for (;;) {
-      const b = inner[i++];
-      if (b === undefined || shift > 63n) throw new Error("bad varint");
-      v |= BigInt(b & 0x7f) << shift;
-      if ((b & 0x80) === 0) break;
-      shift += 7n;
-    }
-    out.push(BigInt.asIntN(64, v));
-  }
-  return out;
-}
-
-const encodeLeaseIds = (batch: readonly PendingRenew[]): Buffer => encodePacked(batch.map((p) => p.id));
-const decodeLeaseIds = (body: Uint8Array): LeaseId[] => decodePacked(body);
-const encodeTtls = (ttls: readonly (number | undefined)[]): Buffer => encodePacked(ttls.map((t) => BigInt(t ?? -1)));
-const decodeTtls = (body: Uint8Array): number[] => decodePacked(body).map(Number);

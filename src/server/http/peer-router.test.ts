@@ -9,7 +9,7 @@ import { createPeerRouter, PEER_HASH_PATH, type PeerRouterHost } from "./peer-ro
 async function hashAnswer(stateHash: PeerRouterHost["stateHash"]): Promise<{ status: number; body: string }> {
   const host: PeerRouterHost = {
     transport: { handler: () => () => undefined },
-    leases: { handlePeer: () => undefined },
+    leases: { renewForPeer: async () => ({ refused: "notPrimary" }), timeToLiveForPeer: async () => ({ refused: "notPrimary" }) },
     membership: { toJSON: () => ({ clusterId: 1, members: [] }) },
     clusterId: 1,
     stateHash,

@@ -1,6 +1,6 @@
 // The peer port: Raft messages between members (the transport's endpoints under /raft),
 // the membership a joining member reads before it starts (bootstrap.ts), lease keepalives
-// and TTL questions forwarded to the leader (etcd's /leases, lease-keeper.ts), and a hash of
+// and TTL questions forwarded to the leader (etcd's /leases, peer-leases.ts), and a hash of
 // the replicated state for checking that members converged (fault tests, operators).
 // Nothing else is served there.
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -8,7 +8,8 @@ import type { PeerTransport } from "../../transport/index.ts";
 import type { Membership } from "../membership.ts";
 import { PEER_MEMBERS_PATH } from "../bootstrap.ts";
 import { Header } from "../../api/headers.ts";
-import { PEER_LEASE_PATH, type LeaseKeeper } from "../lease-keeper.ts";
+import { PEER_LEASE_PATH } from "../lease-peer-wire.ts";
+import { handlePeerLeases, type PeerLeaseHost } from "./peer-leases.ts";
 
 /** GET: `{ appliedIndex, storeIndex, hash }` of this member's replicated state. */
 export const PEER_HASH_PATH = "/hash";
@@ -16,7 +17,7 @@ export const PEER_HASH_PATH = "/hash";
 /** What the peer port serves of the member. */
 export interface PeerRouterHost {
   readonly transport: Pick<PeerTransport, "handler">;
-  readonly leases: Pick<LeaseKeeper, "handlePeer">;
+  readonly leases: PeerLeaseHost;
   readonly membership: Pick<Membership, "toJSON">;
   readonly clusterId: number;
   stateHash(): { appliedIndex: number; storeIndex: number; hash: string };
@@ -31,7 +32,7 @@ export function createPeerRouter(server: PeerRouterHost): (req: IncomingMessage,
       return;
     }
     if (path === PEER_LEASE_PATH || path.startsWith(PEER_LEASE_PATH + "/")) {
-      server.leases.handlePeer(req, res);
+      handlePeerLeases(req, res, server.leases);
       return;
     }
     req.resume();
