@@ -57,9 +57,12 @@ export function rawLongPoll(port: number, path: string): { socket: Socket; head:
   return { socket, head, text: () => data, closed };
 }
 
-/** The shared polling wait (src/until.test-helper.ts), every 25 ms: conditions here ask a server. */
-export function until(pred: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = "condition"): Promise<void> {
-  return untilShared(pred, what, timeoutMs, { intervalMs: 25 });
+/**
+ * The shared polling wait (src/until.test-helper.ts), every 25 ms: conditions here ask a
+ * server. `detail` (a log, what was read) goes into the timeout's message.
+ */
+export function until(pred: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = "condition", detail?: () => string): Promise<void> {
+  return untilShared(pred, what, timeoutMs, { intervalMs: 25, ...(detail === undefined ? {} : { detail }) });
 }
 
 /**

@@ -10,6 +10,7 @@ import { after, test } from "node:test";
 import { hasPerlSocket, notifySocket, withinMs } from "../helpers/notify-socket.ts";
 import { freePort } from "../helpers/server.ts";
 import { singleMemberFlags, spawnServer } from "../helpers/spawned.ts";
+import { until } from "../helpers/http.ts";
 
 const repo = join(import.meta.dirname, "..", "..");
 const dir = mkdtempSync(join(tmpdir(), "kvctl-notify-"));
@@ -38,8 +39,7 @@ test("without NOTIFY_SOCKET nothing is sent and nothing is logged about systemd"
   delete env["NOTIFY_SOCKET"];
   const server = spawnServer(join(repo, "bin", "kvctl"), ["serve", ...singleMemberFlags(join(dir, "data2"), url, `http://127.0.0.1:${await freePort()}`)], repo, env);
   try {
-    for (let i = 0; i < 100 && !server.log().includes("published member attributes"); i++) await new Promise((res) => setTimeout(res, 100));
-    assert.match(server.log(), /published member attributes/);
+    await until(() => server.log().includes("published member attributes"), 10_000, "the member published", () => server.log());
     assert.doesNotMatch(server.log(), /systemd/);
   } finally {
     await server.stop();

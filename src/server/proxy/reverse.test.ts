@@ -6,6 +6,7 @@ import { silentLogger } from "../logger.ts";
 import { Director } from "./director.ts";
 import { createReverseProxy, forwardedFor, type ReverseProxyOptions } from "./reverse.ts";
 import { portPicker } from "./ports.test-helper.ts";
+import { until } from "../../until.test-helper.ts";
 
 const reservedPort = portPicker(23405, 23409);
 
@@ -207,7 +208,6 @@ test("the proxy streams an answer as it comes and cancels it at the member when 
     setTimeout(() => reject(new Error("no first chunk in 5 s")), 5000).unref();
   });
   assert.equal(first, '{"first":true}\n');
-  const deadline = Date.now() + 5000;
-  while (closedStreams.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  await until(() => closedStreams.length > 0, "the upstream stream closed", 5000);
   assert.deepEqual(closedStreams, ["/stream?wait=true"]);
 });
