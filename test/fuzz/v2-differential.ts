@@ -17,6 +17,7 @@
 // Divergences kvctl keeps on purpose are listed in kvctl(1), DIFFERENCES FROM ETCD, and in
 // `knownDifference` below.
 import { spawn, type ChildProcess } from "node:child_process";
+import { stopProcess } from "../helpers/run-process.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -449,13 +450,7 @@ export async function startSide(kind: "etcd" | "kvctl", clientPort: number, peer
   child.stdout?.on("data", keep);
   child.stderr?.on("data", keep);
   const stop = async (): Promise<void> => {
-    if (child.exitCode === null) {
-      const gone = new Promise((r) => child.once("exit", r));
-      child.kill("SIGTERM");
-      const t = setTimeout(() => child.kill("SIGKILL"), 5000);
-      await gone;
-      clearTimeout(t);
-    }
+    await stopProcess(child);
     rmSync(dir, { recursive: true, force: true });
   };
   try {

@@ -1,6 +1,7 @@
 // Several `kvctl serve` members on loopback for integration tests. Each member gets free
 // client and peer ports; stop() kills every process by PID and removes the data dirs.
 import { spawn, type ChildProcess } from "node:child_process";
+import { stopProcess } from "./run-process.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -71,13 +72,7 @@ async function startClusterOnce(n: number, flags: string[]): Promise<TestCluster
   const spares: ClusterMember[] = [];
   const initialCluster = (): string => members.map((m) => `${m.name}=${m.peerUrl}`).join(",");
   const kill = async (m: ClusterMember, signal: NodeJS.Signals = "SIGKILL"): Promise<void> => {
-    const p = m.process;
-    if (!p || p.exitCode !== null || p.signalCode !== null) return;
-    const done = new Promise<void>((r) => p.once("exit", () => r()));
-    p.kill(signal);
-    const t = setTimeout(() => p.kill("SIGKILL"), 8000);
-    await done;
-    clearTimeout(t);
+    if (m.process !== undefined) await stopProcess(m.process, signal, 8000);
   };
   const cluster: TestCluster = {
     members,

@@ -60,3 +60,16 @@ export function whenOutput(child: ChildProcess, check: () => boolean, timeoutMs:
     child.on("close", onClose);
   });
 }
+
+/**
+ * Sends `signal` to a running child and resolves once it has exited; a child still alive
+ * after `graceMs` gets SIGKILL. Resolves at once for a child already gone.
+ */
+export async function stopProcess(child: ChildProcess, signal: NodeJS.Signals = "SIGTERM", graceMs = 5000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill(signal);
+  const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+  await exited;
+  clearTimeout(timer);
+}

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { runProcess, whenOutput, type ProcessResult } from "./run-process.ts";
+import { runProcess, stopProcess, whenOutput, type ProcessResult } from "./run-process.ts";
 import { ephemeralPort, portIn, portRange } from "./ports.ts";
 import { waitHealthy } from "./http.ts";
 
@@ -61,12 +61,7 @@ function command(flags: string[]): { file: string; args: string[] } {
 }
 
 async function kill(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const done = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.kill(signal);
-  const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
-  await done;
-  clearTimeout(timer);
+  await stopProcess(child, signal);
   running.delete(child);
 }
 

@@ -2,6 +2,7 @@
 // stopped with SIGTERM and SIGKILL after 5 s; whatever still runs when the test process
 // exits is killed.
 import { spawn, type ChildProcess } from "node:child_process";
+import { stopProcess } from "./run-process.ts";
 
 const running = new Set<ChildProcess>();
 process.on("exit", () => {
@@ -25,14 +26,7 @@ export function spawnServer(file: string, args: readonly string[], cwd: string, 
   };
   child.stdout?.on("data", keep);
   child.stderr?.on("data", keep);
-  const stop = async (): Promise<void> => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const done = new Promise<void>((r) => child.once("exit", () => r()));
-    child.kill("SIGTERM");
-    const t = setTimeout(() => child.kill("SIGKILL"), 5000);
-    await done;
-    clearTimeout(t);
-  };
+  const stop = (): Promise<void> => stopProcess(child);
   return { child, log: () => out, stop };
 }
 

@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type ConnectionOptions } from "node:tls";
 import { kvctlBin, repoRoot } from "./server.ts";
+import { stopProcess } from "./run-process.ts";
 import { portIn, portRange } from "./ports.ts";
 
 /** A port of the reserved range that is free now (probed by binding it). */
@@ -109,14 +110,7 @@ export interface TlsTestServer {
   stop(): Promise<void>;
 }
 
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const done = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
-  await done;
-  clearTimeout(timer);
-}
+const stopChild = (child: ChildProcess): Promise<void> => stopProcess(child);
 
 export async function startTlsServer(opts: TlsServerOptions): Promise<TlsTestServer> {
   const scheme = opts.scheme ?? "https";

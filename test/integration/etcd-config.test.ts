@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { freePort, repoRoot } from "../helpers/server.ts";
 import { kvctlCommand } from "../helpers/etcd.ts";
 import { waitHealthy } from "../helpers/http.ts";
+import { stopProcess } from "../helpers/run-process.ts";
 
 const root = mkdtempSync(join(tmpdir(), "kvctl-etcd-config-"));
 const children: ChildProcess[] = [];
@@ -81,11 +82,7 @@ async function startEtcd(name: string, extra: string[]): Promise<Proc> {
 }
 
 function stop(p: Proc): Promise<void> {
-  if (p.child.exitCode !== null || p.child.signalCode !== null) return Promise.resolve();
-  const done = new Promise<void>((r) => p.child.once("exit", () => r()));
-  p.child.kill("SIGTERM");
-  const t = setTimeout(() => p.child.kill("SIGKILL"), 5000);
-  return done.finally(() => clearTimeout(t));
+  return stopProcess(p.child);
 }
 
 /** KEY=value lines as systemd's EnvironmentFile reads them (comments, optional double quotes). */
