@@ -5,6 +5,7 @@ import { V2Error, v2ErrorStatus } from "../../api/v2-errors.ts";
 import { Header } from "../../api/headers.ts";
 import { V3Error } from "../../api/v3-errors.ts";
 import { writeV3Error } from "./v3-respond.ts";
+import { ServerUnavailableError } from "../errors.ts";
 
 /** Headers etcd's CORS wrapper adds to every response. */
 export const corsHeaders: Readonly<OutgoingHttpHeaders> = {
@@ -37,10 +38,6 @@ export class HttpMessageError extends HttpError {
 export class HttpTextError extends HttpError {
   override name = "HttpTextError";
 }
-
-// The core's error, answered here (writeError); re-exported for the handlers that raise it.
-import { ServerUnavailableError } from "../errors.ts";
-export { ServerUnavailableError };
 
 export interface ErrorContext {
   clusterId: string;
