@@ -10,7 +10,7 @@
 # shared with other work, back to back per row is what keeps the ratio honest.
 #
 #   bench/grpc.sh [-n requests] [-c conns] [-m streams] [--rounds 3] [--only kvctl|etcd]
-#                 [--rows put,range,range-s,watch,keepalive,keepalive-f] [--watchers 1000] [--members 1|3]
+#                 [--rows put,range,range-s,watch,keepalive,keepalive-f] [--watchers 1000] [--members 1|3] [--port-base 24640]
 #
 # --members 3: three members of each kind (all six at once), every row sent to the leader
 # but keepalive-f (three members only): the LeaseKeepAlive stream sent to a follower, which
@@ -21,10 +21,11 @@
 # the bundle KVCTL_MAIN names. KVCTL_BEFORE=<another build's main.js> adds that build as a
 # third server, measured in the same rounds (columns "before").
 # Ports 24640-24645 (three members: 24640-24657), inside the bench's range (24600-24699) and
-# below the kernel's ephemeral ports; every process started is stopped by its PID.
+# below the kernel's ephemeral ports; --port-base P moves them to P..P+17 (a machine whose
+# other work owns that range); every process started is stopped by its PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N=20000; C=8; M=8; ROUNDS=3; MEMBERS=1; ONLY=""; ROWS="put,range,range-s,watch,keepalive"; WATCHERS=1000
+N=20000; C=8; M=8; ROUNDS=3; MEMBERS=1; PB=24640; ONLY=""; ROWS="put,range,range-s,watch,keepalive"; WATCHERS=1000
 while [ $# -gt 0 ]; do
   case "$1" in
     -n) N=$2; shift 2 ;;
@@ -35,6 +36,7 @@ while [ $# -gt 0 ]; do
     --watchers) WATCHERS=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     --members) MEMBERS=$2; shift 2 ;;
+    --port-base) PB=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -86,11 +88,11 @@ declare -A LEADER FOLLOWER
 port() { echo "${LEADER[$1]}"; }
 for kind in "${KINDS[@]}"; do
   if [ "$MEMBERS" = 1 ]; then
-    case $kind in etcd) cp=24640 ;; kvctl) cp=24642 ;; before) cp=24644 ;; esac
+    case $kind in etcd) cp=$PB ;; kvctl) cp=$((PB + 2)) ;; before) cp=$((PB + 4)) ;; esac
     start "$kind" "$cp" $((cp + 1))
     LEADER[$kind]=$cp
   else
-    case $kind in etcd) b=24640 ;; kvctl) b=24646 ;; before) b=24652 ;; esac
+    case $kind in etcd) b=$PB ;; kvctl) b=$((PB + 6)) ;; before) b=$((PB + 12)) ;; esac
     cluster="m0=http://127.0.0.1:$((b + 1)),m1=http://127.0.0.1:$((b + 3)),m2=http://127.0.0.1:$((b + 5))"
     for i in 0 1 2; do start "$kind" $((b + 2 * i)) $((b + 2 * i + 1)) "m$i" "$cluster"; done
     eps="127.0.0.1:$b,127.0.0.1:$((b + 2)),127.0.0.1:$((b + 4))"
