@@ -9,7 +9,7 @@
 // It never loads yargs: a `kvctl get` must start fast. What it does not handle (help,
 // no or unknown command) it hands to the yargs app, which prints help and errors.
 
-import { commands, findCommand, globalFlags, envName, type CommandSpec, type FlagSpec } from "./spec.ts";
+import { findCommand, globalFlags, envName, type CommandSpec, type FlagSpec } from "./spec.ts";
 import { UsageError } from "./exit-codes.ts";
 
 /** A flag's raw value; a `strings` flag collects every occurrence, in order. */
