@@ -2,6 +2,7 @@
 // client and peer ports; stop() kills every process by PID and removes the data dirs.
 import { spawn, type ChildProcess } from "node:child_process";
 import { stopProcess } from "./run-process.ts";
+import { eventually } from "../../src/until.test-helper.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -30,18 +31,17 @@ export interface TestCluster {
 
 /** Polls /health until it answers 200 (true), the deadline passes or `gone()` holds (false). */
 async function healthy(url: string, deadlineMs: number, gone: () => boolean = () => false): Promise<boolean> {
-  const deadline = Date.now() + deadlineMs;
-  while (Date.now() < deadline && !gone()) {
+  const probe = async (): Promise<boolean | undefined> => {
+    if (gone()) return false;
     try {
       const r = await fetch(`${url}/health`, { signal: AbortSignal.timeout(500) });
       await r.arrayBuffer();
-      if (r.status === 200) return true;
+      return r.status === 200 ? true : undefined;
     } catch {
-      // not up yet
+      return undefined; // not up yet
     }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return false;
+  };
+  return eventually(probe, `${url} healthy`, deadlineMs, { intervalMs: 50 }).catch(() => false);
 }
 
 async function newMember(root: string, name: string): Promise<ClusterMember> {

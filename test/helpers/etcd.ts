@@ -21,6 +21,7 @@ import { kvctlBin, repoRoot } from "./server.ts";
 import { runProcess, whenOutput, type ProcessResult } from "./run-process.ts";
 import { portIn, portRange } from "./ports.ts";
 import { singleMemberFlags, spawnServer } from "./spawned.ts";
+import { eventually } from "../../src/until.test-helper.ts";
 
 export interface V3Server {
   url: string;
@@ -58,17 +59,16 @@ export async function gatewayPut(url: string, key: string, value: string): Promi
 }
 
 async function waitReady(url: string, child: ChildProcess, log: () => string): Promise<{ cluster_id?: string; member_id?: string }> {
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
+  const range = async (): Promise<{ cluster_id?: string; member_id?: string } | undefined> => {
     if (child.exitCode !== null) throw new Error(`server exited ${child.exitCode}:\n${log()}`);
     try {
       const r = await gateway<{ header?: { cluster_id?: string; member_id?: string } }>(url, "/v3/kv/range", { key: b64("/") });
       return r.header ?? {};
     } catch {
-      await new Promise((r) => setTimeout(r, 50));
+      return undefined; // not serving yet
     }
-  }
-  throw new Error(`server at ${url} not ready after 20 s:\n${log()}`);
+  };
+  return eventually(range, `the server at ${url} ready`, 20_000, { intervalMs: 50, detail: log });
 }
 
 /** Starts one single-member server on two ports of the range. */

@@ -11,6 +11,7 @@ import { kvctlCommand, rangePort } from "./etcd.ts";
 import { repoRoot } from "./server.ts";
 import { runProcess, type ProcessResult } from "./run-process.ts";
 import { singleMemberFlags, spawnServer, type Spawned } from "./spawned.ts";
+import { until } from "../../src/until.test-helper.ts";
 
 export interface GrpcTestServer {
   kind: "etcd" | "kvctl";
@@ -108,13 +109,13 @@ export function grpcUnary(endpoint: string, path: string, message: number[], hea
 
 /** Waits until `etcdctl endpoint health` succeeds against the server (20 s). */
 export async function waitGrpcReady(s: GrpcTestServer, global: readonly string[] = []): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
+  let stderr = "";
+  const ready = async (): Promise<boolean> => {
     const r = await etcdctl(s.endpoint, [...global, "get", "ready-probe"], { timeoutMs: 3000 });
-    if (r.code === 0) return;
-    if (Date.now() > deadline) throw new Error(`${s.kind} not ready over gRPC: ${r.stderr}\n${s.logs()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+    stderr = r.stderr;
+    return r.code === 0;
+  };
+  await until(ready, `${s.kind} ready over gRPC`, 20_000, { intervalMs: 100, detail: () => `${stderr}\n${s.logs()}` });
 }
 
 export type EtcdctlResult = ProcessResult;

@@ -13,6 +13,7 @@ import { connect, type ConnectionOptions } from "node:tls";
 import { kvctlBin, repoRoot } from "./server.ts";
 import { stopProcess } from "./run-process.ts";
 import { portIn, portRange } from "./ports.ts";
+import { until } from "../../src/until.test-helper.ts";
 
 /** A port of the reserved range that is free now (probed by binding it). */
 export function reservedPort(): Promise<number> {
@@ -140,21 +141,21 @@ export async function startTlsServer(opts: TlsServerOptions): Promise<TlsTestSer
     };
     child.stdout?.on("data", keep);
     child.stderr?.on("data", keep);
-    const deadline = Date.now() + 20_000;
-    for (;;) {
+    const up = async (): Promise<boolean> => {
       if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}:\n${out}`);
       try {
-        const r = await request(url, { tls: opts.health ?? {} });
-        if (r.status === 200) return child;
+        return (await request(url, { tls: opts.health ?? {} })).status === 200;
       } catch {
-        // not up yet
+        return false; // not up yet
       }
-      if (Date.now() > deadline) {
-        await stopChild(child);
-        throw new Error(`server not healthy after 20 s:\n${out}`);
-      }
-      await new Promise((r) => setTimeout(r, 50));
+    };
+    try {
+      await until(up, "the server healthy", 20_000, { intervalMs: 50, detail: () => out });
+    } catch (err) {
+      await stopChild(child);
+      throw err;
     }
+    return child;
   };
   let child: ChildProcess;
   try {
