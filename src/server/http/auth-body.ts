@@ -133,67 +133,47 @@ function pointerToPermissions(v: unknown, current: V2Permissions | null): V2Perm
   return permissions(v, current ?? { read: null, write: null });
 }
 
-/** Decodes a user body; undefined when etcd answers "Invalid JSON in request body.". */
-export function decodeUserBody(body: Uint8Array): UserBody | undefined {
+/**
+ * Go's json.Unmarshal of the body's first value into a struct: `null` leaves `into` as it
+ * is, any other value that is not an object fails, keys select the fields as Go matches
+ * them (fold), and a field's value of the wrong type fails. Undefined on a failure, which
+ * etcd answers "Invalid JSON in request body.".
+ */
+function decodeStruct<T>(body: Uint8Array, into: T, fields: ReadonlyMap<string, (v: unknown, into: T) => void>): T | undefined {
   const first = firstJsonValue(body);
   if (first === undefined) return undefined;
-  const u: UserBody = { user: "", password: "", roles: null, grant: null, revoke: null };
-  if (first.value === null) return u;
+  if (first.value === null) return into;
   if (!isObject(first.value)) return undefined;
   try {
-    for (const [k, v] of Object.entries(first.value)) {
-      switch (fold(k)) {
-        case "user":
-          u.user = str(v, u.user);
-          break;
-        case "password":
-          u.password = str(v, u.password);
-          break;
-        case "roles":
-          u.roles = strList(v);
-          break;
-        case "grant":
-          u.grant = strList(v);
-          break;
-        case "revoke":
-          u.revoke = strList(v);
-          break;
-      }
-    }
+    for (const [k, v] of Object.entries(first.value)) fields.get(fold(k))?.(v, into);
   } catch (err) {
     if (err instanceof TypeMismatch) return undefined;
     throw err;
   }
-  return u;
+  return into;
 }
+
+const userFields = new Map<string, (v: unknown, u: UserBody) => void>([
+  ["user", (v, u) => (u.user = str(v, u.user))],
+  ["password", (v, u) => (u.password = str(v, u.password))],
+  ["roles", (v, u) => (u.roles = strList(v))],
+  ["grant", (v, u) => (u.grant = strList(v))],
+  ["revoke", (v, u) => (u.revoke = strList(v))],
+]);
+
+/** Decodes a user body; undefined when etcd answers "Invalid JSON in request body.". */
+export function decodeUserBody(body: Uint8Array): UserBody | undefined {
+  return decodeStruct<UserBody>(body, { user: "", password: "", roles: null, grant: null, revoke: null }, userFields);
+}
+
+const roleFields = new Map<string, (v: unknown, r: RoleBody) => void>([
+  ["role", (v, r) => (r.role = str(v, r.role))],
+  ["permissions", (v, r) => (r.permissions = permissions(v, r.permissions))],
+  ["grant", (v, r) => (r.grant = pointerToPermissions(v, r.grant))],
+  ["revoke", (v, r) => (r.revoke = pointerToPermissions(v, r.revoke))],
+]);
 
 /** Decodes a role body; undefined when etcd answers "Invalid JSON in request body.". */
 export function decodeRoleBody(body: Uint8Array): RoleBody | undefined {
-  const first = firstJsonValue(body);
-  if (first === undefined) return undefined;
-  const r: RoleBody = { role: "", permissions: { read: null, write: null }, grant: null, revoke: null };
-  if (first.value === null) return r;
-  if (!isObject(first.value)) return undefined;
-  try {
-    for (const [k, v] of Object.entries(first.value)) {
-      switch (fold(k)) {
-        case "role":
-          r.role = str(v, r.role);
-          break;
-        case "permissions":
-          r.permissions = permissions(v, r.permissions);
-          break;
-        case "grant":
-          r.grant = pointerToPermissions(v, r.grant);
-          break;
-        case "revoke":
-          r.revoke = pointerToPermissions(v, r.revoke);
-          break;
-      }
-    }
-  } catch (err) {
-    if (err instanceof TypeMismatch) return undefined;
-    throw err;
-  }
-  return r;
+  return decodeStruct<RoleBody>(body, { role: "", permissions: { read: null, write: null }, grant: null, revoke: null }, roleFields);
 }
