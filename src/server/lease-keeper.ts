@@ -29,7 +29,8 @@
 // the bytes and texts on the wire lease-peer-wire.ts.
 import { performance } from "node:perf_hooks";
 import { V3Error, V3Errors } from "../api/v3-errors.ts";
-import type { LeaseGrantResponse, LeaseId, LeaseTimeToLiveResponse, V3KeySpace } from "../store/v3/index.ts";
+import type { LeaseId, LeaseTimeToLiveResponse, V3KeySpace } from "../store/v3/index.ts";
+import { v3ResultOf } from "./v3-results.ts";
 import type { ApplyResult } from "./apply.ts";
 import type { CommandBody } from "./request.ts";
 import type { Membership } from "./membership.ts";
@@ -167,7 +168,7 @@ export class LeaseKeeper {
   /** Told of every applied v3 operation: grants start a deadline, revocations end one, checkpoints schedule the next. */
   applied(op: V3Op, result: ApplyResult): void {
     if (op.k === "leaseGrant") {
-      const r = result.ok ? (result.v3 as LeaseGrantResponse | undefined) : undefined;
+      const r = result.ok ? v3ResultOf(op, result) : undefined;
       if (r !== undefined) this.#table.granted(r.id, r.ttl);
     } else if (op.k === "leaseRevoke") {
       this.#table.revoked(op.id);

@@ -61,6 +61,7 @@ import type { V3Op } from "./v3-command.ts";
 import { LeaderChangedError, MemberError, MemberErrorKind, ServerUnavailableError } from "./errors.ts";
 import { DeadlineExceededError, beforeDeadline } from "./deadline.ts";
 import type { ReadOptions } from "./read-index.ts";
+import { v3AuthResultOf, v3ResultOf, type Applied, type V3Results } from "./v3-results.ts";
 import type { ApplyResult } from "./apply.ts";
 import type { CommandBody } from "./request.ts";
 import type { Deadline } from "./deadline.ts";
@@ -103,20 +104,6 @@ export interface V3ServiceHost {
   transferLeadershipTo(target: number): Promise<void>;
 }
 
-
-/**
- * What apply.ts answers for each v3 command this service proposes: the key space's
- * response (V3KeySpace's methods; auth commands: V3AuthResults by the op's kind).
- */
-interface V3Results {
-  put: ReturnType<V3KeySpace["put"]>["response"];
-  deleteRange: ReturnType<V3KeySpace["deleteRange"]>["response"];
-  txn: ReturnType<V3KeySpace["txn"]>["response"];
-  compact: ReturnType<V3KeySpace["compact"]>;
-  leaseGrant: ReturnType<V3KeySpace["leaseGrant"]>;
-  leaseRevoke: ReturnType<V3KeySpace["leaseRevoke"]>["response"];
-  alarm: ReturnType<V3KeySpace["alarm"]>;
-}
 
 /** The reads etcd makes through linearizableReadLoop, which a new leader fails. */
 const LOOP_READ: ReadOptions = { failOnLeaderChange: true };
@@ -209,17 +196,15 @@ export class V3Service implements V3Backend {
 
   /** A v3 command through the log; its answer as apply gives it for that command. */
   async #propose<K extends keyof V3Results>(op: Extract<V3Op, { k: K }>, ctx?: V3CallContext): Promise<V3Results[K]> {
-    // ApplyResult carries every command's answer as unknown; V3Results says which type
-    // apply.ts gives each command, and this is the one place it is read back.
-    return (await this.#proposeAny(op, ctx)) as V3Results[K];
+    return v3ResultOf(op, await this.#proposeAny(op, ctx));
   }
 
   /** An auth command through the log: v3 auth's result for the op's kind. */
   async #proposeAuth<K extends V3AuthOp["kind"]>(op: Extract<V3AuthOp, { kind: K }>, info: V3AuthInfo | null, ctx?: V3CallContext): Promise<V3AuthResults[K]> {
-    return (await this.#proposeAny({ k: "auth", op, info }, ctx)) as V3AuthResults[K];
+    return v3AuthResultOf(op, await this.#proposeAny({ k: "auth", op, info }, ctx));
   }
 
-  async #proposeAny(op: V3Op, ctx?: V3CallContext): Promise<unknown> {
+  async #proposeAny(op: V3Op, ctx?: V3CallContext): Promise<Applied> {
     let res;
     try {
       res = await this.#kv.propose({ t: "v3", time: Date.now(), op }, ctx?.deadline);
@@ -227,7 +212,7 @@ export class V3Service implements V3Backend {
       throw toV3Error(err);
     }
     if (!res.ok) throw res.error instanceof V3Error ? res.error : new V3Error(2, res.error.message);
-    return res.v3;
+    return res;
   }
 
   async range(req: RangeRequest, ctx: V3CallContext): Promise<RangeResponse> {

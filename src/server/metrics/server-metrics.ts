@@ -7,6 +7,7 @@
 //   cannot drift from what the server reports elsewhere.
 import type { Command } from "../request.ts";
 import type { ApplyResult } from "../apply.ts";
+import { v3ResultOf } from "../v3-results.ts";
 import type { RequestOp, TxnRequest, TxnResponse } from "../../store/v3/index.ts";
 import { Counter, Gauge, Histogram, exponentialBuckets } from "./registry.ts";
 
@@ -126,7 +127,7 @@ export class ServerMetrics {
         this.mvccDelete.inc();
         break;
       case "txn": {
-        const n = countTxn(op.r, result.v3 as TxnResponse | undefined);
+        const n = countTxn(op.r, v3ResultOf(op, result));
         this.mvccRange.inc({}, n.ranges);
         this.mvccPut.inc({}, n.puts);
         this.mvccDelete.inc({}, n.deletes);
