@@ -261,6 +261,11 @@ export class GrpcServer {
       socket.destroy();
       return;
     }
+    // node:http's sockets allow half-open connections; node:http2 counts on the socket
+    // closing when the peer's FIN arrives. Without this, a client that went away without
+    // resetting its streams left its session open, and each watcher on it kept being
+    // written to (one stream per connection in the watch fan-out bench).
+    socket.allowHalfOpen = false;
     // A server-side TLSSocket made by hand (tls/acceptor.ts) keeps `secureConnecting` true
     // after its handshake (tls.Server clears it itself); node:http2 would then wait for a
     // 'secureConnect' that never comes. The acceptor hands sockets over only once secure.

@@ -1,0 +1,190 @@
+// A Watch stream whose client stops reading, on a real member: the member keeps answering,
+// the watchers on other streams and connections get every event in order while its bytes
+// pile up, and past the stream buffer (8 MiB) the slow watcher is canceled with a reason
+// (past twice that, its call ends with ResourceExhausted). Small writes go to 300 more
+// watchers (and to the slow one) on three more connections. And a client that vanishes
+// without resetting its streams leaves no watcher behind.
+import assert from "node:assert/strict";
+import http2 from "node:http2";
+import { after, before, test } from "node:test";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { MessageReader, decodeGrpcMessage, frameMessage } from "../../src/server/grpc/frames.ts";
+import { PutRequestSchema, RangeRequestSchema, WatchRequestSchema, WatchResponseSchema } from "../../src/server/grpc/gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
+import { startGrpcServer, waitGrpcReady, type GrpcTestServer } from "../helpers/grpc.ts";
+import { until } from "../helpers/http.ts";
+
+const HEADERS = (path: string): http2.OutgoingHttpHeaders => ({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" });
+const PREFIX = Buffer.from("slow/");
+const PUTS = 320;
+const VALUE = Buffer.alloc(32 * 1024, 0x61); // 320 x 32 KiB: 10 MiB of events per watcher, past the buffer
+const READERS = 8;
+const LIGHT = Buffer.from("slow/light");
+const LIGHT_READERS = 300;
+
+let srv: GrpcTestServer | undefined;
+const sessions: http2.ClientHttp2Session[] = [];
+before(async () => {
+  srv = await startGrpcServer("kvctl");
+  await waitGrpcReady(srv);
+});
+after(async () => {
+  for (const s of sessions) s.destroy();
+  await srv?.stop();
+});
+
+function connect(settings?: http2.Settings): http2.ClientHttp2Session {
+  const s = http2.connect(srv!.url, settings === undefined ? {} : { settings });
+  s.on("error", () => undefined);
+  sessions.push(s);
+  return s;
+}
+
+interface Watch {
+  stream: http2.ClientHttp2Stream;
+  revisions: number[];
+  cancelReason: string | undefined;
+  status: { code: string; message: string } | undefined;
+  created: Promise<void>;
+}
+
+/** A watch of PREFIX (or of one key) on its own stream; `pauseAfterCreated`: reads nothing after its `created`. */
+function watch(session: http2.ClientHttp2Session, opts: { pauseAfterCreated?: boolean; key?: Buffer } = {}): Watch {
+  const stream = session.request(HEADERS("/etcdserverpb.Watch/Watch"));
+  stream.on("error", () => undefined);
+  const reader = new MessageReader(1 << 30);
+  let resolveCreated = (): void => undefined;
+  const w: Watch = { stream, revisions: [], cancelReason: undefined, status: undefined, created: new Promise<void>((r) => (resolveCreated = r)) };
+  stream.on("data", (c: Buffer) => {
+    for (const m of reader.push(c)) {
+      const r = fromBinary(WatchResponseSchema, m);
+      if (r.created) {
+        resolveCreated();
+        if (opts.pauseAfterCreated === true) stream.pause();
+      }
+      if (r.canceled) w.cancelReason = r.cancelReason;
+      for (const e of r.events) w.revisions.push(Number(e.kv!.modRevision));
+    }
+  });
+  stream.on("trailers", (t) => (w.status = { code: String(t["grpc-status"]), message: decodeGrpcMessage(String(t["grpc-message"] ?? "")) }));
+  const end = Buffer.from(PREFIX);
+  end[end.length - 1]! += 1;
+  const value = opts.key === undefined ? { key: PREFIX, rangeEnd: end } : { key: opts.key };
+  stream.write(frameMessage(toBinary(WatchRequestSchema, create(WatchRequestSchema, { requestUnion: { case: "createRequest", value } }))));
+  return w;
+}
+
+/** A unary call on `session`: its grpc-status and how long it took (ms). */
+function unary(session: http2.ClientHttp2Session, path: string, message: Uint8Array): Promise<{ status: string; ms: number }> {
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = session.request(HEADERS(path));
+    let status = "";
+    req.on("response", (h) => {
+      if (h["grpc-status"] !== undefined) status = String(h["grpc-status"]);
+    });
+    req.on("trailers", (t) => (status = String(t["grpc-status"])));
+    req.on("data", () => undefined);
+    req.on("error", reject);
+    req.on("end", () => resolve({ status, ms: performance.now() - t0 }));
+    req.end(frameMessage(message));
+  });
+}
+
+const put = (session: http2.ClientHttp2Session, key: Buffer, value: Buffer): Promise<{ status: string; ms: number }> =>
+  unary(session, "/etcdserverpb.KV/Put", toBinary(PutRequestSchema, create(PutRequestSchema, { key, value })));
+
+/** Each revision once, in increasing order. */
+function assertInOrder(revisions: number[], what: string): void {
+  for (let i = 1; i < revisions.length; i++) assert.ok(revisions[i]! > revisions[i - 1]!, `${what}: ${revisions[i - 1]} then ${revisions[i]}`);
+}
+
+test("a Watch stream that stops reading stalls neither the member nor the other streams, and is canceled past its buffer", { timeout: 120_000 }, async (t) => {
+  // The slow reader: a small window, so the member's writes pile up in its buffers soon.
+  const slowConn = connect({ initialWindowSize: 65_535 });
+  const slow = watch(slowConn, { pauseAfterCreated: true });
+  // Readers: streams on other connections (on the slow one's own connection, a paused
+  // stream keeps the connection-level window it took: HTTP/2's rule, etcd alike).
+  const readers: Watch[] = [];
+  const readerConns = [connect(), connect()];
+  for (let i = 0; i < READERS; i++) readers.push(watch(readerConns[i % 2]!));
+  const light: Watch[] = [];
+  const lightConns = [connect(), connect(), connect()];
+  for (let i = 0; i < LIGHT_READERS; i++) light.push(watch(lightConns[i % 3]!, { key: LIGHT }));
+  await Promise.all([slow.created, ...readers.map((w) => w.created), ...light.map((w) => w.created)]);
+
+  const writer = connect();
+  const slowestPut: number[] = [];
+  const ranges: number[] = [];
+  // Eight writers at a time, a small write to LIGHT after every 8 big ones, and every 20
+  // puts a serializable Range (no wait for the disk).
+  let next = 0;
+  let lightPuts = 0;
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      for (;;) {
+        const i = next++;
+        if (i >= PUTS) return;
+        const r = await put(writer, Buffer.concat([PREFIX, Buffer.from(String(i % 16))]), VALUE);
+        assert.equal(r.status, "0", `put ${i}`);
+        slowestPut.push(r.ms);
+        if (i % 8 === 0) {
+          assert.equal((await put(writer, LIGHT, Buffer.from(`v${i}`))).status, "0");
+          lightPuts++;
+        }
+        if (i % 20 === 0) {
+          const range = await unary(writer, "/etcdserverpb.KV/Range", toBinary(RangeRequestSchema, create(RangeRequestSchema, { key: Buffer.from("nothing"), serializable: true })));
+          assert.equal(range.status, "0");
+          ranges.push(range.ms);
+        }
+      }
+    }),
+  );
+  slowestPut.sort((a, b) => a - b);
+  ranges.sort((a, b) => a - b);
+  t.diagnostic(`put median ${slowestPut[slowestPut.length >> 1]!.toFixed(1)} ms, slowest ${slowestPut[slowestPut.length - 1]!.toFixed(1)}; range slowest ${ranges[ranges.length - 1]!.toFixed(1)}`);
+  // Generous bounds (shared machines, fdatasyncs of 256 KiB batches): what matters is that
+  // nothing waited on the slow reader, which would have held calls for good.
+  assert.ok(slowestPut[slowestPut.length >> 1]! < 1000, `median put ${slowestPut[slowestPut.length >> 1]} ms`);
+  assert.ok(ranges[ranges.length - 1]! < 5000, `slowest range ${ranges[ranges.length - 1]} ms`);
+
+  // Every reader gets every event, each revision once, in order.
+  const all = PUTS + lightPuts;
+  await until(() => readers.every((w) => w.revisions.length >= all) && light.every((w) => w.revisions.length >= lightPuts), 30_000, "every reader to get every event");
+  for (const w of readers) {
+    assert.equal(w.revisions.length, all);
+    for (let i = 1; i < w.revisions.length; i++) assert.equal(w.revisions[i], w.revisions[i - 1]! + 1);
+    assert.equal(w.cancelReason, undefined);
+  }
+  for (const w of light) {
+    assert.equal(w.revisions.length, lightPuts);
+    assertInOrder(w.revisions, "a light reader");
+    assert.equal(w.cancelReason, undefined);
+  }
+
+  // The slow watcher is gone: resumed, its client hears why (a canceled response with the
+  // reason, or, past twice the buffer, the call's end with ResourceExhausted).
+  slow.stream.resume();
+  await until(() => slow.cancelReason !== undefined || slow.status !== undefined, 30_000, "the slow watcher's cancel or its call's end");
+  if (slow.status !== undefined) {
+    assert.equal(slow.status.code, "8");
+    assert.match(slow.status.message, /reads too slowly/);
+  } else {
+    assert.match(slow.cancelReason!, /reads too slowly/);
+  }
+  assert.ok(slow.revisions.length < all, `the slow reader got ${slow.revisions.length} events`);
+  assertInOrder(slow.revisions, "the slow reader");
+  const metrics = await (await fetch(`${srv!.url}/metrics`)).text();
+  assert.match(metrics, new RegExp(`^etcd_debugging_mvcc_watcher_total ${READERS + LIGHT_READERS}$`, "m"));
+});
+
+test("a client that goes away without resetting its streams leaves no watcher behind", async () => {
+  const count = async (): Promise<number> => Number(/^etcd_debugging_mvcc_watcher_total (\d+)$/m.exec(await (await fetch(`${srv!.url}/metrics`)).text())?.[1]);
+  const before = await count();
+  const gone = connect();
+  const ws = Array.from({ length: 3 }, () => watch(gone, { key: Buffer.from("gone") }));
+  await Promise.all(ws.map((w) => w.created));
+  assert.equal(await count(), before + 3);
+  // Destroyed at once: the streams' resets may not all reach the member before the FIN.
+  gone.destroy();
+  await until(async () => (await count()) === before, 5000, "the watchers of the closed connection to go");
+});
