@@ -38,6 +38,36 @@ export function watchRequestMsg(m: WatchRequest): WatchRequestMsg {
 /** One for every stream of the process: a write's events reach watchers on many streams. */
 const framer = new WatchEventsFramer();
 
+/**
+ * The framed messages of the hub message at hand by watch ID: streams whose watchers have
+ * the same ID (most streams hold one watcher, ID 0) get the same bytes, so the same buffer
+ * is written to each (node:http2 only reads it). Valid, as the framer's shared part, until
+ * the turn's microtasks run.
+ */
+class SharedFrames {
+  #events: readonly V3Event[] | undefined;
+  #revision = 0;
+  #byId: Array<Buffer | undefined> = [];
+
+  frame(revision: number, headerOf: (revision: number) => V3Header, watchId: number, events: readonly V3Event[], fragment: boolean): Buffer {
+    if (fragment || watchId >= 64) return framer.frame(revision, headerOf, watchId, events, fragment);
+    if (events !== this.#events || revision !== this.#revision) {
+      if (this.#events === undefined) queueMicrotask(this.#forget);
+      this.#events = events;
+      this.#revision = revision;
+      this.#byId = [];
+    }
+    return (this.#byId[watchId] ??= framer.frame(revision, headerOf, watchId, events, fragment));
+  }
+
+  readonly #forget = (): void => {
+    this.#events = undefined;
+    this.#byId = [];
+  };
+}
+
+const frames = new SharedFrames();
+
 class GrpcWatchWire implements WatchWire {
   readonly #s: Stream;
   readonly #header: (revision: number) => V3Header;
@@ -61,7 +91,7 @@ class GrpcWatchWire implements WatchWire {
   }
 
   events(revision: number, watchId: number, events: readonly V3Event[], fragment: boolean): void {
-    this.#s.raw.sendFramed(framer.frame(revision, this.#header, watchId, events, fragment));
+    this.#s.raw.sendFramed(frames.frame(revision, this.#header, watchId, events, fragment));
   }
 
   overflow(limit: number): void {

@@ -52,6 +52,7 @@ export interface WatchMessage {
 }
 
 export interface WatchSink {
+  /** `msg` may be handed to many sinks: read it, never modify it. */
   send(msg: WatchMessage): void;
 }
 
@@ -187,10 +188,11 @@ export class WatchHub {
 
   /**
    * A revision of one event (most writes): every watcher that gets it gets one of two
-   * shared lists (with or without prevKv) instead of a list of its own, so a fan-out to
-   * many watchers allocates per watcher only its message, and a transport can tell by
-   * identity that it already encoded those events. Watchers are collected before any
-   * sink runs: a sink that throws cancels its watcher, which edits the group.
+   * shared messages (with or without prevKv) instead of one of its own, so a fan-out to
+   * many watchers allocates nothing per watcher, and a transport can tell by identity that
+   * it already encoded those events (sinks must not modify a message). Watchers are
+   * collected before any sink runs: a sink that throws cancels its watcher, which edits
+   * the group.
    */
   #notifyOne(revision: number, ev: V3Event): void {
     const targets: Watcher[] = [];
@@ -198,13 +200,12 @@ export class WatchHub {
       if (w.next <= revision && passes(w, ev)) targets.push(w);
     });
     if (targets.length === 0) return;
-    const full = [ev];
-    let bare: V3Event[] | undefined;
+    const full: WatchMessage = { revision, events: [ev] };
+    let bare: WatchMessage | undefined;
     for (const w of targets) {
       w.next = revision + 1;
       if (!w.active) continue;
-      const events = w.prevKv || ev.prevKv === undefined ? full : (bare ??= [{ type: ev.type, kv: ev.kv }]);
-      this.#deliverEvents(w, { revision, events });
+      this.#deliverEvents(w, w.prevKv || ev.prevKv === undefined ? full : (bare ??= { revision, events: [{ type: ev.type, kv: ev.kv }] }));
     }
   }
 
