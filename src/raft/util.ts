@@ -6,7 +6,6 @@ import {
   type ConfChange,
   type ConfChangeType,
   type Entry,
-  type HardState,
   type Message,
   EntryType,
   messageTypeName,
@@ -49,11 +48,6 @@ export function entrySize(e: Entry): number {
   let n = 1 + varintLen(e.term) + 1 + varintLen(e.index) + 1 + varintLen(e.type);
   if (e.data.length > 0) n += 1 + varintLen(e.data.length) + e.data.length;
   return n;
-}
-
-/** Only the data counts toward the uncommitted-size quota (etcd's PayloadSize). */
-export function payloadSize(e: Entry): number {
-  return e.data.length;
 }
 
 /**
@@ -174,8 +168,4 @@ export function describeMessage(m: Message): string {
     s += ` Snapshot: Index:${m.snapshot.metadata.index} Term:${m.snapshot.metadata.term}`;
   }
   return s;
-}
-
-export function describeHardState(hs: HardState): string {
-  return `Term:${hs.term}${hs.vote !== 0 ? ` Vote:${hs.vote}` : ""} Commit:${hs.commit}`;
 }

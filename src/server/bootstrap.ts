@@ -187,7 +187,6 @@ export async function openMember(config: ServerConfig, log: Logger, peerTls?: Pe
 }
 
 async function restart(config: ServerConfig, walDir: string, snapshotter: Snapshotter, log: Logger, walOpts: { segmentBytes?: number }): Promise<OpenedMember> {
-  const dbPath = v3DbPath(config.dataDir);
   const storage = new MemoryStorage();
   const snap = await snapshotter.loadNewest();
   let store = new V2Store();

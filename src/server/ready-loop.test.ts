@@ -3,7 +3,7 @@
 // finishes only when the test says, so "before the save completed" is an observable moment.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { EntryType, MessageType, message, type Entry, type HardState, type Message, type Ready, type Snapshot } from "../raft/index.ts";
+import { EntryType, MessageType, message, type Entry, type HardState, type Ready, type Snapshot } from "../raft/index.ts";
 import { DiskWaitPolicy } from "./disk-wait.ts";
 import type { Logger } from "./logger.ts";
 import { ReadyLoop, type ReadyLoopHost } from "./ready-loop.ts";

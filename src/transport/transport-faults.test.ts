@@ -4,7 +4,7 @@ import http from "node:http";
 import { EntryType, MessageType, message } from "../raft/index.ts";
 import { encodeBatch } from "./codec.ts";
 import { PeerTransport } from "./transport.ts";
-import { app, countStreams, gate, mesh, recordingLogger, memberFactory, startMember, waitFor } from "./transport.test-helper.ts";
+import { app, countStreams, gate, mesh, recordingLogger, memberFactory, waitFor } from "./transport.test-helper.ts";
 
 // Ports from this helper's range (23500-23599), for the tests that need a known address
 // before anything listens on it. A member linked to it keeps dialling it (streams are kept

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import net from "node:net";
 import { EntryType, MessageType, message, type Message } from "../raft/index.ts";
-import { app, countStreams, gate, mesh, memberFactory, startMember, waitFor, type Member } from "./transport.test-helper.ts";
+import { app, countStreams, gate, mesh, memberFactory, waitFor, type Member } from "./transport.test-helper.ts";
 
 const member = memberFactory();
 

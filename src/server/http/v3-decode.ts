@@ -60,11 +60,6 @@ function known<T extends number>(v: number, t: EnumType): T {
   throw new GatewayDecodeError(`unknown value ${v} for enum ${t.protoName}`);
 }
 
-/** The top-level message of a body (`undefined` body = empty message). */
-export function bodyFields(node: JsonNode | undefined): Fields | undefined {
-  return messageFields(node);
-}
-
 // --- KV ------------------------------------------------------------------------------------
 
 export function decodeRange(f: Fields | undefined): RangeRequest {

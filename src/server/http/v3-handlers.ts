@@ -1,7 +1,7 @@
 // The unary v3 routes: body fields -> typed request -> etcd's v3rpc edge checks -> ONE
 // backend call -> the response object. The checks run in etcd's order: the gRPC receive
 // limit, v3rpc's request checks, then (for what goes through Raft) the raft request size.
-import { V3Error, V3Errors, GrpcCode } from "../../api/v3-errors.ts";
+import { V3Errors } from "../../api/v3-errors.ts";
 import { checkDeleteRangeRequest, checkPutRequest, checkRangeRequest, isReadOnlyTxn, validateTxn } from "../../store/v3/index.ts";
 import type { V3Backend, V3CallContext, V3GatewayContext, V3Header } from "./v3-backend.ts";
 import {

@@ -6,7 +6,7 @@
 
 import { createHash } from "node:crypto";
 import { V3Errors } from "../../api/v3-errors.ts";
-import { keyBytes, keyId } from "./keys.ts";
+import { keyBytes } from "./keys.ts";
 import { Lessor } from "./lessor.ts";
 import type { LessorImage } from "./lessor.ts";
 import type { MvccBackend, MvccLoaded } from "./backend.ts";
@@ -30,7 +30,6 @@ import type {
   TxnRequest,
   TxnResponse,
 } from "./types.ts";
-import { NO_LEASE } from "./types.ts";
 
 export interface KeySpaceImage {
   format: "kvctl-v3/1";
