@@ -9,13 +9,14 @@ import type { V2AuthResult, V2AuthState, V3AuthState } from "../auth/index.ts"; 
 import { V3Error } from "../api/v3-errors.ts";
 import type { RevisionEvents, V3KeySpace } from "../store/v3/index.ts";
 import type { V3Op } from "./v3-command.ts";
+import type { V3Answer } from "./v3-results.ts";
 
 /**
  * `auth` is set for v2 auth commands, `v3` for v3 commands (the operation's response).
  * `changes` lists the v3 revisions the entry produced (for the watch hub), whoever proposed it.
  */
 export type ApplyResult =
-  | { ok: true; event?: V2Event; auth?: V2AuthResult; v3?: unknown; changes?: RevisionEvents[] }
+  | { ok: true; event?: V2Event; auth?: V2AuthResult; v3?: V3Answer; changes?: RevisionEvents[] }
   | { ok: false; error: V2Error | V3Error };
 
 export interface StateMachine {
@@ -30,8 +31,8 @@ export interface StateMachine {
 }
 
 /** Applies one v3 operation at the entry's time and index. Throws V3Error for a refused one. */
-function applyV3(sm: StateMachine, op: V3Op, at: { time: number; index: number }): { v3: unknown; changes?: RevisionEvents[] } {
-  const one = <R>(w: { response: R; changes?: RevisionEvents }): { v3: unknown; changes?: RevisionEvents[] } =>
+function applyV3(sm: StateMachine, op: V3Op, at: { time: number; index: number }): { v3: V3Answer; changes?: RevisionEvents[] } {
+  const one = <R extends V3Answer>(w: { response: R; changes?: RevisionEvents }): { v3: V3Answer; changes?: RevisionEvents[] } =>
     w.changes === undefined ? { v3: w.response } : { v3: w.response, changes: [w.changes] };
   switch (op.k) {
     case "put":

@@ -1,5 +1,5 @@
-// What apply answers for each v3 command. ApplyResult carries every answer as unknown (its
-// `v3` field); V3Results says which type apply.ts gives each command (V3KeySpace's own
+// What apply answers for each v3 command. ApplyResult carries every answer as the union
+// V3Answer (its `v3` field); V3Results says which type apply.ts gives each command (V3KeySpace's own
 // method types, v3 auth's result by op kind), and the two functions here are the one place
 // the server reads an answer back as that type.
 import type { V3AuthOp, V3AuthResults } from "../auth/index.ts";
@@ -19,6 +19,9 @@ export interface V3Results {
   leasePromote: null;
   alarm: ReturnType<V3KeySpace["alarm"]>;
 }
+
+/** Any v3 answer, as ApplyResult carries it: a union, which v3ResultOf narrows by the command. */
+export type V3Answer = V3Results[keyof V3Results] | V3AuthResults[keyof V3AuthResults];
 
 /** A command that applied (a refused one carries its error instead). */
 export type Applied = Extract<ApplyResult, { ok: true }>;

@@ -1,9 +1,11 @@
 // A Watch stream whose client stops reading, on a real member: the member keeps answering,
 // the watchers on other streams and connections get every event in order while its bytes
 // pile up, and past the stream buffer (8 MiB) the slow watcher is canceled with a reason
-// (past twice that, its call ends with ResourceExhausted). Small writes go to 300 more
-// watchers (and to the slow one) on three more connections. And a client that vanishes
-// without resetting its streams leaves no watcher behind.
+// (past twice that, its call ends with ResourceExhausted). Fan-outs that wait for their
+// connection's turn (src/server/grpc/watch.ts) are part of what is checked: small writes
+// go to 300 more watchers (and to the slow one), more than one turn of the event loop
+// writes, so most of their messages wait for their connection's turn. And a client that
+// vanishes without resetting its streams leaves no watcher behind.
 import assert from "node:assert/strict";
 import http2 from "node:http2";
 import { after, before, test } from "node:test";

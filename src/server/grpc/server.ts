@@ -119,6 +119,11 @@ export class RpcStream {
     return this.#finished || this.#gone || this.#stream.destroyed;
   }
 
+  /** The connection the call is on (gone once the stream is destroyed). */
+  get session(): http2.Http2Session | undefined {
+    return this.#stream.session;
+  }
+
   /** Bytes accepted by `send` and not yet on the wire (HTTP/2 flow control holds them). */
   get writableLength(): number {
     return this.#stream.writableLength;

@@ -1,0 +1,102 @@
+// The gRPC watch wire's pacing of fan-outs (watch.ts): streams stand in for node:http2's,
+// recording what is written to them and when.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { create, fromBinary } from "@bufbuild/protobuf";
+import { until } from "../../until.test-helper.ts";
+import type { V3GatewayContext } from "../http/v3-backend.ts";
+import { FakeV3Backend } from "../http/v3-fake-backend.test-helper.ts";
+import { slowReaderReason } from "../http/v3-watch-session.ts";
+import { MESSAGE_PREFIX_BYTES } from "./frames.ts";
+import { WatchRequestSchema, WatchResponseSchema, type WatchResponse } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
+import { FANOUT_TURN_MESSAGES, serveWatch } from "./watch.ts";
+
+class FakeRaw {
+  writableLength = 0;
+  closed = false;
+  readonly written: WatchResponse[] = [];
+  onClose: () => void = () => undefined;
+  readonly session: object;
+  constructor(session: object) {
+    this.session = session;
+  }
+  sendFramed(framed: Buffer): boolean {
+    if (this.closed) return false;
+    this.written.push(fromBinary(WatchResponseSchema, framed.subarray(MESSAGE_PREFIX_BYTES)));
+    return true;
+  }
+  finish(): void {
+    this.closed = true;
+  }
+}
+
+interface Client {
+  raw: FakeRaw;
+  request(m: Parameters<typeof create<typeof WatchRequestSchema>>[1]): void;
+}
+
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** `n` watch streams spread over `connections` connections, each with one watcher of key "k". */
+async function setup(n: number, connections: number, streamBufferBytes?: number): Promise<{ backend: FakeV3Backend; clients: Client[] }> {
+  const backend = new FakeV3Backend();
+  const gw = { backend, maxRequestBytes: 1.5 * 1024 * 1024, maxTxnOps: 128, ...(streamBufferBytes === undefined ? {} : { streamBufferBytes }) } as V3GatewayContext;
+  const sessions = Array.from({ length: connections }, () => ({}));
+  const clients: Client[] = [];
+  for (let i = 0; i < n; i++) {
+    const raw = new FakeRaw(sessions[i % connections]!);
+    let onMessage: (m: ReturnType<typeof create<typeof WatchRequestSchema>>) => void = () => undefined;
+    const stream = { raw, onMessage: (cb: typeof onMessage) => (onMessage = cb), send: () => true };
+    serveWatch(stream as unknown as Parameters<typeof serveWatch>[0], gw, { token: undefined });
+    clients.push({ raw, request: (m) => onMessage(create(WatchRequestSchema, m)) });
+  }
+  for (const c of clients) c.request({ requestUnion: { case: "createRequest", value: { key: Buffer.from("k") } } });
+  await until(() => clients.every((c) => c.raw.written.length === 1), "every watcher created");
+  return { backend, clients };
+}
+
+const written = (clients: Client[]): number => clients.reduce((n, c) => n + c.raw.written.length, 0);
+const put = (backend: FakeV3Backend, value: string): Promise<unknown> =>
+  backend.put({ key: Buffer.from("k"), value: Buffer.from(value), lease: 0n, prevKv: false, ignoreValue: false, ignoreLease: false }, { token: undefined });
+
+test("a fan-out past one turn's share: the first connection's messages at once, the others' in later turns, each stream in order", async () => {
+  // 100 streams per connection: one connection fits a turn's share, two do not.
+  assert.ok(FANOUT_TURN_MESSAGES >= 100 && FANOUT_TURN_MESSAGES < 200);
+  const { backend, clients } = await setup(300, 3);
+  const before = written(clients);
+  // Two writes in one turn, then a progress request on a stream whose messages wait.
+  void put(backend, "a");
+  void put(backend, "b");
+  assert.equal(written(clients) - before, 200, "written at once: both writes to the first connection");
+  assert.ok(clients.every((c, i) => c.raw.written.length === (i % 3 === 0 ? 3 : 1)));
+  const last = clients[clients.length - 1]!;
+  last.request({ requestUnion: { case: "progressRequest", value: {} } });
+  await nextTurn();
+  assert.equal(written(clients) - before, 400, "one more connection in the next turn");
+  await until(() => written(clients) - before === 601, "every message written");
+  const rev = backend.revision;
+  for (const c of clients) {
+    const [created, a, b, ...rest] = c.raw.written;
+    assert.equal(created!.created, true);
+    assert.deepEqual([a!.events.map((e) => Buffer.from(e.kv!.value).toString()), a!.header!.revision], [["a"], BigInt(rev - 1)]);
+    assert.deepEqual([b!.events.map((e) => Buffer.from(e.kv!.value).toString()), b!.header!.revision], [["b"], BigInt(rev)]);
+    // The progress answer (watch ID -1) after the events it vouches for.
+    if (c === last) assert.deepEqual(rest.map((m) => m.watchId), [-1n]);
+    else assert.equal(rest.length, 0);
+  }
+});
+
+test("a connection's waiting messages count as its streams' unsent bytes", async () => {
+  // One event message is 49 bytes: one fits the limit, two do not.
+  const { backend, clients } = await setup(300, 3, 80);
+  void put(backend, "a");
+  void put(backend, "b");
+  await until(() => clients.every((c) => c.raw.written.length >= 3), "every stream answered");
+  // The streams of the connections whose messages waited were over the limit; those of the
+  // connection written at once were not.
+  clients.forEach((c, i) => {
+    const canceled = c.raw.written.find((m) => m.canceled);
+    if (i % 3 === 0) assert.equal(canceled, undefined);
+    else assert.equal(canceled?.cancelReason, slowReaderReason(80));
+  });
+});
