@@ -1,11 +1,13 @@
 // The stream rows of bench/grpc.sh, over node:http2 with hand-encoded messages (no client
 // library between the server and the clock):
-//   watch <url> <watchers> <reps>   watchers on their own Watch streams (100 per connection),
-//                                   one put: ms until every watcher has the event (median)
+//   watch <url> <watchers> <reps> [skip]
+//                                   watchers on their own Watch streams (100 per connection),
+//                                   one put: ms until every watcher has the event (median of
+//                                   the reps after the first `skip`: 0 counts the warm-up too)
 //   keepalive <url> <seconds>       LeaseKeepAlive on one stream, 16 requests in flight: req/s
 import http2 from "node:http2";
 
-const [mode, url, a1, a2] = process.argv.slice(2);
+const [mode, url, a1, a2, a3] = process.argv.slice(2);
 const varint = (n) => {
   const out = [];
   let v = BigInt(n);
@@ -83,7 +85,7 @@ function readVarintField(buf, f) {
 }
 const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
 
-async function watch(watchers, reps) {
+async function watch(watchers, reps, skip) {
   const sessions = [];
   for (let i = 0; i < Math.ceil(watchers / 100); i++) sessions.push(http2.connect(url));
   const writer = http2.connect(url);
@@ -120,7 +122,7 @@ async function watch(watchers, reps) {
     times.push(performance.now() - t0);
   }
   for (const s of [...sessions, writer]) s.destroy();
-  console.log(JSON.stringify({ row: "watch", watchers, ms: +median(times).toFixed(1), all: times.map((t) => +t.toFixed(1)) }));
+  console.log(JSON.stringify({ row: "watch", watchers, skip, ms: +median(times.slice(skip)).toFixed(1), all: times.map((t) => +t.toFixed(1)) }));
 }
 
 async function keepalive(seconds) {
@@ -150,6 +152,6 @@ async function keepalive(seconds) {
   console.log(JSON.stringify({ row: "keepalive", rps: Math.round(answered / secs) }));
 }
 
-if (mode === "watch") await watch(Number(a1 ?? 1000), Number(a2 ?? 5));
+if (mode === "watch") await watch(Number(a1 ?? 1000), Number(a2 ?? 5), Number(a3 ?? 0));
 else if (mode === "keepalive") await keepalive(Number(a1 ?? 5));
 else throw new Error("usage: streams.mjs watch|keepalive <url> ...");
