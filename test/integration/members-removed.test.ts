@@ -146,6 +146,14 @@ function restartedFromSnapshot(logs: string): number {
   return (JSON.parse(line) as { snapshotIndex: number }).snapshotIndex;
 }
 
+/** The indexes of the snapshots the member logged as saved. */
+function savedSnapshots(logs: string): number[] {
+  return logs
+    .split("\n")
+    .filter((l) => l.includes('"saved snapshot"'))
+    .map((l) => (JSON.parse(l) as { index: number }).index);
+}
+
 for (const from of ["wal", "snapshot"] as const) {
   test(`a removed member's peer requests are answered 410 Gone after a restart, its removal ${from === "wal" ? "replayed from the WAL" : "in the snapshot"}`, async () => {
     const srv = await startServer({ flags: from === "snapshot" ? ["--snapshot-count", "5"] : [] });
@@ -158,6 +166,8 @@ for (const from of ["wal", "snapshot"] as const) {
     if (from === "snapshot") {
       // Writes past --snapshot-count: the removal is in a snapshot, and the WAL before it dropped from replay.
       for (let i = 0; i < 12; i++) assert.equal((await http("PUT", `${srv.url}/v2/keys/fill/k${i}`, { value: "v" })).status, 201);
+      // Snapshots are made in the background: a stop before one holding the removal is saved restarts from the older one.
+      await until(async () => savedSnapshots(srv.logs()).some((index) => index >= removedAt), 10_000, `a snapshot at or after the removal at ${removedAt}`);
     }
     const gone = [410, "the member has been permanently removed from the cluster\n"];
     const asRemoved = { from: id.toString(16), to: self, clusterId };
