@@ -276,3 +276,30 @@ test("an fdatasync slower than slowSyncMs is logged as etcd logs it (slow fdatas
   await fast.close();
   assert.equal(warnings.length, 1, "the default threshold is etcd's 1 s");
 });
+
+/** Bytes this process has sent to storage (Linux); undefined elsewhere. */
+async function storageWrites(): Promise<number | undefined> {
+  try {
+    const { readFile } = await import("node:fs/promises");
+    const m = /^write_bytes: (\d+)$/m.exec(await readFile("/proc/self/io", "utf8"));
+    return m === null ? undefined : Number(m[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+test("a small save after the preallocation sends about one page to the disk, not a large folio of the zero fill", async (t) => {
+  const before = await storageWrites();
+  if (before === undefined) return t.skip("no /proc/self/io");
+  const dir = newDir();
+  // The default segment size: a first segment of FIRST_SEGMENT_BYTES, preallocated with zeros.
+  const wal = await Wal.create(dir, META);
+  const saves = 40;
+  const start = (await storageWrites()) as number;
+  for (let i = 1; i <= saves; i++) await wal.save({ term: 1, vote: 1, commit: i - 1 }, [ent(i, 1, 150)], { onLoop: true });
+  const perSave = ((await storageWrites()) as number - start) / saves;
+  await wal.close();
+  // One or two 4 KiB pages per save (a record may straddle a page boundary), plus the
+  // journal's share; a fill in 1 MiB writes made this 1 MiB.
+  assert.ok(perSave < 64 * 1024, `${Math.round(perSave)} bytes sent to the disk per save`);
+});
