@@ -87,13 +87,17 @@ interface Node {
   nodes?: Node[];
 }
 
-/** A v2 tree without indexes and expiration times; TTLs rounded to 10 s (the copy takes a moment). */
+/**
+ * A v2 tree without indexes and expiration times; a TTL only as present (the two trees are
+ * read moments apart, so any rounding of the seconds left can straddle a boundary: 595
+ * against 594 once rounded to 600 and 590). The remaining TTLs are checked on their own.
+ */
 function shape(n: Node): unknown {
   return {
     key: n.key,
     dir: n.dir === true,
     value: n.value,
-    ttl: n.ttl === undefined ? undefined : Math.round(n.ttl / 10) * 10,
+    ttl: n.ttl !== undefined,
     nodes: n.nodes?.map(shape),
   };
 }
