@@ -151,13 +151,17 @@ export class V3Service implements V3Backend {
   }
 
   header(revision?: number): V3Header {
-    return {
-      clusterId: BigInt(this.#kv.clusterId).toString(),
-      memberId: BigInt(this.#kv.memberId).toString(),
-      revision: revision ?? this.#kv.v3.revision,
-      raftTerm: this.#kv.term,
-    };
+    const kv = this.#kv;
+    // Every answer carries the ids as decimal strings: made again only when an id changes
+    // (the cluster id is learnt once), not twice per call.
+    let ids = this.#ids;
+    if (ids.clusterNum !== kv.clusterId || ids.memberNum !== kv.memberId) {
+      ids = this.#ids = { clusterNum: kv.clusterId, memberNum: kv.memberId, clusterId: BigInt(kv.clusterId).toString(), memberId: BigInt(kv.memberId).toString() };
+    }
+    return { clusterId: ids.clusterId, memberId: ids.memberId, revision: revision ?? kv.v3.revision, raftTerm: kv.term };
   }
+
+  #ids = { clusterNum: Number.NaN, memberNum: Number.NaN, clusterId: "", memberId: "" };
 
   /**
    * The caller as auth sees it: null while auth is disabled; with auth enabled a request
@@ -215,15 +219,51 @@ export class V3Service implements V3Backend {
     return res;
   }
 
-  async range(req: RangeRequest, ctx: V3CallContext): Promise<RangeResponse> {
+  // Range and Put are the hot calls: with auth off (and, for a put, room under the quota)
+  // they run without the async steps below, whose every await costs a promise and a
+  // microtask turn (~1.4 KB allocated per put). Same checks, same errors, same order; a
+  // failure is a rejection, never a synchronous throw.
+  range(req: RangeRequest, ctx: V3CallContext): Promise<RangeResponse> {
+    const auth = this.#kv.v3auth;
+    if (auth.enabled) return this.#rangeAuth(req, ctx);
+    try {
+      checkRangePerm(auth, null, req);
+      if (req.serializable) return Promise.resolve(this.#ranged(req));
+      return beforeDeadline(this.#kv.linearizableRead(LOOP_READ), ctx.deadline).then(
+        () => this.#ranged(req),
+        (err: unknown) => {
+          throw toV3Error(err);
+        },
+      );
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  async #rangeAuth(req: RangeRequest, ctx: V3CallContext): Promise<RangeResponse> {
     const info = await this.authInfo(ctx);
     checkRangePerm(this.#kv.v3auth, info, req);
     if (!req.serializable) await this.#read(ctx, LOOP_READ);
+    return this.#ranged(req);
+  }
+
+  #ranged(req: RangeRequest): RangeResponse {
     this.#kv.metrics.ranged();
     return this.#kv.v3.range(req);
   }
 
-  async put(req: PutRequest, ctx: V3CallContext): Promise<PutResponse> {
+  put(req: PutRequest, ctx: V3CallContext): Promise<PutResponse> {
+    const auth = this.#kv.v3auth;
+    if (auth.enabled || !this.#kv.quotaAvailable(costPut(req))) return this.#putChecked(req, ctx);
+    try {
+      checkPutPerm(auth, null, req);
+      return this.#kv.propose({ t: "v3", time: Date.now(), op: { k: "put", r: req } }, ctx.deadline).then(appliedPut, rethrowV3);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  async #putChecked(req: PutRequest, ctx: V3CallContext): Promise<PutResponse> {
     const info = await this.authInfo(ctx);
     checkPutPerm(this.#kv.v3auth, info, req);
     await this.#checkQuota(costPut(req));
@@ -560,6 +600,16 @@ function parseMemberId(id: string): number {
 }
 
 /** Raft-side failures in the v3 API's terms (etcd: "etcdserver: request timed out", code 14). */
+/** #proposeAny's answer for a put, as a `then` callback (no closure per call). */
+function appliedPut(res: ApplyResult): PutResponse {
+  if (!res.ok) throw res.error instanceof V3Error ? res.error : new V3Error(2, res.error.message);
+  return res.v3 as PutResponse;
+}
+
+function rethrowV3(err: unknown): never {
+  throw toV3Error(err);
+}
+
 function toV3Error(err: unknown): unknown {
   if (err instanceof V3Error) return err;
   if (err instanceof LeaderChangedError) return V3Errors.leaderChanged();

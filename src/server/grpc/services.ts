@@ -6,7 +6,7 @@
 import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import type { DescMethodBiDiStreaming, DescMethodServerStreaming, DescMethodUnary } from "@bufbuild/protobuf";
 import { GrpcCode, V3Error, V3Errors } from "../../api/v3-errors.ts";
-import { checkDeleteRangeRequest, checkPutRequest, checkRangeRequest, isReadOnlyTxn, validateTxn } from "../../store/v3/index.ts";
+import { checkDeleteRangeRequest, checkPutRequest, checkRangeRequest, isReadOnlyTxn, validateTxn, type PutResponse, type RangeResponse } from "../../store/v3/index.ts";
 import type { V3Backend, V3GatewayContext, V3Header, V3Snapshot } from "../http/v3-backend.ts";
 import { GRPC_OVERHEAD_BYTES, RaftField, raftRequestSize } from "../http/v3-proto-size.ts";
 import { snapshotBlobs } from "../http/v3-streams.ts";
@@ -104,26 +104,28 @@ export function createRpcTable(gw: V3GatewayContext): RpcTable {
   // --- KV ---
   // Range and Put read and answer through fast-codec.ts: the same values and bytes as the
   // generated code's (which still decodes anything the fast reader does not take).
+  // Not async functions: one `then` per call instead of an async frame and its await (a
+  // synchronous throw is the call's error: UnaryCall catches it as a rejection).
   const fastHdr = (revision: number): HeaderFields => headerFields(revision > 0 ? b.header(revision) : b.header());
+  const rangeAnswer = (r: RangeResponse): Uint8Array => prefixInPlace(encodeRangeResponse(fastHdr(r.revision), r, MESSAGE_PREFIX_BYTES));
+  const putAnswer = (r: PutResponse): Uint8Array => prefixInPlace(encodePutResponse(fastHdr(r.revision), r, MESSAGE_PREFIX_BYTES));
   t.set(pathOf(KV.method.range), {
     kind: "unary",
     framed: true,
-    run: async (bytes, { ctx }) => {
+    run: (bytes, { ctx }) => {
       const req = decodeRangeRequest(bytes) ?? cv.rangeRequest(decodeRequest(KV.method.range.input, bytes));
       checkRangeRequest(req);
-      const r = await b.range(req, ctx);
-      return prefixInPlace(encodeRangeResponse(fastHdr(r.revision), r, MESSAGE_PREFIX_BYTES));
+      return b.range(req, ctx).then(rangeAnswer);
     },
   });
   t.set(pathOf(KV.method.put), {
     kind: "unary",
     framed: true,
-    run: async (bytes, { ctx }) => {
+    run: (bytes, { ctx }) => {
       const req = decodePutRequest(bytes) ?? cv.putRequest(decodeRequest(KV.method.put.input, bytes));
       checkPutRequest(req);
       checkRaftSize(RaftField.put, bytes.length, gw);
-      const r = await b.put(req, ctx);
-      return prefixInPlace(encodePutResponse(fastHdr(r.revision), r, MESSAGE_PREFIX_BYTES));
+      return b.put(req, ctx).then(putAnswer);
     },
   });
   unary(t, KV.method.deleteRange, async (m, { ctx }, size) => {
