@@ -35,6 +35,7 @@ export interface GrpcCall {
 
 export interface UnaryRpc {
   kind: "unary";
+  /** May throw instead of rejecting: the call's error either way. */
   run(request: Uint8Array, call: GrpcCall): Promise<Uint8Array>;
   /** `run` answers a message with its 5-byte prefix already in place (fast-codec.ts). */
   framed?: boolean;
@@ -465,6 +466,11 @@ class UnaryCall {
     const first = this.#stream.read() as Buffer | null;
     if (first !== null && this.#take(first)) return;
     const stream = this.#stream;
+    // The read above started the handle reading (node:http2 emits a stream at its HEADERS,
+    // before the DATA of the same packet, so it usually finds nothing). Flowing is set here
+    // rather than by the 'data' listener, whose resume() would cost a tick and a read(0).
+    // (node's typings make readableFlowing read-only; Readable has had its setter since v10.)
+    (stream as { readableFlowing: boolean | null }).readableFlowing = true;
     stream.on("data", (chunk: Buffer) => {
       if (!this.#done) this.#take(chunk);
     });
@@ -518,7 +524,14 @@ class UnaryCall {
       // answers, a turn later, for a wait that does not watch it.
       deadline.onExpire(() => setImmediate(() => this.#fail({ code: GrpcCode.Unknown, message: "context deadline exceeded" })));
     }
-    this.#rpc.run(request, this.#call).then(
+    let answer: Promise<Uint8Array>;
+    try {
+      answer = this.#rpc.run(request, this.#call);
+    } catch (err) {
+      this.#fail(statusOf(err));
+      return;
+    }
+    answer.then(
       (bytes) => this.#answer(bytes),
       (err: unknown) => this.#fail(statusOf(err)),
     );
