@@ -4,7 +4,7 @@ import { test } from "node:test";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { KeyValue, V3Event } from "../../store/v3/index.ts";
 import * as cv from "./convert.ts";
-import { decodePutRequest, decodeRangeRequest, encodePutResponse, encodeRangeResponse, encodeWatchEvents, headerFields, WatchEventsFramer } from "./fast-codec.ts";
+import { decodePutRequest, decodeRangeRequest, encodePutResponse, encodeRangeResponse, encodeWatchEvents, frameWatchControl, headerFields, WatchEventsFramer } from "./fast-codec.ts";
 import { PutRequestSchema, PutResponseSchema, RangeRequestSchema, RangeResponseSchema, WatchResponseSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
 
 const kv = (key: string, value: string, n: number, lease: bigint): KeyValue => ({
@@ -154,5 +154,31 @@ test("PutRequest and RangeRequest: the fast readers give what fromBinary + conve
   for (const b of refused) {
     assert.equal(decodePutRequest(b), undefined, b.toString("hex"));
     assert.equal(decodeRangeRequest(b), undefined, b.toString("hex"));
+  }
+});
+
+test("WatchResponse without events (created, canceled, compacted, progress): toBinary's bytes behind gRPC's prefix", () => {
+  const cases = [
+    { watchId: 0, created: true },
+    { watchId: 7, created: true },
+    { watchId: -1 },
+    { watchId: -1, created: true, canceled: true, cancelReason: "etcdserver: mvcc: required revision has been compacted" },
+    { watchId: 300, canceled: true, compactRevision: 123456 },
+    { watchId: 2, canceled: true, cancelReason: "permission denied ✓" },
+    { watchId: 5, compactRevision: 0, cancelReason: "" },
+  ];
+  for (const h of headers) {
+    for (const c of cases) {
+      const m: Record<string, unknown> = { header: cv.header(h), watchId: BigInt(c.watchId) };
+      if (c.created === true) m.created = true;
+      if (c.canceled === true) m.canceled = true;
+      if (c.compactRevision !== undefined) m.compactRevision = BigInt(c.compactRevision);
+      if (c.cancelReason !== undefined) m.cancelReason = c.cancelReason;
+      const want = toBinary(WatchResponseSchema, create(WatchResponseSchema, m));
+      const got = frameWatchControl(headerFields(h), c.watchId, c.created === true, c.canceled === true, c.compactRevision ?? 0, c.cancelReason ?? "");
+      assert.equal(got[0], 0);
+      assert.equal(got.readUInt32BE(1), got.length - 5);
+      assert.deepEqual(new Uint8Array(got.subarray(5)), want, JSON.stringify(c));
+    }
   }
 });

@@ -254,6 +254,37 @@ function watchMessage(head: Buffer, watchId: number, fragment: boolean, events: 
   return out.buf;
 }
 
+/**
+ * A WatchResponse without events (created, canceled, compacted, progress: header=1,
+ * watch_id=2, created=3, canceled=4, compact_revision=5, cancel_reason=6) as toBinary
+ * writes it, with gRPC's 5-byte prefix: every new watcher gets one, and the generic
+ * encoder's init object, bigint ids and second copy for the prefix showed in the profile
+ * of opening 1,000 watch streams.
+ */
+export function frameWatchControl(h: HeaderFields, watchId: number, created: boolean, canceled: boolean, compactRevision: number, cancelReason: string): Buffer {
+  const hs = headerSize(h);
+  const reason = cancelReason === "" ? undefined : Buffer.from(cancelReason, "utf8");
+  const total =
+    msgFieldSize(hs) + intFieldSize(watchId) + (created ? 2 : 0) + (canceled ? 2 : 0) + intFieldSize(compactRevision) + (reason === undefined ? 0 : bytesFieldSize(reason));
+  const out = new Out(Buffer.allocUnsafe(MESSAGE_PREFIX_BYTES + total));
+  out.buf[0] = 0;
+  out.buf.writeUInt32BE(total, 1);
+  out.at = MESSAGE_PREFIX_BYTES;
+  out.header(0x0a, h, hs);
+  out.intField(0x10, watchId);
+  if (created) {
+    out.buf[out.at++] = 0x18;
+    out.buf[out.at++] = 1;
+  }
+  if (canceled) {
+    out.buf[out.at++] = 0x20;
+    out.buf[out.at++] = 1;
+  }
+  out.intField(0x28, compactRevision);
+  if (reason !== undefined) out.bytesField(0x32, reason);
+  return out.buf;
+}
+
 function sameEvents(a: readonly V3Event[], b: readonly V3Event[]): boolean {
   if (a === b) return true;
   if (a.length !== b.length) return false;

@@ -14,9 +14,9 @@
 // - closing the server ends every session: open streams see `onClose`.
 //
 // A unary call is the hot path (h2load Put: node:http2's own work was most of the gRPC
-// layer's share). Per call it adds one listener to the stream ('wantTrailers', a shared
-// function) besides 'error', reads the request that came with the headers without
-// switching the stream to flowing mode, and answers with one respond and one end.
+// layer's share). Per call it adds 'error', 'data' and 'end' listeners and one shared
+// 'wantTrailers' function, sets the stream flowing itself (no resume tick), and answers
+// with one respond and one end.
 import http2 from "node:http2";
 import type { Socket } from "node:net";
 import type { TLSSocket } from "node:tls";

@@ -18,19 +18,16 @@
 // Invariants: when the call ends (client cancel, connection gone, shutdown) every watcher
 // of the stream is canceled and its waiting messages are dropped; the client half-closing
 // keeps the watchers, as etcd does.
-import { create, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { GrpcCode } from "../../api/v3-errors.ts";
 import type { V3Event } from "../../store/v3/index.ts";
 import type { V3CallContext, V3GatewayContext, V3Header } from "../http/v3-backend.ts";
 import type { WatchRequestMsg } from "../http/v3-decode.ts";
 import { WatchSession, slowReaderReason, type WatchControl, type WatchWire } from "../http/v3-watch-session.ts";
 import * as cv from "./convert.ts";
-import { WatchEventsFramer } from "./fast-codec.ts";
-import { frameMessage } from "./frames.ts";
-import { WatchResponseSchema, type WatchRequest, type WatchRequestSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
+import { WatchEventsFramer, frameWatchControl, headerFields } from "./fast-codec.ts";
+import type { WatchRequest, WatchRequestSchema, WatchResponseSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
 import type { TypedStream } from "./services.ts";
 
-type Response = MessageInitShape<typeof WatchResponseSchema>;
 type Stream = TypedStream<typeof WatchRequestSchema, typeof WatchResponseSchema>;
 
 /** A WatchRequest as the session takes it (the gateway decodes its JSON into the same). */
@@ -181,12 +178,7 @@ class GrpcWatchWire implements WatchWire {
   }
 
   control(r: WatchControl): void {
-    const m: Response = { header: cv.header(r.header), watchId: BigInt(r.watchId) };
-    if (r.created === true) m.created = true;
-    if (r.canceled === true) m.canceled = true;
-    if (r.compactRevision !== undefined) m.compactRevision = BigInt(r.compactRevision);
-    if (r.cancelReason !== undefined) m.cancelReason = r.cancelReason;
-    this.#write(frameMessage(toBinary(WatchResponseSchema, create(WatchResponseSchema, m))));
+    this.#write(frameWatchControl(headerFields(r.header), r.watchId, r.created === true, r.canceled === true, r.compactRevision ?? 0, r.cancelReason ?? ""));
   }
 
   events(revision: number, watchId: number, events: readonly V3Event[], fragment: boolean): void {
