@@ -6,8 +6,7 @@
 // content types) must get the router's answer too.
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
-import { connect } from "node:net";
-import { once } from "node:events";
+import { rawExchange } from "../helpers/raw-http.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 import { agent } from "../helpers/http.ts";
 
@@ -19,33 +18,8 @@ before(async () => {
 });
 after(() => srv.stop());
 
-/** Sends raw requests on one connection and returns the raw responses (Date blanked). */
-async function raw(requests: string[]): Promise<string[]> {
-  const port = Number(new URL(srv.url).port);
-  const s = connect(port, "127.0.0.1");
-  await once(s, "connect");
-  const out: string[] = [];
-  let buf = Buffer.alloc(0);
-  // One at a time: each answer depends on the writes before it.
-  let next = 0;
-  s.write(requests[next++]!);
-  for await (const c of s) {
-    buf = Buffer.concat([buf, c as Buffer]);
-    for (;;) {
-      const end = buf.indexOf("\r\n\r\n");
-      if (end < 0) break;
-      const headText = buf.subarray(0, end).toString("latin1");
-      const len = Number(/\r\nContent-Length: (\d+)/i.exec(headText)?.[1] ?? "0");
-      if (buf.length < end + 4 + len) break;
-      out.push(buf.subarray(0, end + 4 + len).toString("utf8").replace(/\r\nDate: [^\r]*/, "\r\nDate: -"));
-      buf = buf.subarray(end + 4 + len);
-      if (next < requests.length) s.write(requests[next++]!);
-    }
-    if (out.length === requests.length) break;
-  }
-  s.destroy();
-  return out;
-}
+/** Sends raw requests on one connection, each once the answer before it came (answers depend on the writes before them). */
+const raw = (requests: string[]): Promise<string[]> => rawExchange(srv.url, requests, { oneAtATime: true });
 
 const FORM = "Content-Type: application/x-www-form-urlencoded\r\n";
 

@@ -5,6 +5,7 @@ import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { once } from "node:events";
+import { rawExchange } from "../helpers/raw-http.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 import { agent, json } from "../helpers/http.ts";
 
@@ -21,30 +22,8 @@ before(async () => {
 });
 after(() => srv.stop());
 
-/** Sends raw request heads on one connection and returns the raw responses (Date blanked). */
-async function raw(heads: string[], url = srv.url): Promise<string[]> {
-  const port = Number(new URL(url).port);
-  const s = connect(port, "127.0.0.1");
-  await once(s, "connect");
-  s.write(heads.join(""));
-  const out: string[] = [];
-  let buf = Buffer.alloc(0);
-  for await (const c of s) {
-    buf = Buffer.concat([buf, c as Buffer]);
-    for (;;) {
-      const end = buf.indexOf("\r\n\r\n");
-      if (end < 0) break;
-      const headText = buf.subarray(0, end).toString("latin1");
-      const len = Number(/\r\nContent-Length: (\d+)/i.exec(headText)?.[1] ?? "0");
-      if (buf.length < end + 4 + len) break;
-      out.push(buf.subarray(0, end + 4 + len).toString("utf8").replace(/\r\nDate: [^\r]*/, "\r\nDate: -"));
-      buf = buf.subarray(end + 4 + len);
-    }
-    if (out.length === heads.length) break;
-  }
-  s.destroy();
-  return out;
-}
+/** Sends raw request heads on one connection, pipelined, and returns the raw responses (Date blanked). */
+const raw = (heads: string[], url = srv.url): Promise<string[]> => rawExchange(url, heads);
 
 /** A GET as a plain client sends it (the lane's), and the same GET with a header the lane leaves to node:http. */
 const viaLane = (target: string, extra = ""): string => `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n${extra}\r\n`;
