@@ -18,9 +18,8 @@ import { eventJSON, raftHeaders } from "./keys-handler.ts";
 import type { KeysFastGetContext } from "./keys-fast-get.ts";
 import { isHostWhitelisted, requestHostname } from "./host-whitelist.ts";
 import { parseKeyRequest, type KeyRequest } from "./parse-key-request.ts";
-import { muxCleanPath } from "./path.ts";
 import { jsonBase, proposalErrorParts } from "./respond.ts";
-import { keyOfPath, requestLineTooLong } from "./router.ts";
+import { plainKeyOfPath, requestLineTooLong, splitTarget } from "./router.ts";
 import { allowsAnyOrigin } from "./cors.ts";
 import { wallClockNs } from "../wall-clock.ts";
 import type { WriteTracer } from "../write-trace.ts";
@@ -56,12 +55,10 @@ export function keysFastWrite(ctx: KeysFastGetContext, tracer?: WriteTracer): Fa
     if (whitelist.length > 0 && !isHostWhitelisted(whitelist, requestHostname(head.host))) return undefined;
     const target = head.target;
     if (requestLineTooLong(method, target)) return undefined;
-    const q = target.indexOf("?");
-    const path = q < 0 ? target : target.slice(0, q);
-    // No escapes: the raw path is then the decoded one the router would route.
-    const key = path.includes("%") || muxCleanPath(path) !== path ? undefined : keyOfPath(path);
+    const { rawPath, rawQuery } = splitTarget(target);
+    const key = plainKeyOfPath(rawPath);
     if (key === undefined) return undefined;
-    const form = formOf(head, q < 0 ? "" : target.slice(q + 1));
+    const form = formOf(head, rawQuery ?? "");
     if (form === undefined) return undefined;
     // etcd stamps expirations with Go's nanosecond clock (keys-handler.ts does the same).
     const clock = wallClockNs();
