@@ -46,6 +46,8 @@ for (const run of runs) {
       // kvctl keeps only 50 entries after a snapshot: a member back from a kill, a pause or a
       // partition is sent a snapshot (the v3 database streamed) instead of the log.
       catchupEntries: 50,
+      // CI keeps no data root: a failed run prints what each member logged of elections and restarts.
+      logTailOnFailure: 40,
       log: (line: string) => t.diagnostic(line),
     };
     let report: FaultReport;

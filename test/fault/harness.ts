@@ -10,6 +10,7 @@ import { registerModel, type RegisterOperation } from "../linearizability/regist
 import { Cluster, ClusterNotReadyError, sleep, type ServerKind } from "./cluster.ts";
 import { checkConvergence, ConvergenceVerdict, describeConvergence, type ConvergenceResult } from "./convergence.ts";
 import { summarizeElections, type ElectionSummary, type ElectionTiming } from "./election.ts";
+import { memberLogTails } from "./log-tail.ts";
 import { describeStall, readDiskStalls, stallsDuring, withoutPauses, type DiskStall } from "./disk-stalls.ts";
 import { findLostWrites, type LostWrite } from "./durability.ts";
 import { FaultKind, healAll, runNemesis, type FaultRecord } from "./nemesis.ts";
@@ -50,6 +51,8 @@ export interface FaultTestOptions {
   convergenceTimeoutMs?: number;
   /** Corrupt the recorded history on purpose, to prove the checks catch it. */
   inject?: Injection;
+  /** When the run is not ok: log this many story lines of each member's log (log-tail.ts) before the data root goes. */
+  logTailOnFailure?: number;
   /** Keep the data root and member logs. */
   keep?: boolean;
   log: (line: string) => void;
@@ -239,6 +242,9 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
     return report;
   } finally {
     abort.abort();
+    if (report.verdict !== RunVerdict.ok && opts.logTailOnFailure !== undefined && opts.keep !== true) {
+      for (const line of await memberLogTails(cluster.root, cluster.members.map((m) => m.name), opts.logTailOnFailure)) opts.log(line);
+    }
     await watcher?.stop();
     closeClientConnections();
     closeGrpcSessions();
