@@ -3,11 +3,14 @@
 // for no ReadIndex round; anything else, a nested txn included, goes through the log.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { V3Errors } from "../api/v3-errors.ts";
 import { V3AuthState } from "../auth/index.ts";
 import { MvccStore } from "../store/v3/mvcc-store.ts";
 import type { TxnRequest } from "../store/v3/types.ts";
-import { cmpVersion, opPut, opRange, opTxn, putReq, txnReq } from "../store/v3/v3.test-helper.ts";
+import { cmpVersion, opPut, opRange, opTxn, putReq, rangeReq, txnReq } from "../store/v3/v3.test-helper.ts";
 import { CompareResult as R } from "../store/v3/types.ts";
+import { DeadlineExceededError } from "./deadline.ts";
+import { LeaderChangedError } from "./errors.ts";
 import { ServerMetrics } from "./metrics/server-metrics.ts";
 import { V3Service, type V3ServiceHost } from "./v3-service.ts";
 
@@ -75,4 +78,78 @@ test("a put among serializable ranges goes through the log", async () => {
 test("a nested txn goes through the log, even of serializable ranges only", async () => {
   assert.equal(await pathOf(txnReq({ success: [opTxn({ success: [opRange("a", ser)] })] })), "log");
   assert.equal(await pathOf(txnReq({ success: [opRange("a", ser)], failure: [opTxn({ failure: [opRange("a")] })] })), "log");
+});
+
+// Put and Range take a path without async steps when auth is off (and the quota has
+// room): the same answers and errors as the async path, and never a synchronous throw.
+function hotMember(over: Partial<Record<"propose" | "linearizableRead" | "quotaAvailable", unknown>> = {}): { service: V3Service; proposed: unknown[]; reads: () => number } {
+  // The key space's alarm list (a member's V3KeySpace has one; the bare store not).
+  const v3 = Object.assign(new MvccStore(), { alarms: () => [] });
+  v3.put(putReq("a", "1"));
+  const proposed: unknown[] = [];
+  let reads = 0;
+  const kv = {
+    config: { authToken: { type: "simple" } },
+    clusterId: 11,
+    memberId: 22,
+    term: 3,
+    v3,
+    v3auth: new V3AuthState(),
+    metrics: new ServerMetrics(),
+    quotaAvailable: () => true,
+    linearizableRead: async () => {
+      reads++;
+    },
+    propose: async (body: unknown) => {
+      proposed.push(body);
+      return { ok: true, v3: { revision: 9 } };
+    },
+    ...over,
+  };
+  return { service: new V3Service(kv as unknown as V3ServiceHost), proposed, reads: () => reads };
+}
+
+test("put with auth off: one proposal of the put, its answer; errors as etcd's, as rejections", async () => {
+  const m = hotMember();
+  assert.deepEqual(await m.service.put(putReq("k", "v"), { token: undefined }), { revision: 9 });
+  assert.equal((m.proposed[0] as { op: { k: string } }).op.k, "put");
+
+  const refused = hotMember({ propose: async () => ({ ok: false, error: V3Errors.leaseNotFound() }) });
+  await assert.rejects(refused.service.put(putReq("k", "v"), { token: undefined }), V3Errors.leaseNotFound());
+  const timedOut = hotMember({ propose: () => Promise.reject(new DeadlineExceededError(true)) });
+  await assert.rejects(timedOut.service.put(putReq("k", "v"), { token: undefined }), V3Errors.timeout());
+  const throwing = hotMember({
+    propose: () => {
+      throw new LeaderChangedError();
+    },
+  });
+  let p: Promise<unknown> | undefined;
+  assert.doesNotThrow(() => (p = throwing.service.put(putReq("k", "v"), { token: undefined })));
+  await assert.rejects(p!, V3Errors.leaderChanged());
+});
+
+test("put over the quota: NOSPACE, and the alarm proposed (the checked path)", async () => {
+  const m = hotMember({ quotaAvailable: () => false });
+  await assert.rejects(m.service.put(putReq("k", "v"), { token: undefined }), V3Errors.noSpace());
+  assert.equal((m.proposed[0] as { op: { k: string } }).op.k, "alarm");
+});
+
+test("range with auth off: serializable without a ReadIndex round, linearizable after one; its failure as etcd's", async () => {
+  const m = hotMember();
+  const r = await m.service.range({ ...rangeReq("a"), serializable: true }, { token: undefined });
+  assert.equal(r.kvs[0]!.value.toString(), "1");
+  assert.equal(m.reads(), 0);
+  await m.service.range(rangeReq("a"), { token: undefined });
+  assert.equal(m.reads(), 1);
+  const lost = hotMember({ linearizableRead: () => Promise.reject(new LeaderChangedError()) });
+  await assert.rejects(lost.service.range(rangeReq("a"), { token: undefined }), V3Errors.leaderChanged());
+});
+
+test("the header's ids follow the member's (decimal strings of the current ids)", () => {
+  const host = { config: { authToken: { type: "simple" } }, clusterId: 11, memberId: 22, term: 3, v3: { revision: 4 } };
+  const s = new V3Service(host as unknown as V3ServiceHost);
+  assert.deepEqual(s.header(), { clusterId: "11", memberId: "22", revision: 4, raftTerm: 3 });
+  // A member learns its cluster's id when it joins one.
+  host.clusterId = 2 ** 53 - 1;
+  assert.deepEqual(s.header(7), { clusterId: "9007199254740991", memberId: "22", revision: 7, raftTerm: 3 });
 });

@@ -236,7 +236,7 @@ export class V3Service implements V3Backend {
         },
       );
     } catch (err) {
-      return Promise.reject(err);
+      return Promise.reject(toV3Error(err));
     }
   }
 
@@ -259,7 +259,7 @@ export class V3Service implements V3Backend {
       checkPutPerm(auth, null, req);
       return this.#kv.propose({ t: "v3", time: Date.now(), op: { k: "put", r: req } }, ctx.deadline).then(appliedPut, rethrowV3);
     } catch (err) {
-      return Promise.reject(err);
+      return Promise.reject(toV3Error(err));
     }
   }
 
