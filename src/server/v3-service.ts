@@ -215,8 +215,7 @@ export class V3Service implements V3Backend {
     } catch (err) {
       throw toV3Error(err);
     }
-    if (!res.ok) throw res.error instanceof V3Error ? res.error : new V3Error(2, res.error.message);
-    return res;
+    return appliedOrThrow(res);
   }
 
   // Range and Put are the hot calls: with auth off (and, for a put, room under the quota)
@@ -601,9 +600,14 @@ function parseMemberId(id: string): number {
 
 /** Raft-side failures in the v3 API's terms (etcd: "etcdserver: request timed out", code 14). */
 /** #proposeAny's answer for a put, as a `then` callback (no closure per call). */
-function appliedPut(res: ApplyResult): PutResponse {
+/** A command's outcome: applied, or its refusal thrown as a V3Error. */
+function appliedOrThrow(res: ApplyResult): Applied {
   if (!res.ok) throw res.error instanceof V3Error ? res.error : new V3Error(2, res.error.message);
-  return res.v3 as PutResponse;
+  return res;
+}
+
+function appliedPut(res: ApplyResult): PutResponse {
+  return appliedOrThrow(res).v3 as PutResponse;
 }
 
 function rethrowV3(err: unknown): never {

@@ -14,7 +14,7 @@
 import type { FastHandler, FastResponse, RequestHead } from "./fast-lane.ts";
 import { goMediaType, MAX_FORM_BYTES } from "./body.ts";
 import { parseQuery, type FormValues } from "./form.ts";
-import { eventJSON, raftHeaders } from "./keys-handler.ts";
+import { raftHeaders, writeAnswer } from "./keys-handler.ts";
 import type { KeysFastGetContext } from "./keys-fast-get.ts";
 import { isHostWhitelisted, requestHostname } from "./host-whitelist.ts";
 import { parseKeyRequest, type KeyRequest } from "./parse-key-request.ts";
@@ -75,9 +75,8 @@ export function keysFastWrite(ctx: KeysFastGetContext, tracer?: WriteTracer): Fa
     const propose = (): Promise<FastResponse> =>
       server.doV2({ t: "v2", time: clock.ms + clock.ns / 1e6, r: write.request }).then(
         (ev) => {
-          const created = ev.action === "create" || (ev.action === "set" && ev.prevNode === undefined);
-          const noValue = write.noValueOnSuccess && (ev.action === "set" || ev.action === "compareAndSwap" || ev.action === "create" || ev.action === "update");
-          return { status: created ? 201 : 200, headers: jsonBase.concat(raftHeaders(ctx, ev.etcdIndex)), body: eventJSON(ev, noValue) };
+          const answer = writeAnswer(ev, write.noValueOnSuccess);
+          return { status: answer.status, headers: jsonBase.concat(raftHeaders(ctx, ev.etcdIndex)), body: answer.body };
         },
         (err: unknown) => {
           // Proposed: answered here whatever happened, never handed to the router (it would propose again).

@@ -19,6 +19,13 @@ const KEYS_ALLOW = "HEAD,GET,PUT,POST,DELETE";
 const KEYS_METHODS: ReadonlySet<string> = new Set(KEYS_ALLOW.split(","));
 
 /** Renders an event without its internal fields. */
+/** The status and body of an applied v2 write (the router's and the fast lane's): 201 for a new node; noValueOnSuccess leaves only the action. */
+export function writeAnswer(ev: V2Event, noValueOnSuccess: boolean): { status: number; body: string } {
+  const created = ev.action === "create" || (ev.action === "set" && ev.prevNode === undefined);
+  const noValue = noValueOnSuccess && (ev.action === "set" || ev.action === "compareAndSwap" || ev.action === "create" || ev.action === "update");
+  return { status: created ? 201 : 200, body: eventJSON(ev, noValue) };
+}
+
 export function eventJSON(ev: V2Event, noValue = false): string {
   if (noValue) return JSON.stringify({ action: ev.action }) + "\n";
   const out: { action: string; node: unknown; prevNode?: unknown } = { action: ev.action, node: ev.node };
@@ -83,9 +90,8 @@ export async function handleKeys(req: IncomingMessage, res: ServerResponse, keyP
   switch (kr.kind) {
     case "write": {
       const ev = await server.doV2({ t: "v2", time: now, r: kr.request });
-      const created = ev.action === "create" || (ev.action === "set" && ev.prevNode === undefined);
-      const noValue = kr.noValueOnSuccess && (ev.action === "set" || ev.action === "compareAndSwap" || ev.action === "create" || ev.action === "update");
-      sendJson(res, created ? 201 : 200, raftHeaders(ctx, ev.etcdIndex), eventJSON(ev, noValue));
+      const answer = writeAnswer(ev, kr.noValueOnSuccess);
+      sendJson(res, answer.status, raftHeaders(ctx, ev.etcdIndex), answer.body);
       return;
     }
     case "get": {
