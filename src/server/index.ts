@@ -6,6 +6,8 @@ import { KvServer } from "./kv-server.ts";
 import { createRouter } from "./http/router.ts";
 import { keysFastGet } from "./http/keys-fast-get.ts";
 import { keysFast, keysFastWrite } from "./http/keys-fast-write.ts";
+import { v3FastKv } from "./http/v3-fast-kv.ts";
+import { firstOf } from "./http/fast-lane.ts";
 import { listen, type Listener } from "./http/listener.ts";
 import { createPeerRouter } from "./http/peer-router.ts";
 import { V3Service } from "./v3-service.ts";
@@ -53,11 +55,11 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     grpc = new GrpcServer(createRpcTable(v3Gateway), { maxRecvBytes: grpcRecvLimit(v3Gateway), clientCertAuth: clientTls?.clientCertAuth ?? false, observer: metrics.grpc, onRequest: () => kv.noteClientRequest(), maxConcurrentStreams: config.maxConcurrentStreams, keepAlive: config.grpcKeepAlive });
     metrics.attachGrpc(grpc);
     const toGrpc = grpc;
-    // Plain key reads and writes skip node:http (fast-lane.ts); everything else goes through the router.
+    // Plain key reads and writes, and v3 puts and ranges, skip node:http (fast-lane.ts); everything else goes through the router.
     const router = createRouter(routes);
     const tracer = kv.tracer;
     const handler: typeof router = tracer.enabled ? (req, res) => tracer.around(req, res, () => router(req, res)) : router;
-    listeners = await listen(config.listenClientUrls, handler, log, { tls: clientTls, fast: keysFast(keysFastGet(routes), keysFastWrite(routes, tracer.enabled ? tracer : undefined)), grpc: (socket) => toGrpc.accept(socket) });
+    listeners = await listen(config.listenClientUrls, handler, log, { tls: clientTls, fast: firstOf(v3FastKv(routes, tracer.enabled ? tracer : undefined), keysFast(keysFastGet(routes), keysFastWrite(routes, tracer.enabled ? tracer : undefined))), grpc: (socket) => toGrpc.accept(socket) });
     // --listen-metrics-urls: /metrics and /health only, as etcd's metrics mux.
     if (config.listenMetricsUrls.length > 0) {
       const metricsListeners = await listen(config.listenMetricsUrls, createMetricsRouter(kv, metrics), log, { tls: clientTls });

@@ -1,6 +1,7 @@
 // Raw HTTP/1.1 exchanges on one connection, for tests that compare answers byte for byte
 // (the fast lane against node:http and the router): the requests are written as given, the
-// answers split by their Content-Length, each with its Date header blanked.
+// answers split by their Content-Length (or their chunks and trailer), each with its Date
+// header blanked.
 import { connect } from "node:net";
 import { once } from "node:events";
 
@@ -26,8 +27,8 @@ export async function rawExchange(url: string, requests: string[], opts: { oneAt
       const end = buf.indexOf("\r\n\r\n");
       if (end < 0) break;
       const headText = buf.subarray(0, end).toString("latin1");
-      const len = Number(/\r\nContent-Length: (\d+)/i.exec(headText)?.[1] ?? "0");
-      if (buf.length < end + 4 + len) break;
+      const len = /\r\nTransfer-Encoding: chunked\r\n/i.test(headText + "\r\n") ? chunkedLength(buf, end + 4) : Number(/\r\nContent-Length: (\d+)/i.exec(headText)?.[1] ?? "0");
+      if (len === undefined || buf.length < end + 4 + len) break;
       out.push(buf.subarray(0, end + 4 + len).toString("utf8").replace(/\r\nDate: [^\r]*/, "\r\nDate: -"));
       buf = buf.subarray(end + 4 + len);
       if (next < requests.length) s.write(requests[next++]!);
@@ -36,4 +37,21 @@ export async function rawExchange(url: string, requests: string[], opts: { oneAt
   }
   s.destroy();
   return out;
+}
+
+/** The bytes of a chunked body starting at `from`, its last chunk and trailer included; undefined until all arrived. */
+function chunkedLength(buf: Buffer, from: number): number | undefined {
+  let pos = from;
+  for (;;) {
+    const nl = buf.indexOf("\r\n", pos);
+    if (nl < 0) return undefined;
+    const size = parseInt(buf.subarray(pos, nl).toString("latin1"), 16);
+    if (size === 0) {
+      // The trailer's fields, then an empty line.
+      const end = buf.subarray(nl).indexOf("\r\n\r\n");
+      return end < 0 ? undefined : nl + end + 4 - from;
+    }
+    pos = nl + 2 + size + 2;
+    if (pos > buf.length) return undefined;
+  }
 }

@@ -5,7 +5,8 @@
 // GETs than etcd and more. The lane parses the request head itself, asks a `FastHandler`
 // for the whole response and writes it in one call.
 //
-// A PUT, POST, PATCH or DELETE may carry a small body by Content-Length (a v2 write's form): the lane hands it
+// A PUT, POST, PATCH or DELETE may carry a small body by Content-Length (a v2 write's form,
+// a v3 gateway call's JSON): the lane hands it
 // to the handler with the head once all of it has arrived; a body still on its way, or
 // longer than `maxBodyBytes`, is left to node:http.
 //
@@ -25,7 +26,8 @@
 //   node:http would have refused;
 // - a request whose answer is a promise is answered: a graceful close waits for it;
 // - a response is byte for byte what node:http would write for the same status, headers
-//   and body (Date, Connection and Keep-Alive after the handler's headers).
+//   and body (Date, Connection and Keep-Alive after the handler's headers; with a trailer,
+//   Transfer-Encoding: chunked after them and the body as one chunk).
 import { METHODS, STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 
@@ -36,6 +38,8 @@ export interface RequestHead {
   target: string;
   host: string;
   authorization: string | undefined;
+  /** The Grpc-Metadata-Token header (the v3 gateway's token), when present. */
+  grpcToken?: string;
   /** Bytes of the request: the head, final empty line included, and the body. */
   length: number;
   /** The body (bytes as latin1 characters), present only when the head gave a Content-Length. */
@@ -50,6 +54,11 @@ export interface FastResponse {
   /** Header names and values, flat, in the order they are written. */
   headers: readonly string[];
   body: string;
+  /**
+   * Trailer names and values, flat: the response is then sent chunked with them after the
+   * body, as node:http sends one with addTrailers (no Content-Length).
+   */
+  trailer?: readonly string[];
   /** Called once the response was handed to the socket (a traced write's last phase). */
   written?: () => void;
 }
@@ -111,6 +120,7 @@ export function parseHead(buf: string, from: number, maxHeadBytes: number, maxBo
   let target = "";
   let host: string | undefined;
   let authorization: string | undefined;
+  let grpcToken: string | undefined;
   let contentLength = -1;
   let contentType: string | undefined;
   for (let line = 0; ; line++) {
@@ -122,10 +132,11 @@ export function parseHead(buf: string, from: number, maxHeadBytes: number, maxBo
     const end = nl - 1;
     if (end === pos) {
       if (line === 0 || host === undefined) return "decline";
-      if (contentLength < 0) return { method, target, host, authorization, length: nl + 1 - from };
+      const token = grpcToken === undefined ? {} : { grpcToken };
+      if (contentLength < 0) return { method, target, host, authorization, ...token, length: nl + 1 - from };
       if (buf.length - (nl + 1) < contentLength) return "decline";
       const body = buf.slice(nl + 1, nl + 1 + contentLength);
-      return { method, target, host, authorization, length: nl + 1 + contentLength - from, body, contentType };
+      return { method, target, host, authorization, ...token, length: nl + 1 + contentLength - from, body, contentType };
     }
     if (line === 0) {
       const sp1 = buf.indexOf(" ", pos);
@@ -154,6 +165,10 @@ export function parseHead(buf: string, from: number, maxHeadBytes: number, maxBo
         case "authorization":
           if (authorization !== undefined) return "decline";
           authorization = buf.slice(vs, ve);
+          break;
+        case "grpc-metadata-token":
+          if (grpcToken !== undefined) return "decline";
+          grpcToken = buf.slice(vs, ve);
           break;
         case "connection":
           if (buf.slice(vs, ve).toLowerCase() !== "keep-alive") return "decline";
@@ -196,8 +211,17 @@ export function renderResponse(res: FastResponse, keepAliveSeconds: number, now:
   let out = `HTTP/1.1 ${res.status} ${STATUS_CODES[res.status] ?? "unknown"}\r\n`;
   const h = res.headers;
   for (let i = 0; i + 1 < h.length; i += 2) out += `${h[i]!}: ${h[i + 1]!}\r\n`;
-  out += `Content-Length: ${Buffer.byteLength(res.body)}\r\nDate: ${httpDate(now)}\r\nConnection: keep-alive\r\nKeep-Alive: timeout=${keepAliveSeconds}\r\n\r\n`;
-  return out + res.body;
+  const length = Buffer.byteLength(res.body);
+  const t = res.trailer;
+  if (t === undefined) {
+    out += `Content-Length: ${length}\r\nDate: ${httpDate(now)}\r\nConnection: keep-alive\r\nKeep-Alive: timeout=${keepAliveSeconds}\r\n\r\n`;
+    return out + res.body;
+  }
+  out += `Date: ${httpDate(now)}\r\nConnection: keep-alive\r\nKeep-Alive: timeout=${keepAliveSeconds}\r\nTransfer-Encoding: chunked\r\n\r\n`;
+  if (length > 0) out += `${length.toString(16)}\r\n${res.body}\r\n`;
+  out += "0\r\n";
+  for (let i = 0; i + 1 < t.length; i += 2) out += `${t[i]!}: ${t[i + 1]!}\r\n`;
+  return out + "\r\n";
 }
 
 export interface FastLaneOptions {
@@ -417,4 +441,19 @@ export class FastLane {
     for (const s of this.#open.keys()) s.destroy();
     this.#open.clear();
   }
+}
+
+/**
+ * One handler of several, each of which declines (synchronously) what it does not take:
+ * the first that answers answers. (A handler's promise is its answer: one settling to
+ * `undefined` hands the connection over, as for a single handler.)
+ */
+export function firstOf(...handlers: readonly FastHandler[]): FastHandler {
+  return (head) => {
+    for (const h of handlers) {
+      const res = h(head);
+      if (res !== undefined) return res;
+    }
+    return undefined;
+  };
 }

@@ -9,7 +9,7 @@
 // respond.ts at module load, only inside functions, so the cycle is harmless.
 import type { ServerResponse } from "node:http";
 import { V3Error, httpStatusOfGrpcCode } from "../../api/v3-errors.ts";
-import { corsHeaders, sendJson } from "./respond.ts";
+import { corsHeaders, jsonBase, sendJson } from "./respond.ts";
 import type { JsonObject } from "./v3-encode.ts";
 import { GatewayError } from "./v3-wire.ts";
 
@@ -19,9 +19,31 @@ function cors(): string[] {
   return Object.entries(corsHeaders).flat() as string[];
 }
 
+/**
+ * A unary answer as the router writes it: the status, the headers after `jsonBase`, the
+ * body, and for an error from the gRPC server the trailer (then sent chunked, without a
+ * Content-Length). The router's writers and the fast lane (v3-fast-kv.ts) both use these.
+ */
+export interface V3AnswerParts {
+  status: number;
+  extra: readonly string[];
+  body: string;
+  /** Trailer names and values, flat; absent: a complete answer with a Content-Length. */
+  trailer?: readonly string[];
+}
+
+const GRPC_TRAILER = ["Grpc-Trailer-Content-Type", "application/grpc"] as const;
+const TRAILER_HEADER = ["Trailer", "Grpc-Trailer-Content-Type"] as const;
+
+/** A unary success's parts. */
+export function v3SuccessParts(body: JsonObject): V3AnswerParts {
+  return { status: 200, extra: GRPC_METADATA, body: JSON.stringify(body) };
+}
+
 /** A unary success. */
 export function sendV3Json(res: ServerResponse, body: JsonObject): void {
-  sendJson(res, 200, GRPC_METADATA, JSON.stringify(body));
+  const p = v3SuccessParts(body);
+  sendJson(res, p.status, p.extra, p.body);
 }
 
 /** The error body, as grpc-gateway's DefaultHTTPError writes it. */
@@ -29,17 +51,27 @@ export function errorBody(code: number, message: string): string {
   return JSON.stringify({ error: message, message, code });
 }
 
+/** A V3Error's parts: one the gateway made has a Content-Length; one from the server, the gRPC trailer. */
+export function v3ErrorParts(err: V3Error): V3AnswerParts {
+  const status = httpStatusOfGrpcCode(err.code);
+  const body = errorBody(err.code, err.message);
+  if (err instanceof GatewayError) return { status, extra: [], body };
+  return { status, extra: TRAILER_HEADER, body, trailer: GRPC_TRAILER };
+}
+
 /** THE rendering of a V3Error (respond.ts's writeError calls it). */
 export function writeV3Error(res: ServerResponse, err: V3Error): void {
-  const body = errorBody(err.code, err.message);
-  if (err instanceof GatewayError) {
-    sendJson(res, httpStatusOfGrpcCode(err.code), [], body);
+  const p = v3ErrorParts(err);
+  if (p.trailer === undefined) {
+    sendJson(res, p.status, p.extra, p.body);
     return;
   }
   // Chunked, so that the trailer can follow the body.
-  res.writeHead(httpStatusOfGrpcCode(err.code), [...cors(), "Content-Type", "application/json", "Trailer", "Grpc-Trailer-Content-Type"]);
-  res.addTrailers({ "Grpc-Trailer-Content-Type": "application/grpc" });
-  res.end(body);
+  res.writeHead(p.status, jsonBase.concat(p.extra));
+  const trailers: Record<string, string> = {};
+  for (let i = 0; i + 1 < p.trailer.length; i += 2) trailers[p.trailer[i]!] = p.trailer[i + 1]!;
+  res.addTrailers(trailers);
+  res.end(p.body);
 }
 
 /** grpc-gateway's text for an HTTP status (Go's http.StatusText) in stream error chunks. */

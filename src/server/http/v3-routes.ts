@@ -14,7 +14,7 @@ import { readRequestBody } from "./v3-json.ts";
 import { sendV3Json } from "./v3-respond.ts";
 import { serveKeepAlive, serveSnapshot } from "./v3-streams.ts";
 import { serveWatch } from "./v3-watch-stream.ts";
-import { GatewayDecodeError, messageFields } from "./v3-wire.ts";
+import { GatewayDecodeError, messageFields, type Fields } from "./v3-wire.ts";
 
 const STREAM_ROUTES = ["watch", "lease/keepalive", "maintenance/snapshot"] as const;
 
@@ -47,6 +47,11 @@ export function callContext(req: IncomingMessage): V3CallContext {
   return { token };
 }
 
+/** The longest unary body read: one that cannot hold a message under the gRPC receive limit is refused. */
+export function maxUnaryBodyBytes(gw: V3GatewayContext): number {
+  return 2 * grpcRecvLimit(gw) + 64 * 1024;
+}
+
 /**
  * Reads a unary body. etcd's gateway reads any size; here a body that cannot hold a message
  * under the gRPC receive limit (twice the limit, base64 and names included) is refused as
@@ -55,20 +60,30 @@ export function callContext(req: IncomingMessage): V3CallContext {
 async function readUnaryBody(req: IncomingMessage, gw: V3GatewayContext): Promise<Buffer> {
   const limit = grpcRecvLimit(gw);
   try {
-    return await readBody(req, 2 * limit + 64 * 1024);
+    return await readBody(req, maxUnaryBodyBytes(gw));
   } catch (err) {
     if (err instanceof BodyTooLargeError) throw V3Errors.messageTooLarge(err.size, limit);
     throw err;
   }
 }
 
+/** The fields of a unary request's body (its one JSON value), or a GatewayDecodeError. */
+export function unaryFields(body: Buffer): Fields | undefined {
+  const parsed = readRequestBody(body);
+  if ("error" in parsed) throw new GatewayDecodeError(parsed.error);
+  return messageFields(parsed.node);
+}
+
+/** The error a failed v3 call is answered with: whatever is not a V3Error is gRPC code Unknown (500), as in etcd. */
+export function asV3Error(err: unknown): V3Error {
+  return err instanceof V3Error ? err : new V3Error(GrpcCode.Unknown, err instanceof Error ? err.message : String(err));
+}
+
 async function serveUnary(req: IncomingMessage, res: ServerResponse, route: string, gw: V3GatewayContext): Promise<void> {
   const handler = UNARY_ROUTES.get(route);
   if (handler === undefined) throw new HttpTextError(404, "Not Found");
   const body = await readUnaryBody(req, gw);
-  const parsed = readRequestBody(body);
-  if ("error" in parsed) throw new GatewayDecodeError(parsed.error);
-  const out = await handler(messageFields(parsed.node), { backend: gw.backend, ctx: callContext(req), gw });
+  const out = await handler(unaryFields(body), { backend: gw.backend, ctx: callContext(req), gw });
   sendV3Json(res, out);
 }
 
@@ -94,9 +109,8 @@ export async function handleV3(req: IncomingMessage, res: ServerResponse, route:
   try {
     await dispatch(req, res, route, gw);
   } catch (err) {
-    // Whatever else fails in the server reaches the client as gRPC code Unknown (500), as in etcd.
-    if (err instanceof V3Error || err instanceof HttpTextError) throw err;
-    throw new V3Error(GrpcCode.Unknown, err instanceof Error ? err.message : String(err));
+    if (err instanceof HttpTextError) throw err;
+    throw asV3Error(err);
   }
 }
 
@@ -110,9 +124,7 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, route: string
       return;
     case "maintenance/snapshot": {
       // A server-streaming call: the request is one message (ignored: it has no fields).
-      const parsed = readRequestBody(await readUnaryBody(req, gw));
-      if ("error" in parsed) throw new GatewayDecodeError(parsed.error);
-      messageFields(parsed.node);
+      unaryFields(await readUnaryBody(req, gw));
       await serveSnapshot(res, gw, callContext(req));
       return;
     }
