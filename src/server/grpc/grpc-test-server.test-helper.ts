@@ -13,6 +13,8 @@ import { createRpcTable, grpcRecvLimit } from "./services.ts";
 
 export interface GrpcTestServer<B extends FakeV3Backend> {
   backend: B;
+  /** The server itself (drain, close). */
+  grpc: GrpcServer;
   port: number;
   url: string;
   /** An HTTP/2 client session to the server, closed by close() if the test has not. */
@@ -40,6 +42,7 @@ export async function startGrpcTestServer<B extends FakeV3Backend>(backend: B, o
   const clients = new Set<http2.ClientHttp2Session>();
   return {
     backend,
+    grpc,
     port,
     url,
     connect: (options) => {

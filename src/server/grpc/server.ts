@@ -1,7 +1,8 @@
-// The gRPC server: node:http2 sessions on connections the client listener hands over
-// (mux.ts decided they speak HTTP/2), gRPC's HTTP/2 mapping done here, and a table of RPCs
-// keyed by `:path` ("/etcdserverpb.KV/Range"). An RPC sees bytes in and bytes out
-// (services.ts decodes and encodes), so a hot response can have a hand-made encoder.
+// The gRPC server: HTTP/2 connections of our own (h2/) on the sockets the client listener
+// hands over (mux.ts decided they speak HTTP/2), gRPC's HTTP/2 mapping done here, and a
+// table of RPCs keyed by `:path` ("/etcdserverpb.KV/Range"). An RPC sees bytes in and
+// bytes out (services.ts decodes and encodes), so a hot response can have a hand-made
+// encoder.
 //
 // Invariants:
 // - every call ends with a grpc-status: trailers after the messages, or a trailers-only
@@ -11,24 +12,24 @@
 // - an unknown service or method is code 12 (Unimplemented) with grpc-go's wording;
 // - a grpc-timeout deadline ends the call: a unary call whose wait it cuts short answers as
 //   etcd's handlers do (the backend sees it in `ctx.deadline`), a stream ends with code 4;
-// - closing the server ends every session: open streams see `onClose`.
+// - closing the server ends every connection: open streams see `onClose`.
 //
-// A unary call is the hot path (h2load Put: node:http2's own work was most of the gRPC
-// layer's share). Per call it adds 'error', 'data' and 'end' listeners and one shared
-// 'wantTrailers' function, sets the stream flowing itself (no resume tick), and answers
-// with one respond and one end.
-import http2 from "node:http2";
+// A unary call is the hot path: its answer is one pre-encoded HEADERS block, the message,
+// and the pre-encoded OK trailers, put in one buffer by the connection (one socket write).
 import type { Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
 import { GrpcCode, V3Error } from "../../api/v3-errors.ts";
 import type { V3Caller } from "../v3-service.ts";
 import { CallDeadline, parseGrpcTimeout } from "./deadline.ts";
 import { MessageReader, encodeGrpcMessage, firstMessage, frameMessage } from "./frames.ts";
+import { H2Connection } from "./h2/connection.ts";
+import { ErrorCode } from "./h2/frame.ts";
+import { HeaderBlock, type H2Stream, type RequestHeaders } from "./h2/stream.ts";
 
 /** What an RPC knows of its caller. */
 export interface GrpcCall {
   /** Request metadata, lower-case names. */
-  readonly headers: http2.IncomingHttpHeaders;
+  readonly headers: RequestHeaders;
   /** Token from `token` (etcd's clients) or `authorization` metadata; the TLS CN. */
   readonly ctx: V3Caller;
 }
@@ -61,68 +62,61 @@ export function statusOf(err: unknown): GrpcStatus {
   return { code: GrpcCode.Unknown, message: err instanceof Error ? err.message : String(err) };
 }
 
-const RESPONSE_HEADERS = { ":status": 200, "content-type": "application/grpc" } as const;
-/** grpc-go sends no `date` (and node's would cost a lookup per response). */
-/** node:http2's respond reads `sendDate` (its typings list it only for the compat API). */
-type RespondOptions = http2.ServerStreamResponseOptions & { sendDate?: boolean };
-const WITH_TRAILERS: RespondOptions = { waitForTrailers: true, sendDate: false };
-const TRAILERS_ONLY: RespondOptions = { endStream: true, sendDate: false };
-const OK_TRAILERS = { "grpc-status": "0" } as const;
-
-/** The 'wantTrailers' listener of every successful unary call: shared, not a closure per call. */
-function sendOkTrailers(this: http2.ServerHttp2Stream): void {
-  this.sendTrailers(OK_TRAILERS);
-}
-
-/** A stream's 'error' listener: the stream destroys itself before emitting it; without a listener it would throw. */
-function ignoreStreamError(): void {}
+/** grpc-go sends no `date`. Encoded once: every answer reuses the bytes. */
+const RESPONSE_FIELDS = { ":status": 200, "content-type": "application/grpc" } as const;
+const RESPONSE_HEADERS = new HeaderBlock(RESPONSE_FIELDS);
+const OK_TRAILERS = new HeaderBlock({ "grpc-status": "0" });
+const NOT_GRPC = new HeaderBlock({ ":status": 415, "content-type": "text/plain" });
 
 const DEADLINE_EXCEEDED: GrpcStatus = { code: GrpcCode.DeadlineExceeded, message: "context deadline exceeded" };
 
-function trailersOf(s: GrpcStatus): http2.OutgoingHttpHeaders {
-  const t: http2.OutgoingHttpHeaders = { "grpc-status": String(s.code) };
+function trailersOf(s: GrpcStatus): Record<string, string> {
+  const t: Record<string, string> = { "grpc-status": String(s.code) };
   if (s.message !== "") t["grpc-message"] = encodeGrpcMessage(s.message);
   return t;
 }
 
+function trailersBlock(s: GrpcStatus): HeaderBlock {
+  return s.code === 0 && s.message === "" ? OK_TRAILERS : new HeaderBlock(trailersOf(s));
+}
+
 /** A trailers-only response: headers and status in one HEADERS frame that ends the stream. */
-function respondStatus(stream: http2.ServerHttp2Stream, s: GrpcStatus): void {
-  if (stream.destroyed || stream.closed || stream.headersSent) return;
-  stream.respond({ ...RESPONSE_HEADERS, ...trailersOf(s) }, TRAILERS_ONLY);
+function respondStatus(stream: H2Stream, s: GrpcStatus): void {
+  if (stream.closed || stream.headersSent !== undefined) return;
+  stream.respond(new HeaderBlock({ ...RESPONSE_FIELDS, ...trailersOf(s) }), true);
+}
+
+/** The grpc-status a stream's response carried (trailers, or a trailers-only HEADERS), if any. */
+function sentStatus(stream: H2Stream): string | number | undefined {
+  return stream.trailersSent?.fields["grpc-status"];
 }
 
 /** One streaming call: messages both ways, ended by `finish`. */
 export class RpcStream {
-  readonly #stream: http2.ServerHttp2Stream;
+  readonly #stream: H2Stream;
   #headersSent = false;
   #finished = false;
-  #trailers: http2.OutgoingHttpHeaders = { "grpc-status": "0" };
   onMessage: (msg: Uint8Array) => void = () => undefined;
   /** The client half-closed (no more messages); the call stays open. */
   onEnd: () => void = () => undefined;
   /** The call is over (finished, canceled by the client, connection gone). Once. */
   onClose: () => void = () => undefined;
 
-  /** The stream emitted 'close' (a flag: the getters behind `closed` showed in fan-out profiles). */
-  #gone = false;
-
   /** The server's end of the call: run once when `finish` ends it (or its stream closes). */
   readonly #ended: () => void;
 
-  constructor(stream: http2.ServerHttp2Stream, ended: () => void = () => undefined) {
+  constructor(stream: H2Stream, ended: () => void = () => undefined) {
     this.#stream = stream;
     this.#ended = ended;
-    stream.on("wantTrailers", () => stream.sendTrailers(this.#trailers));
-    stream.once("close", () => (this.#gone = true));
   }
 
   get closed(): boolean {
-    return this.#finished || this.#gone || this.#stream.destroyed;
+    return this.#finished || this.#stream.closed;
   }
 
-  /** The connection the call is on (gone once the stream is destroyed). */
-  get session(): http2.Http2Session | undefined {
-    return this.#stream.session;
+  /** The connection the call is on (the unit whose frames leave together). */
+  get session(): H2Connection {
+    return this.#stream.connection;
   }
 
   /** Bytes accepted by `send` and not yet on the wire (HTTP/2 flow control holds them). */
@@ -140,23 +134,15 @@ export class RpcStream {
     if (this.closed) return false;
     if (!this.#headersSent) {
       this.#headersSent = true;
-      this.#stream.respond(RESPONSE_HEADERS, WITH_TRAILERS);
+      this.#stream.respond(RESPONSE_HEADERS);
     }
     return this.#stream.write(framed);
   }
 
   /** Resolves once the buffered bytes went out, or the call ended. */
   drained(): Promise<void> {
-    if (this.closed || !this.#stream.writableNeedDrain) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = (): void => {
-        this.#stream.off("drain", done);
-        this.#stream.off("close", done);
-        resolve();
-      };
-      this.#stream.on("drain", done);
-      this.#stream.on("close", done);
-    });
+    if (this.closed) return Promise.resolve();
+    return this.#stream.drained();
   }
 
   /** Ends the call with `status` (default OK). Idempotent. */
@@ -166,10 +152,9 @@ export class RpcStream {
     const s = status ?? { code: 0, message: "" };
     if (!this.#headersSent) {
       this.#headersSent = true;
-      this.#stream.respond({ ...RESPONSE_HEADERS, ...trailersOf(s) }, TRAILERS_ONLY);
+      this.#stream.respond(new HeaderBlock({ ...RESPONSE_FIELDS, ...trailersOf(s) }), true);
     } else {
-      this.#trailers = trailersOf(s);
-      this.#stream.end();
+      this.#stream.end(undefined, trailersBlock(s));
     }
     // The call is over for the server now (grpc-go: the handler returned), even while the
     // client has not yet closed its side: its watchers and timers go at once.
@@ -215,24 +200,19 @@ export interface GrpcKeepAlive {
 /** grpc-go: a ping with no call open is fine once per 2 hours; more than 2 strikes = GOAWAY. */
 const NO_STREAM_PING_MS = 2 * 60 * 60 * 1000;
 const MAX_PING_STRIKES = 2;
-/** HTTP/2 error code ENHANCE_YOUR_CALM (RFC 9113 §7). */
-const ENHANCE_YOUR_CALM = 0xb;
 
 /** etcd's --max-concurrent-streams default: math.MaxUint32. */
 export const DEFAULT_MAX_CONCURRENT_STREAMS = 2 ** 32 - 1;
 
-/** Node's HTTP/2 defaults are small for streaming a snapshot or thousands of watch events. */
-function h2Options(maxConcurrentStreams: number): http2.ServerOptions {
-  return { maxSessionMemory: 64, settings: { maxConcurrentStreams, initialWindowSize: 1 << 20 } };
-}
+/** Receive windows: room for a snapshot's chunks or many requests in flight (node's defaults were small). */
+const STREAM_WINDOW_BYTES = 1 << 20;
 const SESSION_WINDOW_BYTES = 16 << 20;
 
 export class GrpcServer {
   readonly #rpcs: ReadonlyMap<string, Rpc>;
   readonly #services: ReadonlySet<string>;
   readonly #opts: GrpcServerOptions;
-  readonly #h2: http2.Http2Server;
-  readonly #sessions = new Set<http2.ServerHttp2Session>();
+  readonly #connections = new Set<H2Connection>();
   /** Connections and the bytes already reported to the observer. */
   readonly #traffic = new Map<Socket, { read: number; written: number }>();
   #closed = false;
@@ -241,24 +221,6 @@ export class GrpcServer {
     this.#rpcs = rpcs;
     this.#services = new Set([...rpcs.keys()].map((p) => p.slice(1, p.lastIndexOf("/"))));
     this.#opts = opts;
-    this.#h2 = http2.createServer(h2Options(opts.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS));
-    this.#h2.on("session", (session) => {
-      if (this.#closed) {
-        session.destroy();
-        return;
-      }
-      this.#sessions.add(session);
-      const stopKeepAlive = opts.keepAlive === undefined ? undefined : keepAlive(session, opts.keepAlive);
-      session.on("close", () => {
-        this.#sessions.delete(session);
-        stopKeepAlive?.();
-      });
-      session.on("error", () => session.destroy());
-      session.on("connect", () => {
-        if (!session.destroyed) session.setLocalWindowSize(SESSION_WINDOW_BYTES);
-      });
-    });
-    this.#h2.on("stream", (stream, headers) => this.#onStream(stream, headers));
   }
 
   /** Takes a connection whose first bytes (HTTP/2's preface) are still unread or unshifted. */
@@ -267,16 +229,9 @@ export class GrpcServer {
       socket.destroy();
       return;
     }
-    // node:http's sockets allow half-open connections; node:http2 counts on the socket
-    // closing when the peer's FIN arrives. Without this, a client that went away without
-    // resetting its streams left its session open, and each watcher on it kept being
-    // written to (one stream per connection in the watch fan-out bench).
+    // node:http's sockets allow half-open connections; a client that went away (FIN) without
+    // resetting its streams must close its connection, or its watchers keep being written to.
     socket.allowHalfOpen = false;
-    // A server-side TLSSocket made by hand (tls/acceptor.ts) keeps `secureConnecting` true
-    // after its handshake (tls.Server clears it itself); node:http2 would then wait for a
-    // 'secureConnect' that never comes. The acceptor hands sockets over only once secure.
-    const tlsSocket = socket as Socket & { secureConnecting?: boolean };
-    if (tlsSocket.secureConnecting === true) tlsSocket.secureConnecting = false;
     if (this.#opts.observer !== undefined) {
       this.#traffic.set(socket, { read: 0, written: 0 });
       socket.once("close", () => {
@@ -284,7 +239,18 @@ export class GrpcServer {
         this.#traffic.delete(socket);
       });
     }
-    this.#h2.emit("connection", socket);
+    const conn = new H2Connection(socket, {
+      maxConcurrentStreams: this.#opts.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS,
+      streamWindow: STREAM_WINDOW_BYTES,
+      connectionWindow: SESSION_WINDOW_BYTES,
+      onStream: (stream) => this.#onStream(stream),
+    });
+    this.#connections.add(conn);
+    const stopKeepAlive = this.#opts.keepAlive === undefined ? undefined : keepAlive(conn, this.#opts.keepAlive);
+    conn.onClose = () => {
+      this.#connections.delete(conn);
+      stopKeepAlive?.();
+    };
   }
 
   /** Tells the observer the bytes moved since the last report (called when metrics are read). */
@@ -300,25 +266,25 @@ export class GrpcServer {
     }
   }
 
-  /** Ends every session now (streams get RST, unary calls in flight are dropped). */
+  /** Ends every connection now (GOAWAY; open streams end, unary calls in flight are dropped). */
   close(): void {
     this.#closed = true;
-    for (const s of this.#sessions) s.destroy();
-    this.#sessions.clear();
+    for (const c of [...this.#connections]) c.close();
+    this.#connections.clear();
   }
 
-  /** Asks every session to finish: no new calls (GOAWAY), open ones run to their end. */
+  /** Asks every connection to finish: no new calls (GOAWAY), open ones run to their end. */
   drain(): void {
-    for (const s of this.#sessions) if (!s.closed) s.close();
+    for (const c of this.#connections) c.drain();
   }
 
-  #onStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
-    stream.on("error", ignoreStreamError);
+  #onStream(stream: H2Stream): void {
+    const headers = stream.headers;
     const ct = headers["content-type"] ?? "";
-    if (headers[":method"] !== "POST" || !ct.startsWith("application/grpc")) {
+    if (headers[":method"] !== "POST" || typeof ct !== "string" || !ct.startsWith("application/grpc")) {
       // grpc-go answers a non-gRPC request on its port with 415.
-      stream.respond({ ":status": 415, "content-type": "text/plain" });
-      stream.end("invalid gRPC request content-type\n");
+      stream.respond(NOT_GRPC);
+      stream.end(Buffer.from("invalid gRPC request content-type\n"));
       return;
     }
     if (this.#opts.keepAlive !== undefined) noteCall(stream);
@@ -329,14 +295,13 @@ export class GrpcServer {
     if (timeout !== undefined) {
       timeoutMs = parseGrpcTimeout(timeout);
       if (timeoutMs === undefined) {
-        stream.close(http2.constants.NGHTTP2_PROTOCOL_ERROR);
+        stream.reset(ErrorCode.PROTOCOL_ERROR);
         return;
       }
     }
-    const path = headers[":path"] ?? "";
+    const path = headerValue(headers[":path"]) ?? "";
     const rpc = this.#rpcs.get(path);
     if (rpc === undefined) {
-      stream.resume();
       const slash = path.lastIndexOf("/");
       let message: string;
       if (!path.startsWith("/") || slash <= 0) message = `malformed method name: ${JSON.stringify(path)}`;
@@ -349,7 +314,6 @@ export class GrpcServer {
     // reading a message (server.go processUnaryRPC / processStreamingRPC).
     const encoding = headerValue(headers["grpc-encoding"]);
     if (encoding !== undefined && encoding !== "" && encoding !== "identity") {
-      stream.resume();
       respondStatus(stream, { code: GrpcCode.Unimplemented, message: `grpc: Decompressor is not installed for grpc-encoding ${JSON.stringify(encoding)}` });
       return;
     }
@@ -362,14 +326,14 @@ export class GrpcServer {
     else this.#streaming(rpc, stream, call, path, deadline);
   }
 
-  #callerOf(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): V3Caller {
+  #callerOf(stream: H2Stream, headers: RequestHeaders): V3Caller {
     const token = headerValue(headers["token"]) ?? headerValue(headers["authorization"]);
     // The acceptor asked for (and verified) a client certificate only with --client-cert-auth;
     // without it the session's socket is not looked at (a getter chain per call).
     if (!this.#opts.clientCertAuth) return { token };
     let commonName: string | undefined;
-    const socket = stream.session?.socket as Partial<TLSSocket> | undefined;
-    if (socket?.encrypted === true && typeof socket.getPeerX509Certificate === "function") {
+    const socket = stream.connection.socket as Partial<TLSSocket>;
+    if (socket.encrypted === true && typeof socket.getPeerX509Certificate === "function") {
       const subject = socket.getPeerX509Certificate()?.subject;
       const cn = subject === undefined ? undefined : /(?:^|\n)CN=([^\n]*)/.exec(subject)?.[1];
       if (cn !== undefined && cn !== "") commonName = cn;
@@ -377,7 +341,7 @@ export class GrpcServer {
     return commonName === undefined ? { token } : { token, commonName };
   }
 
-  #streaming(rpc: StreamRpc, stream: http2.ServerHttp2Stream, call: GrpcCall, path: string, deadline: CallDeadline | undefined): void {
+  #streaming(rpc: StreamRpc, stream: H2Stream, call: GrpcCall, path: string, deadline: CallDeadline | undefined): void {
     const observer = this.#opts.observer;
     const t0 = observer === undefined ? 0 : performance.now();
     observer?.callStarted(path);
@@ -390,28 +354,25 @@ export class GrpcServer {
     };
     const s = new RpcStream(stream, ended);
     const reader = new MessageReader(this.#opts.maxRecvBytes);
-    stream.once("close", () => {
+    stream.onClose = () => {
       if (observer !== undefined) {
-        // A stream the client reset (or whose connection dropped) before any answer has sent
-        // no headers at all: node's typings say sentHeaders is always there, it is not.
-        const sent = stream.sentHeaders as http2.OutgoingHttpHeaders | undefined;
-        const status = stream.sentTrailers?.["grpc-status"] ?? sent?.["grpc-status"];
+        // A stream the client reset (or whose connection dropped) before any status: Cancelled.
+        const status = sentStatus(stream);
         observer.callHandled(path, status === undefined ? GrpcCode.Cancelled : Number(status), performance.now() - t0);
       }
       ended();
-    });
+    };
     // grpc-go ends a stream at its deadline from the transport (code 4; etcd's handlers race
     // it with their own code 2); the call's watchers go with it through onClose.
     if (deadline !== undefined) {
       if (deadline.expired) {
         s.finish(DEADLINE_EXCEEDED);
-        stream.resume();
         return;
       }
       deadline.onExpire(() => s.finish(DEADLINE_EXCEEDED));
     }
     rpc.open(s, call);
-    stream.on("data", (chunk: Buffer) => {
+    stream.onData = (chunk: Buffer) => {
       if (s.closed) return;
       let messages: Uint8Array[];
       try {
@@ -425,10 +386,10 @@ export class GrpcServer {
         this.#opts.onRequest?.();
         s.onMessage(m);
       }
-    });
-    stream.on("end", () => {
+    };
+    stream.onEnd = () => {
       if (!s.closed) s.onEnd();
-    });
+    };
   }
 }
 
@@ -439,7 +400,7 @@ export class GrpcServer {
  */
 class UnaryCall {
   readonly #rpc: UnaryRpc;
-  readonly #stream: http2.ServerHttp2Stream;
+  readonly #stream: H2Stream;
   readonly #call: GrpcCall;
   readonly #path: string;
   readonly #opts: GrpcServerOptions;
@@ -451,7 +412,7 @@ class UnaryCall {
   #answered = false;
   #t0 = 0;
 
-  constructor(rpc: UnaryRpc, stream: http2.ServerHttp2Stream, call: GrpcCall, path: string, opts: GrpcServerOptions, deadline: CallDeadline | undefined) {
+  constructor(rpc: UnaryRpc, stream: H2Stream, call: GrpcCall, path: string, opts: GrpcServerOptions, deadline: CallDeadline | undefined) {
     this.#rpc = rpc;
     this.#stream = stream;
     this.#call = call;
@@ -461,26 +422,18 @@ class UnaryCall {
   }
 
   start(): void {
-    // read() takes what is buffered without switching to flowing mode (no 'data'/'end'
-    // listeners, no resume tick); a request that has not fully arrived falls back to them.
-    const first = this.#stream.read() as Buffer | null;
-    if (first !== null && this.#take(first)) return;
+    // Clients send HEADERS and DATA together: the DATA comes right after this returns.
     const stream = this.#stream;
-    // The read above started the handle reading (node:http2 emits a stream at its HEADERS,
-    // before the DATA of the same packet, so it usually finds nothing). Flowing is set here
-    // rather than by the 'data' listener, whose resume() would cost a tick and a read(0).
-    // (node's typings make readableFlowing read-only; Readable has had its setter since v10.)
-    (stream as { readableFlowing: boolean | null }).readableFlowing = true;
-    stream.on("data", (chunk: Buffer) => {
+    stream.onData = (chunk: Buffer) => {
       if (!this.#done) this.#take(chunk);
-    });
-    stream.on("end", () => {
+    };
+    stream.onEnd = () => {
       if (this.#done) return;
       this.#done = true;
       // grpc-go's parser at EOF: io.EOF before any byte, io.ErrUnexpectedEOF inside a message
       // (status.Convert of a plain error: Unknown).
       this.#fail({ code: GrpcCode.Unknown, message: this.#pending === undefined ? "EOF" : "unexpected EOF" });
-    });
+    };
   }
 
   /** Adds request bytes; true once the request is judged (run, or refused). */
@@ -495,8 +448,7 @@ class UnaryCall {
       return true;
     }
     if (request === undefined) {
-      // Copied: the chunk's memory is the socket's.
-      this.#pending = Buffer.from(buf);
+      this.#pending = buf;
       return false;
     }
     this.#done = true;
@@ -541,12 +493,12 @@ class UnaryCall {
    * The call's one answer: the stream to answer on, or undefined when it was answered
    * already or the client went away (then counted as Cancelled).
    */
-  #settle(): http2.ServerHttp2Stream | undefined {
+  #settle(): H2Stream | undefined {
     if (this.#answered) return undefined;
     this.#answered = true;
     this.#deadline?.cancel();
     const stream = this.#stream;
-    if (stream.destroyed || stream.closed) {
+    if (stream.closed) {
       this.#handled(GrpcCode.Cancelled);
       return undefined;
     }
@@ -557,9 +509,8 @@ class UnaryCall {
     const stream = this.#settle();
     if (stream === undefined) return;
     this.#handled(0);
-    stream.respond(RESPONSE_HEADERS, WITH_TRAILERS);
-    stream.on("wantTrailers", sendOkTrailers);
-    stream.end(this.#rpc.framed === true ? bytes : frameMessage(bytes));
+    const framed = this.#rpc.framed === true ? (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length)) : frameMessage(bytes);
+    stream.answer(RESPONSE_HEADERS, framed, OK_TRAILERS);
   }
 
   #fail(s: GrpcStatus): void {
@@ -567,8 +518,6 @@ class UnaryCall {
     if (stream === undefined) return;
     this.#handled(s.code);
     respondStatus(stream, s);
-    // Whatever else the client sends is not read: let it drain so the stream can close.
-    stream.resume();
   }
 
   #handled(code: number): void {
@@ -577,8 +526,8 @@ class UnaryCall {
   }
 }
 
-/** Per-session state of the keepalive enforcement; `reset` clears the strikes (grpc-go); the calls seen. */
-const pingPolicy = new WeakMap<http2.Http2Session, { lastPingAt: number; strikes: number; reset: boolean; calls: Set<http2.ServerHttp2Stream>; pruneAt: number }>();
+/** Per-connection state of the keepalive enforcement; `reset` clears the strikes (grpc-go). */
+const pingPolicy = new WeakMap<H2Connection, { lastPingAt: number; strikes: number; reset: boolean }>();
 
 /**
  * grpc-go's keepalive on one connection: the enforcement policy for the client's pings
@@ -587,10 +536,10 @@ const pingPolicy = new WeakMap<http2.Http2Session, { lastPingAt: number; strikes
  * false), and the server's own pings every interval, closing the connection when one goes
  * unanswered for timeout. Returns the function that stops the timers.
  */
-function keepAlive(session: http2.ServerHttp2Session, ka: GrpcKeepAlive): () => void {
-  const p = { lastPingAt: Number.NEGATIVE_INFINITY, strikes: 0, reset: false, calls: new Set<http2.ServerHttp2Stream>(), pruneAt: PRUNE_CALLS };
-  pingPolicy.set(session, p);
-  session.on("ping", () => {
+function keepAlive(conn: H2Connection, ka: GrpcKeepAlive): () => void {
+  const p = { lastPingAt: Number.NEGATIVE_INFINITY, strikes: 0, reset: false };
+  pingPolicy.set(conn, p);
+  conn.onPing = () => {
     const now = performance.now();
     const last = p.lastPingAt;
     p.lastPingAt = now;
@@ -599,27 +548,24 @@ function keepAlive(session: http2.ServerHttp2Session, ka: GrpcKeepAlive): () => 
       p.strikes = 0;
       return;
     }
-    const minMs = activeStreams(session) === 0 ? NO_STREAM_PING_MS : ka.minTimeMs;
+    const minMs = conn.streamCount === 0 ? NO_STREAM_PING_MS : ka.minTimeMs;
     if (now - last < minMs) p.strikes++;
-    if (p.strikes > MAX_PING_STRIKES && !session.closed && !session.destroyed) {
-      session.goaway(ENHANCE_YOUR_CALM, 0, Buffer.from("too_many_pings"));
-      // grpc-go closes the connection once the GOAWAY is written.
-      setTimeout(() => session.destroy(), 50).unref();
-    }
-  });
+    // grpc-go closes the connection once the GOAWAY is written.
+    if (p.strikes > MAX_PING_STRIKES) conn.close(ErrorCode.ENHANCE_YOUR_CALM, "too_many_pings");
+  };
   let interval: NodeJS.Timeout | undefined;
   let deadline: NodeJS.Timeout | undefined;
   if (ka.intervalMs > 0) {
     interval = setInterval(() => {
-      if (session.closed || session.destroyed || deadline !== undefined) return;
+      if (conn.destroyed || deadline !== undefined) return;
       if (ka.timeoutMs > 0) {
-        deadline = setTimeout(() => session.destroy(), ka.timeoutMs);
+        deadline = setTimeout(() => conn.destroy(), ka.timeoutMs);
         deadline.unref();
       }
-      const sent = session.ping((err) => {
+      const sent = conn.ping((err) => {
         clearTimeout(deadline);
         deadline = undefined;
-        if (err !== null) session.destroy();
+        if (err !== null) conn.destroy();
       });
       if (!sent) {
         clearTimeout(deadline);
@@ -634,31 +580,10 @@ function keepAlive(session: http2.ServerHttp2Session, ka: GrpcKeepAlive): () => 
   };
 }
 
-/** Calls open on a session, pruned of closed streams when a ping asks (node:http2 keeps no count). */
-function activeStreams(session: http2.ServerHttp2Session): number {
-  const p = pingPolicy.get(session);
-  return p === undefined ? 0 : pruneCalls(p);
-}
-
-function pruneCalls(p: { calls: Set<http2.ServerHttp2Stream>; pruneAt: number }): number {
-  for (const s of p.calls) if (s.closed || s.destroyed) p.calls.delete(s);
-  p.pruneAt = Math.max(PRUNE_CALLS, 2 * p.calls.size);
-  return p.calls.size;
-}
-
-/** Ended calls are dropped from a session's set once it holds this many (or twice the open ones). */
-const PRUNE_CALLS = 64;
-
-/** A call begins: the session's strikes reset (grpc-go: the server writes), and it counts as open. */
-function noteCall(stream: http2.ServerHttp2Stream): void {
-  const session = stream.session;
-  const p = session === undefined ? undefined : pingPolicy.get(session);
-  if (p === undefined) return;
-  p.reset = true;
-  p.calls.add(stream);
-  // A long-lived session must not hold every stream it ever had until its next ping; no
-  // 'close' listener per call: pruning now and then costs less.
-  if (p.calls.size >= p.pruneAt) pruneCalls(p);
+/** A call begins: the connection's strikes reset (grpc-go: the server writes). */
+function noteCall(stream: H2Stream): void {
+  const p = pingPolicy.get(stream.connection);
+  if (p !== undefined) p.reset = true;
 }
 
 function headerValue(v: string | string[] | undefined): string | undefined {

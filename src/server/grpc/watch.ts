@@ -4,9 +4,10 @@
 // gateway drives too; this file is the gRPC wire: WatchRequest messages in, WatchResponse
 // messages out, and the HTTP/2 stream's unsent bytes the session watches.
 //
-// Pacing (FanOutPacer): node:http2 hands a connection's frames to its socket only when the
-// event loop turns (the flush is an immediate), so a write's messages to 1,000 watchers,
-// written in one go, all left after the last was written, and clients began reading only
+// Pacing (FanOutPacer): a connection hands its frames to its socket once the synchronous
+// run that wrote them ends (h2/connection.ts gathers them until its microtasks are done; node:http2,
+// before it, per event-loop turn), so a write's messages to 1,000 watchers, written in one
+// go, would all leave after the last was written, and clients would begin reading only
 // then. Now the messages to the first connections a fan-out reaches (about
 // FANOUT_TURN_MESSAGES streams' worth) are written at once and the others' wait, by
 // connection, for the following turns (about as many a turn, whole connections at a
@@ -51,7 +52,7 @@ const framer = new WatchEventsFramer();
 /**
  * The framed messages of the hub message at hand by watch ID: streams whose watchers have
  * the same ID (most streams hold one watcher, ID 0) get the same bytes, so the same buffer
- * is written to each (node:http2 only reads it). Valid, as the framer's shared part, until
+ * is written to each (the connection only reads it). Valid, as the framer's shared part, until
  * the turn's microtasks run.
  */
 class SharedFrames {
