@@ -14,7 +14,7 @@ async function withDir(f: (dir: string) => Promise<void>): Promise<void> {
   }
 }
 
-test("FilePipeline prepares a zero-filled file of segmentBytes, synced piece by piece", async () => {
+test("FilePipeline prepares a file of fillBytes zeros, synced once", async () => {
   await withDir(async (dir) => {
     // Count datasync calls on FileHandles (one prototype for all of them).
     const probe = await open(join(dir, "probe"), "w");
@@ -27,13 +27,13 @@ test("FilePipeline prepares a zero-filled file of segmentBytes, synced piece by 
       return original.call(this);
     };
     try {
-      const p = new FilePipeline({ dir, segmentBytes: 40_000, pieceBytes: 4096 });
+      const p = new FilePipeline({ dir, fillBytes: 40_960 });
       const { fh, path } = await p.take();
       await fh.close();
       const bytes = await readFile(path);
-      assert.equal(bytes.length, 40_000);
+      assert.equal(bytes.length, 40_960);
       assert.ok(bytes.every((b) => b === 0), "every byte is zero");
-      assert.equal(syncs, Math.ceil(40_000 / 4096), "one datasync per piece, none deferred to one large flush");
+      assert.equal(syncs, 1, "synced before it is handed over");
     } finally {
       proto.datasync = original;
     }
@@ -42,7 +42,7 @@ test("FilePipeline prepares a zero-filled file of segmentBytes, synced piece by 
 
 test("FilePipeline.close deletes a file prepared but never taken; the next one gets a new name", async () => {
   await withDir(async (dir) => {
-    const p = new FilePipeline({ dir, segmentBytes: 10_000, pieceBytes: 3000 });
+    const p = new FilePipeline({ dir, fillBytes: 8192 });
     const first = await p.take();
     await first.fh.close();
     p.start();

@@ -1,18 +1,11 @@
 // Prepares the next segment file in the background, like etcd's file_pipeline: a `<n>.tmp`
-// file filled with zeros and synced, so a cut only writes a few header records into it.
+// file whose first piece (the WAL's fill-ahead size) is zeros, synced, so a cut only
+// writes a few header records into it. The rest of the segment is filled as its records
+// need it (wal.ts, #fillAhead), not here: etcd reserves a whole segment with fallocate,
+// which Node cannot call, and writing 64 MiB of real zeros at once competed with every
+// save's fdatasync on the disk (three members after their first 2 MiB of log: 192 MiB).
 // Invariant: at most one file is being prepared; a prepared file is never part of the log
 // until the WAL renames it to a `.wal` name (stray `.tmp` files are deleted on open).
-//
-// The fill is synced piece by piece. etcd reserves the space with fallocate, which Node
-// cannot call, so we write real zeros; written first and synced once, 64 MB of dirty
-// pages went to the disk in one flush, and every WAL fdatasync queued behind it (measured
-// here: fdatasyncs p99 14-17 ms and up to 199 ms during the fill, with three members
-// filling at once the slowest writes of a benchmark run, 100-110 ms). Synced every 256 KiB,
-// a save waits for one small piece at most (p99 0.7 ms, max 2-16 ms; the fill takes about
-// 200 ms instead of 60). Pauses between pieces only stretched the window. Each piece is
-// written a page at a time (segment.ts, writeZeros: larger writes leave large folios in
-// the page cache, and every later save would write a whole one to the disk), a piece
-// (64 page writes into the page cache, well under a millisecond) per turn of the loop.
 import { open, unlink } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { join } from "node:path";
@@ -23,24 +16,19 @@ type Outcome = { ok: PreparedFile } | { err: unknown };
 
 export interface FilePipelineOptions {
   dir: string;
-  segmentBytes: number;
-  /** Bytes written and synced per piece (default 256 KiB). */
-  pieceBytes?: number;
+  /** Zeros at the start of the file, written a page at a time and synced once. */
+  fillBytes: number;
 }
-
-const DEFAULT_PIECE_BYTES = 256 * 1024;
 
 export class FilePipeline {
   readonly #dir: string;
-  readonly #segmentBytes: number;
-  readonly #pieceBytes: number;
+  readonly #fillBytes: number;
   #count = 0;
   #pending: Promise<Outcome> | null = null;
 
   constructor(opts: FilePipelineOptions) {
     this.#dir = opts.dir;
-    this.#segmentBytes = opts.segmentBytes;
-    this.#pieceBytes = Math.max(1, Math.min(opts.pieceBytes ?? DEFAULT_PIECE_BYTES, opts.segmentBytes));
+    this.#fillBytes = opts.fillBytes;
   }
 
   /** Starts preparing the next file unless one is already on its way. */
@@ -75,10 +63,8 @@ export class FilePipeline {
     const path = join(this.#dir, `${this.#count++}${TMP_SUFFIX}`);
     const fh = await open(path, "w+", 0o600);
     try {
-      for (let pos = 0; pos < this.#segmentBytes; pos += this.#pieceBytes) {
-        writeZerosSync(fh.fd, pos, Math.min(pos + this.#pieceBytes, this.#segmentBytes));
-        await fh.datasync();
-      }
+      writeZerosSync(fh.fd, 0, this.#fillBytes);
+      await fh.datasync();
       return { fh, path };
     } catch (err) {
       await fh.close().catch(() => undefined);

@@ -1,9 +1,9 @@
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, open, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FIRST_SEGMENT_BYTES, Wal } from "./wal.ts";
+import { Wal } from "./wal.ts";
 import { WalError, WalErrorCode } from "./errors.ts";
 import type { WalEntry } from "./record.ts";
 
@@ -239,27 +239,43 @@ test("Wal.open accepts a snapshot beyond the log when its ref was never written 
   await r2.wal.close();
 });
 
-test("a new WAL starts with a small first segment and cuts into full-size ones", async () => {
-  const dir = join(root, "first-segment");
-  const segmentBytes = 2 * FIRST_SEGMENT_BYTES;
-  const wal = await Wal.create(dir, Buffer.from("m"), { segmentBytes });
+test("a segment is zero-filled a piece ahead of its records, grows as they need it, and is cut at segmentBytes", async () => {
+  const dir = join(root, "fill-ahead");
+  const fillAheadBytes = 64 * 1024;
+  const segmentBytes = 1024 * 1024;
+  const wal = await Wal.create(dir, Buffer.from("m"), { segmentBytes, fillAheadBytes });
   const sizeOf = async (name: string): Promise<number> => (await stat(join(dir, name))).size;
-  const first = (await readdir(dir)).filter((f) => f.endsWith(".wal"));
+  const segments = async (): Promise<string[]> => (await readdir(dir)).filter((f) => f.endsWith(".wal")).sort();
+  const first = await segments();
   assert.equal(first.length, 1);
-  assert.equal(await sizeOf(first[0]!), FIRST_SEGMENT_BYTES);
-  // ~4.2 MiB of entries: past the first segment's capacity.
-  const batch: WalEntry[] = [];
-  for (let i = 1; i <= 1100; i++) {
-    batch.push(ent(i, 1, 4000));
-    if (batch.length === 50) await wal.save({ term: 1, vote: 0, commit: i }, batch.splice(0));
-  }
-  const segs = (await readdir(dir)).filter((f) => f.endsWith(".wal")).sort();
+  assert.equal(await sizeOf(first[0]!), fillAheadBytes, "a new log writes one piece of zeros, not a segment");
+  // 100 KiB of entries: the file grows piece by piece, always ahead of the records.
+  let index = 0;
+  for (let i = 0; i < 25; i++) await wal.save({ term: 1, vote: 0, commit: index }, [ent(++index, 1, 4000)]);
+  const grown = await sizeOf(first[0]!);
+  assert.ok(grown > 104_000 && grown <= 102_000 + fillAheadBytes, `size ${grown}`);
+  assert.equal(grown % fillAheadBytes, 0);
+  const tail = Buffer.alloc(grown - 104_000);
+  const fh = await open(join(dir, first[0]!), "r");
+  await fh.read(tail, 0, tail.length, 104_000);
+  await fh.close();
+  assert.ok(tail.every((b) => b === 0), "the bytes after the records are zeros");
+  // ~1.1 MiB in all: past segmentBytes, so a cut; the sealed segment ends at its last record.
+  while (index < 280) await wal.save({ term: 1, vote: 0, commit: index }, [ent(++index, 1, 4000)]);
+  const segs = await segments();
   assert.equal(segs.length, 2);
-  assert.equal(await sizeOf(segs[1]!), segmentBytes);
+  assert.ok((await sizeOf(segs[0]!)) >= segmentBytes && (await sizeOf(segs[0]!)) < segmentBytes + 5000, "sealed: truncated to its records");
+  assert.ok((await sizeOf(segs[1]!)) < segmentBytes / 2, "the new segment is filled as far as its records need");
   await wal.close();
-  const reopened = await Wal.open(dir, { snapshot: { index: 0, term: 0 }, segmentBytes });
-  assert.equal(reopened.entries.length, 1100);
+  const reopened = await Wal.open(dir, { snapshot: { index: 0, term: 0 }, segmentBytes, fillAheadBytes });
+  assert.equal(reopened.entries.length, 280);
+  // Reopened, it goes on filling ahead of its records.
+  await reopened.wal.save({ term: 1, vote: 0, commit: 280 }, Array.from({ length: 40 }, (_, i) => ent(281 + i, 1, 4000)));
   await reopened.wal.close();
+  const again = await Wal.open(dir, { snapshot: { index: 0, term: 0 }, segmentBytes, fillAheadBytes });
+  assert.equal(again.entries.length, 320);
+  assert.equal(again.entries.at(-1)?.index, 320);
+  await again.wal.close();
 });
 
 test("an fdatasync slower than slowSyncMs is logged as etcd logs it (slow fdatasync), a fast one is not", async () => {
@@ -292,7 +308,7 @@ test("a small save after the preallocation sends about one page to the disk, not
   const before = await storageWrites();
   if (before === undefined) return t.skip("no /proc/self/io");
   const dir = newDir();
-  // The default segment size: a first segment of FIRST_SEGMENT_BYTES, preallocated with zeros.
+  // The default sizes: saves overwrite zeros filled a piece ahead of them.
   const wal = await Wal.create(dir, META);
   const saves = 40;
   const start = (await storageWrites()) as number;

@@ -17,7 +17,7 @@ import { FilePipeline } from "./file-pipeline.ts";
 import { CRC_RECORD_SIZE, HARD_STATE_RECORD_SIZE, RecordWriter, SNAPSHOT_REF_RECORD_SIZE, entryRecordSize, metadataRecordSize } from "./record.ts";
 import type { HardState, RetainData, SnapshotRef, WalEntry } from "./record.ts";
 import { Replayer } from "./replay.ts";
-import { BROKEN_SUFFIX, TMP_SUFFIX, fsyncDir, listSegments, listSegmentsSync, readSealed, readWrittenPart, segmentName, writeFully, zeroFill } from "./segment.ts";
+import { BROKEN_SUFFIX, TMP_SUFFIX, fsyncDir, listSegments, listSegmentsSync, readSealed, readWrittenPart, segmentName, writeFully, writeZerosSync, zeroFill } from "./segment.ts";
 import type { SegmentName } from "./segment.ts";
 
 export interface WalLogger {
@@ -49,16 +49,21 @@ export const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024;
 export const SLOW_FDATASYNC_MS = 1000;
 
 /**
- * Size of the FIRST segment of a new log (and the least a reopened tail segment is filled
- * to). Zero-filling a full 64 MiB segment at creation made `kvctl serve` on an empty data
- * dir wait hundreds of milliseconds before serving; a small first segment is filled in a
- * few, and the pipeline prepares full-size segments in the background from there on.
+ * How far ahead of its records a segment is zero-filled. A segment is not preallocated
+ * whole: a save that would reach past the filled part first writes the next piece of zeros
+ * (page by page) and its own fdatasync makes both durable, so one save in roughly
+ * FILL_AHEAD_BYTES / (bytes per save) carries the piece and every other save overwrites
+ * zeros already on disk (no size or allocation for fdatasync to commit). Zeros written
+ * grow with the log instead of coming as a whole segment at once: a fresh member wrote
+ * 4 MiB at creation and 64 MiB for the next segment after its first 2 MiB of log (three
+ * members on one disk, 192 MiB within the first seconds of load), every piece of it
+ * flushed beside the saves.
  */
-export const FIRST_SEGMENT_BYTES = 4 * 1024 * 1024;
+export const FILL_AHEAD_BYTES = 256 * 1024;
 const silent: WalLogger = { info() {}, warn() {} };
 
 interface WalState {
-  dir: string; segmentBytes: number; capacity: number; logger: WalLogger; slowSyncMs: number; metadata: Uint8Array;
+  dir: string; segmentBytes: number; fillAheadBytes: number; capacity: number; logger: WalLogger; slowSyncMs: number; metadata: Uint8Array;
   fh: FileHandle; segments: SegmentName[]; offset: number; crc: number;
   lastIndex: number; hardState: HardState; snapshotIndex: number;
 }
@@ -66,7 +71,8 @@ interface WalState {
 export class Wal {
   readonly #dir: string;
   readonly #segmentBytes: number;
-  /** Zero-filled size of the current segment file: cut when #offset reaches it. */
+  readonly #fillAheadBytes: number;
+  /** Size of the current segment file, zeros from #offset on; a save reaching past it fills the next piece first. */
   #capacity: number;
   readonly #logger: WalLogger;
   readonly #slowSyncMs: number;
@@ -88,6 +94,7 @@ export class Wal {
   private constructor(s: WalState) {
     this.#dir = s.dir;
     this.#segmentBytes = s.segmentBytes;
+    this.#fillAheadBytes = s.fillAheadBytes;
     this.#capacity = s.capacity;
     this.#logger = s.logger;
     this.#slowSyncMs = s.slowSyncMs;
@@ -99,17 +106,26 @@ export class Wal {
     this.#lastIndex = s.lastIndex;
     this.#hardState = s.hardState;
     this.#snapshotIndex = s.snapshotIndex;
-    this.#pipeline = new FilePipeline({ dir: s.dir, segmentBytes: s.segmentBytes });
+    this.#pipeline = new FilePipeline({ dir: s.dir, fillBytes: s.fillAheadBytes });
     this.#maybePrepareNext();
   }
 
-  /**
-   * Zero-filling the next segment writes segmentBytes and syncs them, which slows the
-   * fdatasyncs of saves running meanwhile; start it only once the current segment is half
-   * full, so a small log never pays for it and startup is not disturbed.
-   */
+  /** The next segment file (its first piece of zeros, synced) is made once this one is half full. */
   #maybePrepareNext(): void {
-    if (this.#offset >= this.#capacity / 2) this.#pipeline.start();
+    if (this.#offset >= this.#segmentBytes / 2) this.#pipeline.start();
+  }
+
+  /**
+   * Zeros over [#capacity, the end of the piece holding byte `end`), written into the page cache
+   * page by page (segment.ts, writeZerosSync), not synced: the caller's next fdatasync
+   * syncs them with its records, which are written after them. A crash before that leaves
+   * the file shorter or its tail zero, both read as the end of the log.
+   */
+  #fillAhead(end: number): void {
+    if (end <= this.#capacity) return;
+    const to = pieceEnd(end, this.#fillAheadBytes);
+    writeZerosSync(this.#fh.fd, this.#capacity, to);
+    this.#capacity = to;
   }
 
   /** True if `dir` holds at least one segment file. */
@@ -122,9 +138,10 @@ export class Wal {
    * the snapshot ref {0,0}. Built in `<dir>.tmp` and renamed, so a crash leaves either no
    * WAL or a complete one.
    */
-  static async create(dir: string, metadata: Uint8Array, opts: { segmentBytes?: number; logger?: WalLogger; slowSyncMs?: number } = {}): Promise<Wal> {
+  static async create(dir: string, metadata: Uint8Array, opts: { segmentBytes?: number; fillAheadBytes?: number; logger?: WalLogger; slowSyncMs?: number } = {}): Promise<Wal> {
     if (Wal.exists(dir)) throw new WalError(WalErrorCode.Exists, `Cannot create WAL: ${dir} already holds segments`);
     const segmentBytes = opts.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
+    const fillAheadBytes = fillAheadOf(opts.fillAheadBytes);
     const logger = opts.logger ?? silent;
     const tmpDir = `${dir}${TMP_SUFFIX}`;
     await rm(tmpDir, { recursive: true, force: true });
@@ -132,14 +149,14 @@ export class Wal {
     const name = segmentName(0, 0);
     const fh = await open(join(tmpDir, name), "w+", 0o600);
     try {
-      const capacity = Math.min(segmentBytes, FIRST_SEGMENT_BYTES);
-      await zeroFill(fh, 0, capacity);
       const hardState = { term: 0, vote: 0, commit: 0 };
       const w = new RecordWriter({ size: CRC_RECORD_SIZE + metadataRecordSize(metadata) + HARD_STATE_RECORD_SIZE + SNAPSHOT_REF_RECORD_SIZE, crc: 0 });
       w.crcRecord();
       w.metadata(metadata);
       w.hardState(hardState);
       w.snapshotRef({ index: 0, term: 0 });
+      const capacity = pieceEnd(w.offset, fillAheadBytes);
+      writeZerosSync(fh.fd, 0, capacity);
       await writeFully(fh, w.buf, 0);
       await fh.datasync();
       await fsyncDir(tmpDir); // the segment's entry in the directory about to be renamed
@@ -148,7 +165,7 @@ export class Wal {
       await fsyncDir(dirname(dir));
       logger.info("created WAL", { dir, segmentBytes });
       return new Wal({
-        dir, segmentBytes, capacity, logger, slowSyncMs: opts.slowSyncMs ?? SLOW_FDATASYNC_MS, metadata: Buffer.from(metadata), fh, segments: [{ seq: 0, index: 0, name }],
+        dir, segmentBytes, fillAheadBytes, capacity, logger, slowSyncMs: opts.slowSyncMs ?? SLOW_FDATASYNC_MS, metadata: Buffer.from(metadata), fh, segments: [{ seq: 0, index: 0, name }],
         offset: w.offset, crc: w.crc, lastIndex: 0, hardState, snapshotIndex: 0,
       });
     } catch (err) {
@@ -161,9 +178,10 @@ export class Wal {
    * Reads the log from the segment holding `snapshot.index` to the end, repairs a torn
    * tail, and returns a Wal ready to append after the last good record.
    */
-  static async open(dir: string, opts: { snapshot: SnapshotRef; logger?: WalLogger; segmentBytes?: number; slowSyncMs?: number; retain?: RetainData }): Promise<WalOpenResult> {
+  static async open(dir: string, opts: { snapshot: SnapshotRef; logger?: WalLogger; segmentBytes?: number; fillAheadBytes?: number; slowSyncMs?: number; retain?: RetainData }): Promise<WalOpenResult> {
     const logger = opts.logger ?? silent;
     const segmentBytes = opts.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
+    const fillAheadBytes = fillAheadOf(opts.fillAheadBytes);
     const snap = opts.snapshot;
     const { segments, others } = await listSegments(dir);
     if (segments.length === 0) throw new WalError(WalErrorCode.NotFound, `Cannot open WAL: no segments in ${dir}`);
@@ -210,18 +228,16 @@ export class Wal {
     const fh = await open(tail.path, "r+");
     let capacity: number;
     try {
-      const { size } = await fh.stat();
-      // Keep writing over zeros (fast fdatasync) even after a crash mid-cut; a small tail
-      // segment keeps its size (no full-size fill on the restart path).
-      capacity = Math.max(size, Math.min(segmentBytes, FIRST_SEGMENT_BYTES));
-      if (size < capacity) await zeroFill(fh, size, capacity);
+      // From the end of the last record on, the file holds zeros (or ends): the next saves
+      // overwrite them and fill further pieces as they need them.
+      capacity = (await fh.stat()).size;
     } catch (err) {
       await fh.close().catch(() => undefined);
       throw err;
     }
     logger.info("opened WAL", { dir, segments: segments.length - start, entries: r.entries.length, lastIndex: r.lastIndex });
     const wal = new Wal({
-      dir, segmentBytes, capacity, logger, slowSyncMs: opts.slowSyncMs ?? SLOW_FDATASYNC_MS, metadata: r.metadata, fh, segments, offset: tail.offset, crc: tail.crc,
+      dir, segmentBytes, fillAheadBytes, capacity, logger, slowSyncMs: opts.slowSyncMs ?? SLOW_FDATASYNC_MS, metadata: r.metadata, fh, segments, offset: tail.offset, crc: tail.crc,
       lastIndex: r.lastIndex, hardState: r.hardState, snapshotIndex: snap.index,
     });
     return { wal, metadata: r.metadata, hardState: r.hardState, entries: r.entries, repaired };
@@ -267,6 +283,7 @@ export class Wal {
       const w = new RecordWriter({ size: HARD_STATE_RECORD_SIZE, crc: this.#crc });
       w.hardState(hardState);
       try {
+        this.#fillAhead(this.#offset + HARD_STATE_RECORD_SIZE);
         writeFullySync(this.#fh.fd, w.buf, this.#offset);
       } catch (err) {
         this.#failed = err;
@@ -275,7 +292,7 @@ export class Wal {
       this.#offset += HARD_STATE_RECORD_SIZE;
       this.#crc = w.crc;
       this.#hardState = { term: hardState.term, vote: hardState.vote, commit: hardState.commit };
-      // A record past the zero-filled capacity extends the file; the next save() cuts.
+      // Past segmentBytes, the next save() cuts.
       this.#maybePrepareNext();
     } finally {
       this.#busy = false;
@@ -364,6 +381,7 @@ export class Wal {
         // fdatasync waits on the disk off the event loop unless the caller says nothing
         // else is waiting for it. Measured here: sync write + callback fdatasync ~100 us
         // CPU per save, FileHandle write + datasync ~255 us.
+        this.#fillAhead(this.#offset + size);
         writeFullySync(this.#fh.fd, w.buf, this.#offset);
         const started = performance.now();
         if (onLoop) fdatasyncSync(this.#fh.fd);
@@ -386,7 +404,7 @@ export class Wal {
   }
 
   async #cutIfFull(): Promise<void> {
-    if (this.#offset < this.#capacity) return;
+    if (this.#offset < this.#segmentBytes) return;
     this.#enter();
     try {
       await this.#cut();
@@ -411,8 +429,12 @@ export class Wal {
       w.crcRecord();
       w.metadata(this.#metadata);
       w.hardState(this.#hardState);
+      // The pipeline filled one piece; headers larger than it (a huge metadata) fill more.
+      const filled = (await fh.stat()).size;
+      if (w.offset > filled) writeZerosSync(fh.fd, filled, pieceEnd(w.offset, this.#fillAheadBytes));
       await writeFully(fh, w.buf, 0);
       await fh.datasync();
+      const capacity = (await fh.stat()).size;
       await rename(path, join(this.#dir, name));
       await fsyncDir(this.#dir);
       await this.#fh.close();
@@ -420,7 +442,7 @@ export class Wal {
       this.#segments.push({ seq, index: this.#lastIndex + 1, name });
       this.#offset = w.offset;
       this.#crc = w.crc;
-      this.#capacity = this.#segmentBytes;
+      this.#capacity = capacity;
     } catch (err) {
       await fh.close().catch(() => undefined);
       throw err;
@@ -482,6 +504,17 @@ function writeFullySync(fd: number, buf: Uint8Array, position: number): void {
     if (n <= 0) throw new Error(`Cannot write WAL: short write at ${position + done}`);
     done += n;
   }
+}
+
+/** The end of the fill piece that holds byte `at`: zeros up to there leave room after it. */
+function pieceEnd(at: number, piece: number): number {
+  return (Math.floor(at / piece) + 1) * piece;
+}
+
+function fillAheadOf(bytes: number | undefined): number {
+  const b = bytes ?? FILL_AHEAD_BYTES;
+  if (!Number.isInteger(b) || b < 4096 || b % 4096 !== 0) throw new RangeError(`fillAheadBytes must be a positive multiple of 4096, got ${b}`);
+  return b;
 }
 
 function fdatasyncAsync(fd: number): Promise<void> {
