@@ -77,8 +77,15 @@ function response(p: V3AnswerParts): FastResponse {
   return res;
 }
 
-const success = (out: JsonObject): FastResponse => response(v3SuccessParts(out));
 const failure = (err: unknown): FastResponse => response(v3ErrorParts(asV3Error(err)));
+/** Never throws: the lane would hand a settled-to-nothing request to the router, which would run it again. */
+const success = (out: JsonObject): FastResponse => {
+  try {
+    return response(v3SuccessParts(out));
+  } catch (err) {
+    return failure(err);
+  }
+};
 
 export function v3FastKv(ctx: V3FastContext, tracer?: WriteTracer): FastHandler {
   // --enable-grpc-gateway=false and a restricted --cors change every answer: the router gives those.
