@@ -252,6 +252,18 @@ describe("HTTP/2 transport edges", () => {
     assert.deepEqual(c.headersOf(1)[1], ["grpc-status", "0"]);
   });
 
+  test("a stream held by its window does not hold another stream of the connection", async () => {
+    const c = await open([[Setting.INITIAL_WINDOW_SIZE, 10]]);
+    await c.next((f) => f.type === FrameType.SETTINGS && f.flags === Flag.ACK, "SETTINGS ACK");
+    c.send(frame(FrameType.HEADERS, Flag.END_HEADERS, 1, requestBlock(RANGE)), frame(FrameType.DATA, Flag.END_STREAM, 1, rangeFrame("big")));
+    c.send(frame(FrameType.HEADERS, Flag.END_HEADERS, 3, requestBlock(RANGE)), frame(FrameType.DATA, Flag.END_STREAM, 3, rangeFrame("k")));
+    await eventually(() => (c.dataOf(1).length === 10 && c.dataOf(3).length === 10) || undefined, "10 bytes on each");
+    c.send(windowUpdateFrame(3, 100_000));
+    await c.next((f) => f.type === FrameType.HEADERS && f.id === 3 && (f.flags & Flag.END_STREAM) !== 0, "stream 3 answered whole");
+    await c.sync();
+    assert.equal(c.dataOf(1).length, 10, "stream 1 still waits for its window");
+  });
+
   test("a stream over MAX_CONCURRENT_STREAMS is refused; a client's RST_STREAM frees its place", async () => {
     const c = await open();
     for (const id of [1, 3, 5, 7]) c.send(frame(FrameType.HEADERS, Flag.END_HEADERS, id, requestBlock(WATCH)));
