@@ -114,6 +114,8 @@ export function v3FastKv(ctx: V3FastContext, tracer?: WriteTracer): FastHandler 
     };
     const trace = tracer?.begin(head.method, head.target);
     if (trace === undefined || tracer === undefined) return run();
-    return tracer.within(trace, run).then((res) => ({ ...res, written: () => tracer.end(trace) }));
+    // "answered": the answer is built (between the apply and the socket write).
+    const traced = (): Promise<FastResponse> => run().then((res) => (tracer.note("answered"), res));
+    return tracer.within(trace, traced).then((res) => ({ ...res, written: () => tracer.end(trace) }));
   };
 }
