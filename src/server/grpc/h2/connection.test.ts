@@ -335,3 +335,44 @@ describe("HTTP/2 transport edges", () => {
     await eventually(() => c.closed || undefined, "closed after the last stream");
   });
 });
+
+test("a client that sends without reading: the connection stops reading, its unsent output stays bounded, and nothing is lost once the client reads", async (t) => {
+  const { createServer } = await import("node:net");
+  const { H2Connection } = await import("./connection.ts");
+  let conn: InstanceType<typeof H2Connection> | undefined;
+  const server = createServer((s) => {
+    conn = new H2Connection(s, { maxConcurrentStreams: 100, streamWindow: 1 << 20, connectionWindow: 1 << 24, onStream: (st) => st.reset(ErrorCode.REFUSED_STREAM) });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  t.after(() => server.close());
+  const port = (server.address() as { port: number }).port;
+  const client = connect(port, "127.0.0.1");
+  t.after(() => client.destroy());
+  await new Promise<void>((r) => client.once("connect", r));
+  // Each empty SETTINGS asks for a 9-byte ACK that does not wait for any window: 28 MiB of
+  // them is more than the kernel's buffers on both sides and the pause threshold together.
+  const frames = 28 * (1 << 20) / 9 | 0;
+  const chunk = Buffer.concat(Array.from({ length: 4096 }, () => settingsFrame([])));
+  const chunks = Math.ceil(frames / 4096);
+  client.write(Buffer.concat([PREFACE, settingsFrame([])]));
+  let sent = 0;
+  let maxUnsent = 0;
+  const watch = setInterval(() => { if (conn !== undefined) maxUnsent = Math.max(maxUnsent, conn.socket.writableLength); }, 5);
+  t.after(() => clearInterval(watch));
+  const writing = (async () => {
+    for (; sent < chunks; sent++) {
+      if (!client.write(chunk)) await new Promise((r) => client.once("drain", r));
+    }
+  })();
+  await eventually(() => conn?.readPaused || undefined, "reading paused");
+  assert.ok(sent < chunks, "the pause holds the client's writes back");
+  // Now read: every SETTINGS gets its ACK, in order, and the connection reads again.
+  const parser = new FrameParser();
+  let acks = 0;
+  client.on("data", (c: Buffer) => parser.push(c, (type, flags) => { if (type === FrameType.SETTINGS && (flags & Flag.ACK) !== 0) acks++; }));
+  await writing;
+  const expected = chunks * 4096 + 1;
+  await eventually(() => acks === expected || undefined, `${expected} SETTINGS ACKs`, 60_000);
+  assert.equal(conn!.readPaused, false);
+  assert.ok(maxUnsent <= 5 * (1 << 20) + (1 << 20), `unsent output bounded (max seen ${maxUnsent} bytes)`);
+});

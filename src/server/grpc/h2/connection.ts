@@ -53,6 +53,13 @@ export interface H2ConnectionOptions {
 
 /** Queued bytes in the socket past which DATA waits for 'drain' (control frames never do). */
 const SOCKET_HIGH_WATER = 1 << 20;
+/**
+ * Unsent bytes past which the connection stops reading until the socket drains. Answers
+ * to control frames (SETTINGS and PING acknowledgements), resets and trailers-only
+ * answers do not wait for windows, so a client that sends without reading would otherwise
+ * grow our output without bound; grpc-go's server throttles its reader the same way.
+ */
+const READ_PAUSE_BYTES = 4 * SOCKET_HIGH_WATER;
 /** Largest header block accepted across CONTINUATION frames (then ENHANCE_YOUR_CALM). */
 const MAX_HEADER_BLOCK = 1 << 20;
 /** How long a closing connection may take to flush before it is destroyed. */
@@ -83,6 +90,7 @@ export class H2Connection implements StreamHost {
   #out: Buffer[] = [];
   #outBytes = 0;
   #flushQueued = false;
+  #readPaused = false;
   /** Streams with DATA held by the connection window or a full socket. */
   readonly #blocked = new Set<H2Stream>();
   #pingSeq = 0;
@@ -427,7 +435,18 @@ export class H2Connection implements StreamHost {
     for (const s of streams) this.pump(s);
   }
 
-  readonly #onDrain = (): void => this.#pumpBlocked();
+  readonly #onDrain = (): void => {
+    if (this.#readPaused) {
+      this.#readPaused = false;
+      this.socket.resume();
+    }
+    this.#pumpBlocked();
+  };
+
+  /** Reading stopped for a client that does not read our output (READ_PAUSE_BYTES). */
+  get readPaused(): boolean {
+    return this.#readPaused;
+  }
 
   // ---- sending ----
 
@@ -591,6 +610,10 @@ export class H2Connection implements StreamHost {
     this.#outBytes = 0;
     if (this.socket.destroyed || !this.socket.writable) return;
     this.socket.write(out.length === 1 ? out[0]! : Buffer.concat(out, bytes));
+    if (!this.#readPaused && this.socket.writableLength > READ_PAUSE_BYTES) {
+      this.#readPaused = true;
+      this.socket.pause();
+    }
   }
 
   #closeStreams(): void {
