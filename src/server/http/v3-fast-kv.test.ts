@@ -7,6 +7,8 @@ import { fastV3Route, v3FastKv, type V3FastHost } from "./v3-fast-kv.ts";
 import { v3ErrorParts, v3SuccessParts } from "./v3-respond.ts";
 import { GatewayDecodeError } from "./v3-wire.ts";
 import { FakeV3Backend } from "./v3-fake-backend.test-helper.ts";
+import { WriteTracer } from "../write-trace.ts";
+import type { Logger } from "../logger.ts";
 
 const post = (target: string, extra: Partial<RequestHead> = {}): RequestHead => ({ method: "POST", target, host: "127.0.0.1:2379", authorization: undefined, length: 0, body: "{}", ...extra });
 
@@ -62,7 +64,7 @@ test("answer parts: a success has gRPC metadata and a length; a gateway error ne
   assert.deepEqual(server.trailer, ["Grpc-Trailer-Content-Type", "application/grpc"]);
 });
 
-function lane(host: Partial<V3FastHost> = {}, config: Partial<V3FastHost["config"]> = {}): { handler: FastHandler; backend: FakeV3Backend; counted: () => number } {
+function lane(host: Partial<V3FastHost> = {}, config: Partial<V3FastHost["config"]> = {}, tracer?: WriteTracer): { handler: FastHandler; backend: FakeV3Backend; counted: () => number } {
   const backend = new FakeV3Backend();
   let n = 0;
   const server: V3FastHost = {
@@ -71,7 +73,7 @@ function lane(host: Partial<V3FastHost> = {}, config: Partial<V3FastHost["config
     noteClientRequest: () => void n++,
     ...host,
   };
-  return { handler: v3FastKv({ server, v3Gateway: { backend, maxRequestBytes: 1572864, maxTxnOps: 128 } }), backend, counted: () => n };
+  return { handler: v3FastKv({ server, v3Gateway: { backend, maxRequestBytes: 1572864, maxTxnOps: 128 } }, tracer), backend, counted: () => n };
 }
 
 test("v3FastKv answers a put through the backend, counts it, and answers a decoding error without calling it", async () => {
@@ -105,4 +107,18 @@ test("firstOf answers with the first handler that takes the request", () => {
   assert.equal((firstOf(a, b, c)(post("/")) as FastResponse).body, "b");
   assert.deepEqual(seen, ["a"]);
   assert.equal(firstOf(a, c)(post("/")), undefined);
+});
+
+test("a traced put is logged once written, with its answer built before the write", async () => {
+  const logged: Array<Record<string, unknown> | undefined> = [];
+  const log: Logger = { debug: () => undefined, info: (_m, f) => void logged.push(f), warn: () => undefined, error: () => undefined };
+  let clock = 0;
+  const { handler } = lane({}, {}, new WriteTracer(1, log, () => ++clock));
+  const res = await handler(post("/v3/kv/put", { body: '{"key":"YQ=="}' }));
+  assert.equal(res?.status, 200);
+  assert.deepEqual(logged, []);
+  res?.written?.();
+  assert.equal(logged.length, 1);
+  const us = logged[0]?.["us"] as Record<string, number>;
+  assert.deepEqual(Object.keys(us), ["received", "answered", "responded"]);
 });
