@@ -118,6 +118,40 @@ test("proxy forwards an unknown source without a partition, cuts and holds it du
   t.destroy();
 });
 
+/** A source lookup that answers only when the test says so (the /proc scan of a loaded machine). */
+function slowLookup(): { lookup: () => Promise<number | undefined>; answer: (from: number | undefined) => void } {
+  const waiting: Array<(from: number | undefined) => void> = [];
+  return {
+    lookup: () => new Promise<number | undefined>((resolve) => waiting.push(resolve)),
+    answer: (from) => {
+      for (const resolve of waiting.splice(0)) resolve(from);
+    },
+  };
+}
+
+test("proxy forwards at once while no partition is in force, without waiting for the source lookup", async () => {
+  const network = new Network(3);
+  const slow = slowLookup();
+  const proxy = new FaultProxy({ member: 1, listenPort: 0, targetPort: echoPort, network, owners: () => new Map(), lookup: slow.lookup });
+  await proxy.start();
+  after(() => proxy.close());
+  const s = await connect(proxy.port);
+  s.write("now");
+  assert.equal(await firstData(s, 5000), "now", "data crosses before the source is known");
+  // Known later as member 0, which a partition now in force blocks: the link is cut.
+  network.isolate(0);
+  assert.equal(await closed(s, 5000), true, "a partition during the lookup cuts the link (unknown source)");
+  slow.answer(0);
+  const t = await connect(proxy.port);
+  t.on("error", () => {});
+  t.write("held");
+  assert.equal(await firstData(t, 300), undefined, "during a partition the proxy waits for the source");
+  slow.answer(0);
+  assert.equal(await firstData(t, 300), undefined, "and holds a blocked one");
+  assert.equal(proxy.stats.held, 1);
+  t.destroy();
+});
+
 test("network isolate blocks exactly the pairs with the isolated member", () => {
   const n = new Network(4);
   n.isolate(2);

@@ -17,6 +17,13 @@
 // A connection whose source cannot be found (seen when the dialler died or closed it
 // before the lookup) is counted, forwarded only while there is no partition, and cut when
 // one starts.
+//
+// While no partition is in force a new connection is forwarded at once and its source
+// looked up beside it: the lookup reads every member's /proc/<pid>/fd, which on a loaded
+// machine took hundreds of ms per connection in the harness's busy process, a delay no
+// real network adds. Until the source is known the link counts as of unknown source (cut
+// if a partition starts); once known, a partition that blocks it cuts it too. During a
+// partition the proxy still waits for the source, to hold or forward.
 
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { socketOwner } from "./proc-net.ts";
@@ -77,6 +84,8 @@ export interface ProxyOptions {
   network: Network;
   /** Current pid → member map of the running members (read at each new connection). */
   owners: () => ReadonlyMap<number, number>;
+  /** Which member dialled (default: proc-net.ts's socketOwner); tests inject a slow one. */
+  lookup?: (remotePort: number, localPort: number, owners: ReadonlyMap<number, number>) => Promise<number | undefined>;
 }
 
 interface Link {
@@ -92,13 +101,17 @@ export interface ProxyStats {
   held: number;
   cut: number;
   unknownSource: number;
+  /** Source lookups that took over 100 ms (the connection was not held up by them unless partitioned). */
+  slowLookups: number;
+  /** The longest source lookup, ms. */
+  maxLookupMs: number;
 }
 
 export class FaultProxy {
   #opts: ProxyOptions;
   #server: Server | undefined;
   #links = new Set<Link>();
-  #stats: ProxyStats = { forwarded: 0, held: 0, cut: 0, unknownSource: 0 };
+  #stats: ProxyStats = { forwarded: 0, held: 0, cut: 0, unknownSource: 0, slowLookups: 0, maxLookupMs: 0 };
 
   constructor(opts: ProxyOptions) {
     this.#opts = opts;
@@ -141,14 +154,39 @@ export class FaultProxy {
     this.#links.add(link);
     inbound.once("close", () => this.#destroy(link));
     const port = inbound.remotePort;
-    link.from = port === undefined ? undefined : await socketOwner(port, this.port, this.#opts.owners());
-    if (inbound.destroyed) return;
-    if (link.from === undefined) this.#stats.unknownSource++;
+    const lookup = this.#opts.lookup ?? socketOwner;
+    const startedAt = performance.now();
+    const source = port === undefined ? Promise.resolve(undefined) : lookup(port, this.port, this.#opts.owners());
+    const known = source.then((from) => {
+      const took = performance.now() - startedAt;
+      this.#stats.maxLookupMs = Math.max(this.#stats.maxLookupMs, Math.round(took));
+      if (took > 100) this.#stats.slowLookups++;
+      link.from = from;
+      if (from === undefined) this.#stats.unknownSource++;
+    });
+    if (!this.#opts.network.partitioned) {
+      this.#forward(link);
+      await known;
+      // A partition that started during the lookup cut the link already (unknown source);
+      // one that is in force now and blocks the source cuts it here.
+      if (this.#links.has(link) && this.#blocks(link.from)) {
+        this.#stats.cut++;
+        this.#destroy(link);
+      }
+      return;
+    }
+    await known;
+    if (inbound.destroyed || !this.#links.has(link)) return;
     if (this.#blocks(link.from)) {
       link.held = true;
       this.#stats.held++;
       return;
     }
+    this.#forward(link);
+  }
+
+  #forward(link: Link): void {
+    const inbound = link.inbound;
     const outbound = createConnection({ host: "127.0.0.1", port: this.#opts.targetPort, noDelay: true });
     link.outbound = outbound;
     outbound.on("error", () => {});

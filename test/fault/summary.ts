@@ -42,8 +42,15 @@ export function formatReport(r: FaultReport, opts: Pick<FaultTestOptions, "membe
     lines.push(`  disk        ${r.diskStalls.length} fdatasync(s) over 1 s logged by the members (longest ${(max / 1000).toFixed(3)} s)`);
   }
   if (r.proxies.length > 0) {
-    const sum = r.proxies.reduce((a, p) => ({ forwarded: a.forwarded + p.forwarded, held: a.held + p.held, cut: a.cut + p.cut, unknownSource: a.unknownSource + p.unknownSource }));
-    lines.push(`  proxies     ${sum.forwarded} peer connections forwarded, ${sum.cut} cut, ${sum.held} held by partitions, ${sum.unknownSource} of unknown source`);
+    const sum = r.proxies.reduce((a, p) => ({
+      forwarded: a.forwarded + p.forwarded,
+      held: a.held + p.held,
+      cut: a.cut + p.cut,
+      unknownSource: a.unknownSource + p.unknownSource,
+      slowLookups: a.slowLookups + p.slowLookups,
+      maxLookupMs: Math.max(a.maxLookupMs, p.maxLookupMs),
+    }));
+    lines.push(`  proxies     ${sum.forwarded} peer connections forwarded, ${sum.cut} cut, ${sum.held} held by partitions, ${sum.unknownSource} of unknown source; ${sum.slowLookups} source lookups over 100 ms (longest ${sum.maxLookupMs} ms)`);
   }
   if (r.snapshotsInstalled > 0) lines.push(`  snapshots   ${r.snapshotsInstalled} installed by lagging members from their leader (v3 database streamed)`);
   if (r.injected !== undefined) lines.push(`  injected    ${r.injected}`);
