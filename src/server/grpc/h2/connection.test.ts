@@ -4,7 +4,7 @@
 // client that does not read (and one that widens its window on a live stream), the
 // concurrent-stream limit, a client's RST_STREAM mid-stream, GOAWAY both ways.
 import assert from "node:assert/strict";
-import { connect, type Socket } from "node:net";
+import { connect, createServer, type Socket } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { eventually } from "../../../until.test-helper.ts";
@@ -13,6 +13,7 @@ import { MessageReader, frameMessage } from "../frames.ts";
 import { RangeResponseSchema, WatchRequestSchema } from "../gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
 import { rangeFrame, startGrpcTestServer, type GrpcTestServer } from "../grpc-test-server.test-helper.ts";
 import { ErrorCode, Flag, FrameParser, FrameType, PREFACE, Setting, frame, settingsFrame, windowUpdateFrame, rstStreamFrame } from "./frame.ts";
+import { H2Connection } from "./connection.ts";
 import { HpackDecoder, encodeHeaderBlock } from "./hpack.ts";
 
 interface Frame {
@@ -337,9 +338,7 @@ describe("HTTP/2 transport edges", () => {
 });
 
 test("a client that sends without reading: the connection stops reading, its unsent output stays bounded, and nothing is lost once the client reads", async (t) => {
-  const { createServer } = await import("node:net");
-  const { H2Connection } = await import("./connection.ts");
-  let conn: InstanceType<typeof H2Connection> | undefined;
+  let conn: H2Connection | undefined;
   const server = createServer((s) => {
     conn = new H2Connection(s, { maxConcurrentStreams: 100, streamWindow: 1 << 20, connectionWindow: 1 << 24, onStream: (st) => st.reset(ErrorCode.REFUSED_STREAM) });
   });
