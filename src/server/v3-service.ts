@@ -90,7 +90,7 @@ export interface V3ServiceHost {
   readonly membership: Pick<Membership, "get" | "list">;
   readonly members: Pick<MemberAdmin, "add" | "remove" | "update" | "promote">;
   readonly leases: Pick<LeaseKeeper, "renew" | "timeToLive">;
-  readonly watchHub: Pick<WatchHub, "watch" | "cancel" | "requestProgress">;
+  readonly watchHub: Pick<WatchHub, "watch" | "cancel" | "resume" | "requestProgress">;
   readonly metrics: Pick<ServerMetrics, "ranged" | "readOnlyTxn">;
   propose(body: CommandBody, deadline?: Deadline): Promise<ApplyResult>;
   linearizableRead(opts?: ReadOptions): Promise<void>;
@@ -391,7 +391,8 @@ export class V3Service implements V3Backend {
     this.#kv.v3auth.isRangePermitted(info, create.key, create.rangeEnd);
     const id = this.#nextWatchId++;
     const status = this.#kv.watchHub.watch({ ...create, id }, sink);
-    return { id, status, cancel: () => void this.#kv.watchHub.cancel(id) };
+    const hub = this.#kv.watchHub;
+    return { id, status, cancel: () => void hub.cancel(id), resume: () => void hub.resume(id) };
   }
 
   async authEnable(ctx: V3CallContext): Promise<void> {

@@ -1,6 +1,6 @@
 // etcd's Watch RPC (serverWatchStream) over gRPC. The watchers and every rule of the
 // stream (IDs, order of answers, fragments, compaction and refusal answers, progress,
-// slow readers) are the WatchSession's (../http/v3-watch-session.ts), which the JSON
+// slow readers paused and caught up) are the WatchSession's (../http/v3-watch-session.ts), which the JSON
 // gateway drives too; this file is the gRPC wire: WatchRequest messages in, WatchResponse
 // messages out, and the HTTP/2 stream's unsent bytes the session watches.
 //
@@ -176,6 +176,13 @@ class GrpcWatchWire implements WatchWire {
 
   get unsent(): number {
     return this.#s.raw.writableLength + this.#waitingBytes;
+  }
+
+  async drained(): Promise<void> {
+    const raw = this.#s.raw;
+    // Messages waiting for the connection's turn go first (FanOutPacer: a later turn).
+    while (this.#waitingBytes > 0 && !raw.closed) await new Promise<void>((resolve) => setImmediate(resolve));
+    await raw.drained();
   }
 
   control(r: WatchControl): void {

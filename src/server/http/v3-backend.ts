@@ -54,6 +54,8 @@ export interface V3WatchRegistration {
   id: number;
   status: "watching" | "canceled";
   cancel(): void;
+  /** Its sink refused events (the stream held too much): catch it up from the store now. */
+  resume(): void;
 }
 
 /** etcdserverpb.Member. `name` is empty for a member that has not started yet. */
@@ -202,8 +204,9 @@ export interface V3GatewayContext {
   /** --max-txn-ops (etcd default 128). */
   maxTxnOps: number;
   /**
-   * Bytes a stream response may hold unsent (res.writableLength) before its watchers are
-   * canceled as too slow; twice this closes the stream. Default 8 MiB.
+   * Bytes a watch stream may hold unsent before its watchers stop taking events (they
+   * are caught up from the store once it drains); twice this, in answers that cannot
+   * wait (created, canceled, progress), closes the stream. Default 8 MiB.
    */
   streamBufferBytes?: number;
   /** Open stream responses (watch, keepalive, snapshot), so shutdown can end them. */

@@ -42,6 +42,9 @@ interface FakeWatcher {
   rangeEnd: Buffer;
   sink: WatchSink;
   active: boolean;
+  /** Its sink refused the revision `next` (as the real hub: nothing more until resumed). */
+  paused: boolean;
+  next: number;
 }
 
 const inRange = (k: Buffer, key: Buffer, end: Buffer): boolean => {
@@ -88,9 +91,30 @@ export class FakeV3Backend implements V3Backend {
     for (const w of this.watchers.values()) this.#notify(w, batch);
   }
 
-  #notify(w: FakeWatcher, batch: RevisionEvents): void {
+  /** false when the watcher paused. */
+  #notify(w: FakeWatcher, batch: RevisionEvents): boolean {
+    if (w.paused) return false;
     const mine = batch.events.filter((e) => inRange(e.kv.key, w.key, w.rangeEnd));
-    if (w.active && mine.length > 0) w.sink.send({ revision: batch.revision, events: mine });
+    if (w.active && mine.length > 0 && w.sink.send({ revision: batch.revision, events: mine }) === false) {
+      w.paused = true;
+      w.next = batch.revision;
+      return false;
+    }
+    w.next = batch.revision + 1;
+    return true;
+  }
+
+  /** The real hub's resume, one revision per message: the compacted answer, or history from `next`. */
+  #resume(w: FakeWatcher): void {
+    if (!w.active || !w.paused) return;
+    w.paused = false;
+    if (w.next < this.compactRevision) {
+      w.active = false;
+      this.watchers.delete(w.id);
+      w.sink.send({ revision: this.revision, events: [], canceled: true, compactRevision: this.compactRevision });
+      return;
+    }
+    for (const b of this.history) if (b.revision >= w.next && !this.#notify(w, b)) return;
   }
 
   async range(req: RangeRequest, ctx: V3CallContext): Promise<RangeResponse> {
@@ -228,11 +252,11 @@ export class FakeV3Backend implements V3Backend {
     const id = this.#nextWatch++;
     if (create.startRevision > 0 && create.startRevision < this.compactRevision) {
       sink.send({ revision: this.revision, events: [], canceled: true, compactRevision: this.compactRevision });
-      return { id, status: "canceled", cancel: () => {} };
+      return { id, status: "canceled", cancel: () => {}, resume: () => {} };
     }
-    const w: FakeWatcher = { id, key: create.key, rangeEnd: create.rangeEnd, sink, active: true };
+    const w: FakeWatcher = { id, key: create.key, rangeEnd: create.rangeEnd, sink, active: true, paused: false, next: this.revision + 1 };
     // Replay synchronously, before the registration resolves (as the real hub does).
-    if (create.startRevision > 0) for (const b of this.history) if (b.revision >= create.startRevision) this.#notify(w, b);
+    if (create.startRevision > 0) for (const b of this.history) if (b.revision >= create.startRevision && !this.#notify(w, b)) break;
     this.watchers.set(id, w);
     return {
       id,
@@ -241,6 +265,7 @@ export class FakeV3Backend implements V3Backend {
         w.active = false;
         this.watchers.delete(id);
       },
+      resume: () => this.#resume(w),
     };
   }
 

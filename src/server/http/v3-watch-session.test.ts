@@ -15,6 +15,21 @@ class RecordingWire implements WatchWire {
   unsent = 0;
   overflowed: number | undefined;
   failed: unknown;
+  #drainWaiters: Array<() => void> = [];
+  /** drained() waits still pending. */
+  get drainWaits(): number {
+    return this.#drainWaiters.length;
+  }
+  drained(): Promise<void> {
+    return new Promise((resolve) => this.#drainWaiters.push(resolve));
+  }
+  /** The client read everything: unsent 0, drained() waiters resolve. */
+  drain(): void {
+    this.unsent = 0;
+    const w = this.#drainWaiters;
+    this.#drainWaiters = [];
+    for (const f of w) f();
+  }
   control(r: WatchControl): void {
     this.sent.push({ control: r });
   }
@@ -115,23 +130,82 @@ test("fragment: a large revision goes out in parts, all but the last flagged", a
   assert.ok("control" in wire.sent[0]!, "created first");
 });
 
-test("a slow reader: over the limit the fed watcher is canceled with a reason, over twice the stream overflows", async () => {
+/** Event revisions written for watch `id`, in order. */
+const revisionsOf = (wire: RecordingWire, id: number): number[] =>
+  wire.sent.flatMap((s) => ("events" in s && s.events.watchId === id ? s.events.events.map((e) => e.kv.modRevision) : []));
+
+test("a slow reader: over the limit watchers stop taking events, and once the wire drains each is caught up in order, none canceled", async () => {
   const { backend, wire, session } = setup({ streamBufferBytes: 1000 });
   session.enqueue(create("a"));
   session.enqueue(create("b"));
   await flush();
+  await put(backend, "a", "1"); // 2
   wire.unsent = 1500;
-  await put(backend, "a", "1");
+  await put(backend, "a", "2"); // 3: refused, watcher 0 paused
+  await put(backend, "b", "1"); // 4: refused, watcher 1 paused
+  await put(backend, "a", "3"); // 5: not offered (paused)
+  backend.progressAll();
+  assert.deepEqual(revisionsOf(wire, 0), [2]);
+  assert.deepEqual(revisionsOf(wire, 1), []);
+  assert.equal(wire.sent.filter((s) => "control" in s && s.control.canceled === true).length, 0, "nothing canceled");
+  assert.equal(wire.drainWaits, 1, "one wait for the whole stream");
+  assert.equal(session.size, 2);
+  wire.drain();
+  await flush();
+  assert.deepEqual(revisionsOf(wire, 0), [2, 3, 5]);
+  assert.deepEqual(revisionsOf(wire, 1), [4]);
+  await put(backend, "b", "2"); // 6: live again
+  assert.deepEqual(revisionsOf(wire, 1), [4, 6]);
+  assert.equal(wire.overflowed, undefined);
+});
+
+test("a slow reader behind a compaction gets compact_revision when it drains; answers that cannot wait past twice the limit end the stream", async () => {
+  const { backend, wire, session } = setup({ streamBufferBytes: 1000 });
+  session.enqueue(create("a"));
+  await flush();
+  wire.unsent = 1500;
+  await put(backend, "a", "1"); // 2: refused
+  await put(backend, "a", "2"); // 3
+  backend.compactRevision = 3;
+  wire.drain();
+  await flush();
   const last = wire.sent.at(-1)!;
   assert.ok("control" in last);
-  assert.deepEqual([last.control.watchId, last.control.canceled, last.control.cancelReason], [0, true, slowReaderReason(1000)]);
-  assert.equal(session.size, 1);
+  assert.deepEqual([last.control.watchId, last.control.canceled, last.control.compactRevision], [0, true, 3]);
+  assert.deepEqual(revisionsOf(wire, 0), []);
+  assert.equal(backend.watchers.size, 0);
+  // A client that keeps creating watchers and never reads.
   wire.unsent = 2500;
-  await put(backend, "b", "1");
+  session.enqueue(create("b"));
+  await flush();
   assert.equal(wire.overflowed, 1000);
   assert.equal(session.closed, true);
   assert.equal(backend.watchers.size, 0);
   const n = wire.sent.length;
   await put(backend, "b", "2");
   assert.equal(wire.sent.length, n, "nothing is written after the session closed");
+  assert.match(slowReaderReason(1000), /2000 bytes unsent/);
+});
+
+test("history replayed while a create is in flight is held only up to the limit; the rest is caught up after created", async () => {
+  const { backend, wire, session } = setup({ streamBufferBytes: 1000 });
+  for (let i = 0; i < 20; i++) await put(backend, "a", "v".repeat(200)); // 2..21, ~210 bytes each
+  let resumed = 0;
+  const watch = backend.watch.bind(backend);
+  backend.watch = async (...args) => {
+    const reg = await watch(...args);
+    return { ...reg, resume: () => (resumed++, reg.resume()) };
+  };
+  session.enqueue(create("a", { startRevision: 2 }));
+  await flush();
+  const first = wire.sent[0]!;
+  assert.ok("control" in first && first.control.created === true, "created first");
+  assert.ok(revisionsOf(wire, 0).length < 20, `held ${revisionsOf(wire, 0).length} revisions`);
+  assert.equal(wire.drainWaits, 1);
+  for (let i = 0; i < 20 && wire.drainWaits > 0; i++) {
+    wire.drain();
+    await flush();
+  }
+  assert.ok(resumed >= 1);
+  assert.deepEqual(revisionsOf(wire, 0), Array.from({ length: 20 }, (_, i) => i + 2));
 });

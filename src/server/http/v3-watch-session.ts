@@ -4,6 +4,13 @@
 // Everything else — watch IDs, the order of answers, fragments, compaction and refusal
 // answers, slow readers — is decided here, once.
 //
+// Slow readers, as etcd's victims: while the wire holds more than `streamBufferBytes`
+// unsent, a watcher handed events refuses them (its sink returns false) and the hub pauses
+// it where they began; once the wire drains (`wire.drained()`), each paused watcher is
+// resumed and the hub catches it up from the store, in order, with no gap or duplicate
+// (or answers compact_revision if that history was compacted meanwhile). Nothing is
+// canceled for being slow, and the member neither waits for the reader nor keeps its events.
+//
 // The stream owns its watch IDs: automatic ones count from 0 and skip IDs in use; an
 // explicit ID in use is refused with etcd's cancel_reason. Requests are handled one after
 // another in arrival order (a create waits for the backend before the next request).
@@ -15,8 +22,11 @@
 //   replays a watcher's history inside its creation, so by then every watcher caught up;
 // - close() cancels every watcher of the stream (the transport calls it when the call
 //   ends, for whatever reason); half-closing the request side keeps them, as etcd;
-// - the bytes the wire holds unsent stay bounded: past `streamBufferBytes` the watcher
-//   being fed is canceled with a cancel_reason, past twice that the stream is ended.
+// - the bytes the wire holds unsent stay bounded: events are written only while it holds
+//   at most `streamBufferBytes` (so at most that plus one message); answers that cannot
+//   wait (created, canceled, progress) past twice that end the stream (a client that keeps
+//   asking and never reads); while a create is in flight its held messages stay under
+//   the limit too.
 import { V3Error } from "../../api/v3-errors.ts";
 import type { V3Event, WatchMessage } from "../../store/v3/index.ts";
 import type { V3CallContext, V3GatewayContext, V3Header, V3WatchRegistration } from "./v3-backend.ts";
@@ -28,9 +38,9 @@ export const DEFAULT_STREAM_BUFFER_BYTES = 8 << 20;
 /** etcd's (mvcc) refusal of an explicit watch ID already in use on the stream. */
 export const DUPLICATE_WATCH_ID = "mvcc: duplicate watch ID provided on the WatchStream";
 
-/** Our cancel_reason for a watcher dropped because its client does not read fast enough. */
+/** Our status message for a stream ended because its client keeps asking and never reads. */
 export function slowReaderReason(limit: number): string {
-  return `etcdserver: watch canceled: the client reads too slowly (more than ${limit} bytes unsent)`;
+  return `etcdserver: watch stream ended: the client reads too slowly (more than ${2 * limit} bytes unsent)`;
 }
 
 /** gRPC's name for a code, as status.Error prints it ("rpc error: code = X desc = ..."). */
@@ -67,7 +77,9 @@ export interface WatchWire {
   events(revision: number, watchId: number, events: readonly V3Event[], fragment: boolean): void;
   /** Bytes written and not yet taken by the client. */
   readonly unsent: number;
-  /** The client fell more than twice the limit behind: end the call (the session is closed). */
+  /** Resolves once the wire holds little unsent again (or the call ended); never rejects. */
+  drained(): Promise<void>;
+  /** Answers that cannot wait passed twice the limit: end the call (the session is closed). */
   overflow(limit: number): void;
   /** Handling a request failed unexpectedly: end the call (the session is closed). */
   fail(err: unknown): void;
@@ -78,8 +90,11 @@ interface Watcher {
   readonly fragment: boolean;
   /** Set once the backend registered it; undefined while in flight. */
   reg: V3WatchRegistration | undefined;
-  /** Messages the hub delivered before `created` went out. */
+  /** Messages the hub delivered before `created` went out, and their events' bytes. */
   held: WatchMessage[] | undefined;
+  heldBytes: number;
+  /** Its sink refused events: the hub holds it until `reg.resume()`. */
+  paused: boolean;
   /** The hub sent its final message (compaction): the ID stays taken until canceled, as in etcd. */
   done: boolean;
 }
@@ -93,6 +108,8 @@ export class WatchSession {
   #nextId = 0;
   #queue: Promise<void> = Promise.resolve();
   #closed = false;
+  /** A drained() wait is on: paused watchers resume when it resolves. */
+  #waitingDrain = false;
 
   constructor(gw: V3GatewayContext, ctx: V3CallContext, wire: WatchWire) {
     this.#gw = gw;
@@ -150,7 +167,7 @@ export class WatchSession {
       this.#control({ header: backend.header(), watchId: -1, created: true, canceled: true, cancelReason: DUPLICATE_WATCH_ID });
       return;
     }
-    const w: Watcher = { id, fragment: m.fragment, reg: undefined, held: [], done: false };
+    const w: Watcher = { id, fragment: m.fragment, reg: undefined, held: [], heldBytes: 0, paused: false, done: false };
     this.#watchers.set(id, w);
     if (auto) this.#nextId++;
     let reg: V3WatchRegistration;
@@ -172,6 +189,7 @@ export class WatchSession {
     const held = w.held ?? [];
     w.held = undefined;
     for (const msg of held) if (this.#watchers.get(id) === w) this.#deliver(w, msg);
+    if (w.paused) this.#waitDrain();
   }
 
   #cancel(id: number): void {
@@ -182,13 +200,52 @@ export class WatchSession {
     this.#control({ header: this.#gw.backend.header(), watchId: id, canceled: true });
   }
 
-  #onMessage(w: Watcher, msg: WatchMessage): void {
-    if (this.#closed || this.#watchers.get(w.id) !== w) return;
+  /** The hub's message to `w`; false: events refused, `w` pauses (see the header). */
+  #onMessage(w: Watcher, msg: WatchMessage): boolean {
+    if (this.#closed || this.#watchers.get(w.id) !== w) return true;
+    const events = msg.canceled !== true && msg.events.length > 0;
     if (w.held !== undefined) {
+      const bytes = events ? messageBytes(msg) : 0;
+      if (events && w.held.length > 0 && w.heldBytes + bytes > this.#limit) {
+        w.paused = true;
+        return false;
+      }
       w.held.push(msg);
-      return;
+      w.heldBytes += bytes;
+      return true;
+    }
+    if (msg.canceled !== true && this.#wire.unsent > this.#limit) {
+      // A progress notification is dropped (etcd: a full channel means events are coming).
+      if (!events) return true;
+      w.paused = true;
+      this.#waitDrain();
+      return false;
     }
     this.#deliver(w, msg);
+    return true;
+  }
+
+  #waitDrain(): void {
+    if (this.#waitingDrain || this.#closed) return;
+    this.#waitingDrain = true;
+    void this.#wire.drained().then(() => {
+      this.#waitingDrain = false;
+      this.#resumePaused();
+    });
+  }
+
+  /** Catches paused watchers up, in creation order, while the wire takes more. */
+  #resumePaused(): void {
+    for (const w of this.#watchers.values()) {
+      if (this.#closed) return;
+      if (!w.paused || w.reg === undefined) continue;
+      if (this.#wire.unsent > this.#limit) {
+        this.#waitDrain();
+        return;
+      }
+      w.paused = false;
+      w.reg.resume(); // synchronous: the hub's catch-up comes through #onMessage, and may pause w again
+    }
   }
 
   #deliver(w: Watcher, msg: WatchMessage): void {
@@ -209,25 +266,15 @@ export class WatchSession {
     } else if (!this.#closed) {
       this.#wire.events(msg.revision, w.id, msg.events, false);
     }
-    this.#checkBacklog(w);
-  }
-
-  /** Cancels `w` (or the whole stream) when the client does not keep up. */
-  #checkBacklog(w: Watcher): void {
-    const pending = this.#wire.unsent;
-    if (pending <= this.#limit) return;
-    if (pending > 2 * this.#limit) {
-      this.close();
-      this.#wire.overflow(this.#limit);
-      return;
-    }
-    w.reg?.cancel();
-    this.#watchers.delete(w.id);
-    this.#control({ header: this.#gw.backend.header(), watchId: w.id, canceled: true, cancelReason: slowReaderReason(this.#limit) });
   }
 
   #control(r: WatchControl): void {
-    if (!this.#closed) this.#wire.control(r);
+    if (this.#closed) return;
+    this.#wire.control(r);
+    if (this.#wire.unsent > 2 * this.#limit) {
+      this.close();
+      this.#wire.overflow(this.#limit);
+    }
   }
 }
 
@@ -257,4 +304,11 @@ export function fragments(events: V3Event[], maxBytes: number, overhead: number)
     out.push({ events: part, more: i < events.length });
   }
   return out;
+}
+
+/** A message's events as the hub weighs them for the held limit (their protobuf size). */
+function messageBytes(msg: WatchMessage): number {
+  let n = 0;
+  for (const e of msg.events) n += eventSize(e);
+  return n;
 }

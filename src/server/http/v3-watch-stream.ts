@@ -29,6 +29,20 @@ class JsonWatchWire implements WatchWire {
     return this.#writer.res.writableLength;
   }
 
+  drained(): Promise<void> {
+    const res = this.#writer.res;
+    if (!res.writableNeedDrain || res.destroyed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        res.off("drain", done);
+        res.off("close", done);
+        resolve();
+      };
+      res.on("drain", done);
+      res.on("close", done);
+    });
+  }
+
   control(r: WatchControl): void {
     this.#writer.line(streamLine(encodeWatchResponse(r)));
   }

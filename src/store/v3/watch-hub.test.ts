@@ -350,3 +350,102 @@ test("restore after a snapshot install catches watchers up or cancels the compac
   hub.notify(installed.put(putReq("k", "4")).changes!);
   assert.deepEqual(behind.lines().at(-1), "6: PUT k=4 (was 3)");
 });
+
+/** A sink that refuses events while `full` (a transport whose stream holds too much). */
+function refuser() {
+  const r = recorder();
+  const state = { full: false, refused: 0 };
+  const sink = {
+    send: (m: WatchMessage): boolean => {
+      if (state.full && m.events.length > 0 && m.canceled !== true) {
+        state.refused++;
+        return false;
+      }
+      r.msgs.push(m);
+      return true;
+    },
+  };
+  return { ...r, sink, state };
+}
+
+test("a sink that refuses pauses its watcher; resume catches it up from the store in order, then live", () => {
+  const { store, hub, apply } = setup();
+  const r = refuser();
+  const req = watchReq("k");
+  hub.watch(req, r.sink);
+  apply(store.put(putReq("k", "a"))); // 2
+  r.state.full = true;
+  apply(store.put(putReq("k", "b"))); // 3: refused
+  apply(store.put(putReq("k", "c"))); // 4: not even offered
+  apply(store.txn(txnReq({ success: [opPut("k", "d"), opPut("other", "x")] }))); // 5
+  assert.equal(r.state.refused, 1);
+  assert.equal(hub.isPaused(req.id), true);
+  hub.progress(store.revision); // a paused watcher is behind: no progress
+  assert.equal(hub.resume(req.id + 1000), false);
+  r.state.full = false;
+  assert.equal(hub.resume(req.id), true);
+  assert.equal(hub.resume(req.id), false, "not paused any more");
+  apply(store.put(putReq("k", "e"))); // 6: live again
+  assert.deepEqual(r.lines(), ["2: PUT k=a", "5: PUT k=b PUT k=c PUT k=d", "6: PUT k=e"]);
+});
+
+test("a refused catch-up batch is offered again from its first revision; batches stay under REPLAY_BATCH_BYTES", () => {
+  const { store, hub, apply } = setup();
+  const big = "v".repeat(256 * 1024);
+  for (let i = 0; i < 10; i++) apply(store.put(putReq("k", `${i}${big}`))); // 2..11
+  const r = refuser();
+  r.state.full = true;
+  const req = watchReq("k", { startRevision: 2 });
+  assert.equal(hub.watch(req, r.sink), "watching");
+  assert.equal(hub.isPaused(req.id), true);
+  assert.equal(r.msgs.length, 0);
+  // Taken one batch at a time: the sink fills again after each.
+  let resumes = 0;
+  while (hub.isPaused(req.id) && resumes < 20) {
+    r.state.full = false;
+    const before = r.msgs.length;
+    const sink = r.sink.send;
+    r.sink.send = (m) => {
+      const ok = sink(m);
+      if (r.msgs.length > before) r.state.full = true;
+      return ok;
+    };
+    hub.resume(req.id);
+    r.sink.send = sink;
+    resumes++;
+  }
+  const revisions = r.msgs.flatMap((m) => m.events.map((e) => e.kv.modRevision));
+  assert.deepEqual(revisions, [2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+  assert.ok(r.msgs.length >= 3, `${r.msgs.length} batches`);
+  for (const m of r.msgs) assert.ok(m.events.length <= 5, `a batch of ${m.events.length} values of 256 KiB`);
+  r.state.full = false;
+  apply(store.put(putReq("k", "live"))); // 12
+  assert.equal(r.msgs.at(-1)?.events[0]?.kv.modRevision, 12);
+});
+
+test("a paused watcher whose next revision was compacted gets the compacted answer on resume and is gone", () => {
+  const { store, hub, apply } = setup();
+  const r = refuser();
+  const req = watchReq("k");
+  hub.watch(req, r.sink);
+  r.state.full = true;
+  apply(store.put(putReq("k", "a"))); // 2: refused
+  apply(store.put(putReq("k", "b"))); // 3
+  apply(store.put(putReq("k", "c"))); // 4
+  store.compact(3);
+  r.state.full = false;
+  assert.equal(hub.resume(req.id), true);
+  assert.deepEqual(r.msgs, [{ revision: 4, events: [], canceled: true, compactRevision: 3 }]);
+  assert.equal(hub.has(req.id), false);
+  // Paused at the compaction revision itself: still readable, caught up.
+  const r2 = refuser();
+  const req2 = watchReq("k");
+  hub.watch(req2, r2.sink);
+  r2.state.full = true;
+  apply(store.put(putReq("k", "d"))); // 5
+  apply(store.put(putReq("k", "e"))); // 6
+  store.compact(5);
+  r2.state.full = false;
+  hub.resume(req2.id);
+  assert.deepEqual(r2.lines(), ["6: PUT k=d PUT k=e"]);
+});

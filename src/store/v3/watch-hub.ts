@@ -9,8 +9,15 @@
 // delivery skips revisions below the watcher's next revision, so the switch neither
 // duplicates nor skips (even when notify() for the current revision comes after watch()).
 //
-// Slow readers: sinks must not block; the HTTP layer owns buffering and cancels a watcher
-// whose reader falls behind. A sink that throws loses its watcher.
+// Slow readers (etcd's victims): sinks must not block. A sink that cannot take a message
+// of events (its client's stream holds too much unsent) returns false: the watcher is
+// paused where that message began and gets nothing more, live or replayed, until the
+// transport calls resume(), which catches it up from the store from that revision, in
+// order, in batches that it may refuse again, then follows live. If what it still needs
+// was compacted meanwhile, it gets the compacted answer and is canceled, as any watcher
+// behind the compaction. So the hub never holds messages for a slow reader, and the
+// transport holds at most what it took before refusing. A sink that throws loses its
+// watcher.
 
 import type { HistoryQuery } from "./mvcc-store.ts";
 import type { KeySpan } from "./keys.ts";
@@ -52,8 +59,12 @@ export interface WatchMessage {
 }
 
 export interface WatchSink {
-  /** `msg` may be handed to many sinks: read it, never modify it. */
-  send(msg: WatchMessage): void;
+  /**
+   * `msg` may be handed to many sinks: read it, never modify it. false: a message with
+   * events was not taken, the watcher pauses until resume() (progress and canceled
+   * messages cannot be refused).
+   */
+  send(msg: WatchMessage): boolean | void;
 }
 
 interface Watcher {
@@ -69,12 +80,21 @@ interface Watcher {
   /** The lowest revision this watcher still needs (etcd's minRev). */
   next: number;
   active: boolean;
+  /** Its sink refused events at `next`: nothing is sent until resume(). */
+  paused: boolean;
   /** Events went out since the last progress tick: the next notification is elided. */
   sentEvents: boolean;
 }
 
 /** etcd's watchBatchMaxRevs: revisions per catch-up message. */
 export const REPLAY_BATCH_REVISIONS = 1000;
+
+/**
+ * Event bytes (keys and values) past which a catch-up message ends early, so one message,
+ * and what a paused watcher's transport holds, stays bounded however large the history
+ * (etcd sends its 1000 revisions whatever their size).
+ */
+export const REPLAY_BATCH_BYTES = 1 << 20;
 
 export class WatchHub {
   #history: WatchHistory;
@@ -121,6 +141,7 @@ export class WatchHub {
       sink,
       next: req.startRevision > 0 ? req.startRevision : current + 1,
       active: true,
+      paused: false,
       sentEvents: false,
     };
     this.#watchers.set(w.id, w);
@@ -132,20 +153,43 @@ export class WatchHub {
   /**
    * The server replaced the store (a snapshot was installed): every watcher catches up
    * from the new history, or is canceled with compact_revision when what it still needs
-   * was compacted away (etcd moves all watchers to its unsynced group).
+   * was compacted away (etcd moves all watchers to its unsynced group). A paused watcher
+   * catches up when resumed.
    */
   restore(history: WatchHistory): void {
     this.#history = history;
     this.#lastNotified = history.revision;
     for (const w of [...this.#watchers.values()]) {
-      if (w.next <= history.revision && w.next < history.compactRevision) {
-        this.cancel(w.id);
-        const msg: WatchMessage = { revision: history.revision, events: [], canceled: true, compactRevision: history.compactRevision };
-        this.#deliver({ id: w.id, sink: w.sink }, msg);
-        continue;
-      }
+      if (this.#cancelIfCompacted(w) || w.paused) continue;
       this.#catchUp(w);
     }
+  }
+
+  /**
+   * A paused watcher's transport can take messages again: catch it up from the store
+   * (it may pause again on the way), or cancel it with compact_revision when what it
+   * still needs was compacted meanwhile. false when unknown or not paused.
+   */
+  resume(id: number): boolean {
+    const w = this.#watchers.get(id);
+    if (w === undefined || !w.paused) return false;
+    w.paused = false;
+    if (!this.#cancelIfCompacted(w)) this.#catchUp(w);
+    return true;
+  }
+
+  /** Whether watcher `id` is paused (its sink refused events). */
+  isPaused(id: number): boolean {
+    return this.#watchers.get(id)?.paused === true;
+  }
+
+  /** etcd's syncWatchers for a watcher behind the compaction: the compacted answer, then gone. */
+  #cancelIfCompacted(w: Watcher): boolean {
+    const h = this.#history;
+    if (w.next > h.revision || w.next >= h.compactRevision) return false;
+    this.cancel(w.id);
+    this.#deliver({ id: w.id, sink: w.sink }, { revision: h.revision, events: [], canceled: true, compactRevision: h.compactRevision });
+    return true;
   }
 
   /** Removes a watcher; false when unknown (already canceled). */
@@ -172,7 +216,7 @@ export class WatchHub {
     for (const ev of changes.events) {
       let bare: V3Event | undefined;
       this.#group.forEachMatch(keyId(ev.kv.key), (w) => {
-        if (w.next > changes.revision || !passes(w, ev)) return;
+        if (w.paused || w.next > changes.revision || !passes(w, ev)) return;
         // Events are shared between watchers; one copy without prevKv serves all that did not ask.
         const out = w.prevKv || ev.prevKv === undefined ? ev : (bare ??= { type: ev.type, kv: ev.kv });
         const list = perWatcher.get(w);
@@ -181,8 +225,7 @@ export class WatchHub {
       });
     }
     for (const [w, events] of perWatcher) {
-      w.next = changes.revision + 1;
-      if (w.active) this.#deliverEvents(w, { revision: changes.revision, events });
+      if (w.active) this.#deliverEvents(w, { revision: changes.revision, events }, changes.revision);
     }
   }
 
@@ -197,15 +240,14 @@ export class WatchHub {
   #notifyOne(revision: number, ev: V3Event): void {
     const targets: Watcher[] = [];
     this.#group.forEachMatch(keyId(ev.kv.key), (w) => {
-      if (w.next <= revision && passes(w, ev)) targets.push(w);
+      if (!w.paused && w.next <= revision && passes(w, ev)) targets.push(w);
     });
     if (targets.length === 0) return;
     const full: WatchMessage = { revision, events: [ev] };
     let bare: WatchMessage | undefined;
     for (const w of targets) {
-      w.next = revision + 1;
       if (!w.active) continue;
-      this.#deliverEvents(w, w.prevKv || ev.prevKv === undefined ? full : (bare ??= { revision, events: [{ type: ev.type, kv: ev.kv }] }));
+      this.#deliverEvents(w, w.prevKv || ev.prevKv === undefined ? full : (bare ??= { revision, events: [{ type: ev.type, kv: ev.kv }] }), revision);
     }
   }
 
@@ -213,12 +255,12 @@ export class WatchHub {
    * One tick of etcd's progress notification (--experimental-watch-progress-notify-interval):
    * an empty message at `revision` to every watcher created with progress_notify, except
    * one that received events since the previous tick (etcd's sendLoop elides it: the events
-   * told the client as much). Watchers here have always caught up (the hub replays history
-   * inside watch()), so all are "synced" in etcd's sense.
+   * told the client as much). A paused watcher is behind (etcd: unsynced or a victim) and
+   * gets none; the others have caught up (the hub replays history inside watch()).
    */
   progress(revision: number): void {
     for (const w of [...this.#watchers.values()]) {
-      if (!w.progressNotify || !w.active) continue;
+      if (!w.progressNotify || !w.active || w.paused) continue;
       if (w.sentEvents) {
         w.sentEvents = false;
         continue;
@@ -231,45 +273,72 @@ export class WatchHub {
   requestProgress(id: number, revision: number): boolean {
     const w = this.#watchers.get(id);
     if (w === undefined) return false;
-    this.#deliver(w, { revision, events: [] });
+    if (!w.paused) this.#deliver(w, { revision, events: [] });
     return true;
   }
 
-  /** Replays [w.next, current] from the history; afterwards w follows live. */
+  /**
+   * Replays [w.next, current] from the history; afterwards w follows live. Read a window
+   * of revisions at a time, so a watcher far behind never has its whole history in memory;
+   * stops where the sink refuses (w stays paused at that batch's first revision).
+   */
   #catchUp(w: Watcher): void {
     const current = this.#history.revision;
     if (w.next > current) return;
-    const history = this.#history.eventsInRange({
-      from: w.next,
-      to: current,
-      key: w.key,
-      rangeEnd: w.rangeEnd,
-      prevKv: w.prevKv,
-    });
     // As etcd's syncWatchers: history goes out in batches of up to REPLAY_BATCH_REVISIONS
-    // revisions, each message under the current revision (clients see one message, not
-    // one per past revision).
+    // revisions (and REPLAY_BATCH_BYTES), each message under the current revision (clients
+    // see one message, not one per past revision).
     let batch: V3Event[] = [];
+    let batchFrom = w.next;
     let revs = 0;
-    for (const rev of history) {
-      const events = rev.events.filter((e) => passes(w, e));
-      if (events.length === 0) continue;
-      batch.push(...events);
-      if (++revs === REPLAY_BATCH_REVISIONS) {
-        this.#deliverEvents(w, { revision: current, events: batch });
-        if (!w.active) return;
-        batch = [];
-        revs = 0;
+    let bytes = 0;
+    for (let from = w.next; from <= current; from += REPLAY_BATCH_REVISIONS) {
+      const to = Math.min(current, from + REPLAY_BATCH_REVISIONS - 1);
+      const window = this.#history.eventsInRange({ from, to, key: w.key, rangeEnd: w.rangeEnd, prevKv: w.prevKv });
+      for (const rev of window) {
+        let matched = false;
+        for (const e of rev.events) {
+          if (!passes(w, e)) continue;
+          batch.push(e);
+          bytes += eventBytes(e);
+          matched = true;
+        }
+        if (!matched) continue;
+        if (++revs === REPLAY_BATCH_REVISIONS || bytes >= REPLAY_BATCH_BYTES) {
+          if (!this.#deliverEvents(w, { revision: current, events: batch }, rev.revision, batchFrom)) return;
+          batch = [];
+          batchFrom = rev.revision + 1;
+          revs = 0;
+          bytes = 0;
+        }
       }
     }
-    if (batch.length > 0) this.#deliverEvents(w, { revision: current, events: batch });
-    if (!w.active) return;
+    if (batch.length > 0 && !this.#deliverEvents(w, { revision: current, events: batch }, current, batchFrom)) return;
     w.next = current + 1;
   }
 
-  #deliverEvents(w: Watcher, msg: WatchMessage): void {
+  /**
+   * Events up to revision `last`, from `first` (the live message's own revision by
+   * default). Taken: w needs what follows `last`. Refused: w pauses at `first`. false
+   * when w stopped (refused, or canceled by its sink).
+   */
+  #deliverEvents(w: Watcher, msg: WatchMessage, last: number, first = last): boolean {
     w.sentEvents = true;
-    this.#deliver(w, msg);
+    let taken: boolean | void = true;
+    try {
+      taken = w.sink.send(msg);
+    } catch (err) {
+      if (this.#watchers.get(w.id) === w) this.cancel(w.id);
+      this.#onSinkError(w.id, err);
+      return false;
+    }
+    if (taken === false) {
+      w.next = first;
+      w.paused = true;
+      return false;
+    }
+    w.next = last + 1;
+    return w.active;
   }
 
   /** Sends to one sink; a sink that throws loses its watcher (if registered). */
@@ -285,4 +354,9 @@ export class WatchHub {
 
 function passes(w: Watcher, ev: V3Event): boolean {
   return ev.type === EventType.PUT ? !w.noPut : !w.noDelete;
+}
+
+/** What an event weighs in a catch-up batch: its keys and values. */
+function eventBytes(e: V3Event): number {
+  return e.kv.key.length + e.kv.value.length + (e.prevKv === undefined ? 0 : e.prevKv.key.length + e.prevKv.value.length);
 }
