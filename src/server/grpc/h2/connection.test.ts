@@ -118,6 +118,8 @@ describe("HTTP/2 transport edges", () => {
     for (let at = 0; at < s.payload.length; at += 6) values.set(s.payload.readUInt16BE(at), s.payload.readUInt32BE(at + 2));
     assert.equal(values.get(Setting.MAX_CONCURRENT_STREAMS), 3);
     assert.equal(values.get(Setting.INITIAL_WINDOW_SIZE), 1 << 20);
+    // grpc-go advertises a header list limit only when configured (etcd does not).
+    assert.equal(values.has(Setting.MAX_HEADER_LIST_SIZE), false);
     const wu = await c.next((f) => f.type === FrameType.WINDOW_UPDATE && f.id === 0, "connection WINDOW_UPDATE");
     assert.equal(wu.payload.readUInt32BE(0), (16 << 20) - 65_535);
     await c.next((f) => f.type === FrameType.SETTINGS && f.flags === Flag.ACK, "SETTINGS ACK");
@@ -220,6 +222,34 @@ describe("HTTP/2 transport edges", () => {
       await c.next((f) => f.type === FrameType.HEADERS && f.id === id && (f.flags & Flag.END_STREAM) !== 0, `trailers of ${id}`);
       assert.deepEqual(c.headersOf(id)[1], ["grpc-status", "0"]);
     }
+  });
+
+  test("a header list over 16 MiB (grpc-go's limit): RST_STREAM FRAME_SIZE_ERROR, and the connection and HPACK's table go on", async () => {
+    const c = await open();
+    /** RFC 7541 §5.1 integer with an N-bit prefix, `flags` in the first byte. */
+    const int = (v: number, bits: number, flags: number): number[] => {
+      const max = (1 << bits) - 1;
+      if (v < max) return [flags | v];
+      const out = [flags | max];
+      for (v -= max; v >= 128; v >>= 7) out.push((v & 0x7f) | 0x80);
+      out.push(v);
+      return out;
+    };
+    const lit = (n: string, v: string): Buffer => Buffer.concat([Buffer.from([0x40, ...int(n.length, 7, 0)]), Buffer.from(n), Buffer.from(int(v.length, 7, 0)), Buffer.from(v)]);
+    // One 4,000-byte field indexed, then referred to 4,200 times (one byte each): an 8 KiB
+    // block whose list is 4,201 x 4,037 bytes, over 16 MiB.
+    const big = lit("x-big", "a".repeat(4000));
+    const block = Buffer.concat([Buffer.from([0x83, 0x86]), lit(":path", RANGE), lit("content-type", "application/grpc"), big, Buffer.alloc(4200, 0x80 | 62)]);
+    assert.ok(block.length < 16_384);
+    c.send(frame(FrameType.HEADERS, Flag.END_HEADERS, 1, block));
+    assert.equal(rstCode(await c.next((f) => f.type === FrameType.RST_STREAM && f.id === 1, "RST 1")), ErrorCode.FRAME_SIZE_ERROR);
+    // Its body crossing the reset is ignored; the table holds the block's last entry (x-big,
+    // 4,037 bytes of 4,096: the two before it were evicted), index 62.
+    c.send(frame(FrameType.DATA, Flag.END_STREAM, 1, rangeFrame("k")));
+    c.send(frame(FrameType.HEADERS, Flag.END_HEADERS, 3, Buffer.concat([requestBlock(RANGE), Buffer.from([0x80 | 62])])), frame(FrameType.DATA, Flag.END_STREAM, 3, rangeFrame("k")));
+    await c.next((f) => f.type === FrameType.HEADERS && f.id === 3 && (f.flags & Flag.END_STREAM) !== 0, "trailers of 3");
+    assert.deepEqual(c.headersOf(3)[1], ["grpc-status", "0"]);
+    assert.ok(!c.frames.some((f) => f.type === FrameType.GOAWAY));
   });
 
   test("a client that does not read gets no more than its window; WINDOW_UPDATE lets the rest go", async () => {

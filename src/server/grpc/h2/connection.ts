@@ -60,8 +60,20 @@ const SOCKET_HIGH_WATER = 1 << 20;
  * grow our output without bound; grpc-go's server throttles its reader the same way.
  */
 const READ_PAUSE_BYTES = 4 * SOCKET_HIGH_WATER;
-/** Largest header block accepted across CONTINUATION frames (then ENHANCE_YOUR_CALM). */
-const MAX_HEADER_BLOCK = 1 << 20;
+/**
+ * grpc-go's server header list limit (defaultServerMaxHeaderListSize; etcd sets none, so
+ * it is not advertised in SETTINGS either): a request whose header list (name + value +
+ * 32 per field) passes it is reset with FRAME_SIZE_ERROR and the connection goes on; a
+ * string literal longer than it is a COMPRESSION_ERROR (x/net/http2's hpack).
+ */
+export const MAX_HEADER_LIST_SIZE = 16 << 20;
+/**
+ * Largest header block kept across CONTINUATION frames (then ENHANCE_YOUR_CALM): grpc-go
+ * decodes fragments as they come and keeps at most one string; we decode whole blocks,
+ * so this bounds what a connection holds. A block this large passes the list limit
+ * unless its strings are Huffman-coded rare bytes.
+ */
+export const MAX_HEADER_BLOCK = MAX_HEADER_LIST_SIZE;
 /** How long a closing connection may take to flush before it is destroyed. */
 const CLOSE_GRACE_MS = 1000;
 
@@ -71,7 +83,7 @@ export class H2Connection implements StreamHost {
   readonly socket: Socket;
   readonly #opts: H2ConnectionOptions;
   readonly #parser = new FrameParser();
-  readonly #decoder = new HpackDecoder();
+  readonly #decoder = new HpackDecoder(4096, MAX_HEADER_LIST_SIZE);
   readonly #streams = new Map<number, H2Stream>();
   /** Highest client stream id seen (streams at or below it and not in the map are closed). */
   #lastStreamId = 0;
@@ -293,10 +305,16 @@ export class H2Connection implements StreamHost {
   #onHeaderBlock(streamId: number, flags: number, block: Buffer): void {
     let list: HeaderList;
     try {
-      list = this.#decoder.decode(block);
+      list = this.#decoder.decode(block, MAX_HEADER_LIST_SIZE);
     } catch (err) {
       if (err instanceof HpackError) throw new H2Error(ErrorCode.COMPRESSION_ERROR, err.message);
       throw err;
+    }
+    if (this.#decoder.truncated) {
+      // grpc-go (decodeHeader, "peer header list size exceeded limit"): the stream is reset
+      // before any other check of it, the connection goes on.
+      if (streamId % 2 === 1 && streamId > this.#lastStreamId && !this.#streams.has(streamId)) this.#lastStreamId = streamId;
+      return this.#streamError(streamId, ErrorCode.FRAME_SIZE_ERROR);
     }
     const endStream = (flags & Flag.END_STREAM) !== 0;
     const existing = this.#streams.get(streamId);

@@ -104,3 +104,29 @@ test("encoder: static indexes, literals never indexed, pseudo-headers first; our
   const long = "x".repeat(300);
   assert.deepEqual(new HpackDecoder().decode(encodeHeaderBlock({ "grpc-message": long })), ["grpc-message", long]);
 });
+
+test("a list over maxListSize is truncated (fields dropped, RFC 9113 sizes) while the table still takes the block's entries", () => {
+  const d = new HpackDecoder();
+  // Literal with incremental indexing, new name: "k" = "vvvv" (1 + 4 + 32 = 37 bytes), then
+  // the same entry by index twice: 111 bytes.
+  const block = Buffer.from([0x40, 1, 0x6b, 4, 0x76, 0x76, 0x76, 0x76, 0x80 | 62, 0x80 | 62]);
+  assert.deepEqual(d.decode(block, 111), ["k", "vvvv", "k", "vvvv", "k", "vvvv"]);
+  assert.equal(d.truncated, false);
+  const d2 = new HpackDecoder();
+  assert.deepEqual(d2.decode(block, 110), []);
+  assert.equal(d2.truncated, true);
+  assert.equal(d2.tableLength, 1);
+  assert.deepEqual(d2.decode(Buffer.from([0x80 | 62])), ["k", "vvvv"]);
+  assert.equal(d2.truncated, false);
+});
+
+test("a string longer than the decoder's maxString is an HpackError, plain or Huffman-coded", () => {
+  const d = new HpackDecoder(4096, 4);
+  assert.deepEqual(d.decode(Buffer.from([0x00, 1, 0x6b, 4, 0x76, 0x76, 0x76, 0x76])), ["k", "vvvv"]);
+  assert.throws(() => d.decode(Buffer.from([0x00, 1, 0x6b, 5, 0x76, 0x76, 0x76, 0x76, 0x76])), HpackError);
+  // "aaaaaaaa" Huffman-coded is 5 bytes (5 bits a character), 8 decoded.
+  const h = huffmanEncode("aaaaaaaa");
+  assert.ok(h.length <= 4 + 1);
+  const d2 = new HpackDecoder(4096, 6);
+  assert.throws(() => d2.decode(Buffer.concat([Buffer.from([0x00, 1, 0x6b, 0x80 | h.length]), h])), HpackError);
+});

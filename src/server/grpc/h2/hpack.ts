@@ -119,10 +119,23 @@ export class HpackDecoder {
   readonly #limit: number;
   #pos = 0;
   #buf: Uint8Array = new Uint8Array(0);
+  /** Longest string literal, encoded or decoded (then HpackError); 0: no limit. */
+  readonly #maxString: number;
+  #truncated = false;
 
-  constructor(limit = 4096) {
+  /**
+   * `maxString`: x/net/http2's hpack decoder (grpc-go's) refuses a string longer than the
+   * header list limit (ErrStringLength, a COMPRESSION_ERROR).
+   */
+  constructor(limit = 4096, maxString = 0) {
     this.#limit = limit;
     this.#maxSize = limit;
+    this.#maxString = maxString;
+  }
+
+  /** The last decode() passed its `maxListSize`: the list it returned is cut short. */
+  get truncated(): boolean {
+    return this.#truncated;
   }
 
   /** Entries in the dynamic table (tests). */
@@ -134,24 +147,41 @@ export class HpackDecoder {
     return this.#size;
   }
 
-  /** Decodes one whole header block; throws HpackError (then the connection is over). */
-  decode(block: Uint8Array): HeaderList {
+  /**
+   * Decodes one whole header block; throws HpackError (then the connection is over). Past
+   * `maxListSize` (RFC 9113 §6.5.2's size: name + value + 32 per field) the fields stop
+   * being collected and `truncated` is set, but the block is still decoded to its end, so
+   * the dynamic table stays in step (x/net/http2's MetaHeadersFrame.Truncated).
+   */
+  decode(block: Uint8Array, maxListSize = Infinity): HeaderList {
     this.#buf = block;
     this.#pos = 0;
+    this.#truncated = false;
     const out: HeaderList = [];
+    let room = maxListSize;
+    const push = (name: string, value: string): void => {
+      if (this.#truncated) return;
+      room -= name.length + value.length + ENTRY_OVERHEAD;
+      if (room < 0) {
+        this.#truncated = true;
+        out.length = 0;
+        return;
+      }
+      out.push(name, value);
+    };
     let fieldsSeen = false;
     while (this.#pos < block.length) {
       const b = block[this.#pos]!;
       if (b & 0x80) {
         const [n, v] = this.#entry(this.#int(7));
-        out.push(n, v);
+        push(n, v);
         fieldsSeen = true;
       } else if (b & 0x40) {
         const idx = this.#int(6);
         const name = idx === 0 ? this.#string() : this.#entry(idx)[0];
         const value = this.#string();
         this.#add(name, value);
-        out.push(name, value);
+        push(name, value);
         fieldsSeen = true;
       } else if (b & 0x20) {
         // RFC 7541 §4.2: only at the start of a block.
@@ -164,7 +194,7 @@ export class HpackDecoder {
         // Literal without indexing (0000) or never indexed (0001).
         const idx = this.#int(4);
         const name = idx === 0 ? this.#string() : this.#entry(idx)[0];
-        out.push(name, this.#string());
+        push(name, this.#string());
         fieldsSeen = true;
       }
     }
@@ -226,10 +256,13 @@ export class HpackDecoder {
     const len = this.#int(7);
     const start = this.#pos;
     const end = start + len;
+    if (this.#maxString > 0 && len > this.#maxString) throw new HpackError("string too long");
     if (end > this.#buf.length) throw new HpackError("truncated string");
     this.#pos = end;
-    if (huffman) return huffmanDecode(this.#buf, start, end);
-    return latin1(this.#buf, start, end);
+    if (!huffman) return latin1(this.#buf, start, end);
+    const s = huffmanDecode(this.#buf, start, end);
+    if (this.#maxString > 0 && s.length > this.#maxString) throw new HpackError("string too long");
+    return s;
   }
 }
 
