@@ -143,18 +143,25 @@ test("PutRequest and RangeRequest: the fast readers give what fromBinary + conve
   ]);
   assert.deepEqual(decodePutRequest(odd), cv.putRequest(fromBinary(PutRequestSchema, odd)));
   assert.deepEqual(decodeRangeRequest(odd), cv.rangeRequest(fromBinary(RangeRequestSchema, odd)));
-  // What the fast path does not take goes to the generated decoder (which words the errors).
-  const refused = [
-    Buffer.from([...field(1, 2, [5, 0x61])]), // bytes past the end
-    Buffer.from([...field(3, 0, [0x80])]), // varint cut short
-    Buffer.from([...field(1, 0, [1])]), // key with another wire type
-    Buffer.from([...field(5, 3, [])]), // a group
-    Buffer.from([0]), // field 0
+  // What the fast path does not take and etcd refuses is refused in gogoproto's words
+  // (unmarshal-error.ts); what etcd would take goes to the generated decoder.
+  const refused: Array<[Buffer, string, string]> = [
+    [Buffer.from([...field(1, 2, [5, 0x61])]), "unexpected EOF", "unexpected EOF"], // bytes past the end
+    [Buffer.from([...field(3, 0, [0x80])]), "unexpected EOF", "unexpected EOF"], // varint cut short
+    [Buffer.from([...field(1, 0, [1])]), "proto: wrong wireType = 0 for field Key", "proto: wrong wireType = 0 for field Key"], // key with another wire type
+    [Buffer.from([...field(3, 2, [1, 1])]), "proto: wrong wireType = 2 for field Lease", "proto: wrong wireType = 2 for field Limit"], // bufbuild would read it
+    [Buffer.from([...field(5, 3, [])]), "proto: wrong wireType = 3 for field IgnoreValue", "proto: wrong wireType = 3 for field SortOrder"], // a group
+    [Buffer.from([0]), "proto: PutRequest: illegal tag 0 (wire type 0)", "proto: RangeRequest: illegal tag 0 (wire type 0)"], // field 0
   ];
-  for (const b of refused) {
-    assert.equal(decodePutRequest(b), undefined, b.toString("hex"));
-    assert.equal(decodeRangeRequest(b), undefined, b.toString("hex"));
+  const error = (text: string) => ({ code: 13, message: `grpc: error unmarshalling request: ${text}` });
+  for (const [b, put, range] of refused) {
+    assert.throws(() => decodePutRequest(b), error(put), b.toString("hex"));
+    assert.throws(() => decodeRangeRequest(b), error(range), b.toString("hex"));
   }
+  // Unusual but valid for gogoproto: the generated decoder's turn.
+  const group = Buffer.from([...field(20, 3, []), ...field(20, 4, [])]);
+  assert.equal(decodePutRequest(group), undefined);
+  assert.equal(decodeRangeRequest(group), undefined);
 });
 
 test("WatchResponse without events (created, canceled, compacted, progress): toBinary's bytes behind gRPC's prefix", () => {

@@ -9,6 +9,8 @@
 import { rangeRequest, type KeyValue, type PutRequest, type PutResponse, type RangeRequest, type RangeResponse, type SortOrderValue, type SortTargetValue, type V3Event } from "../../store/v3/index.ts";
 import type { V3Header } from "../http/v3-backend.ts";
 import { MESSAGE_PREFIX_BYTES } from "./frames.ts";
+import { PutRequestSchema, RangeRequestSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
+import { refuseAsGogo } from "./unmarshal-error.ts";
 
 /** A response header as its numbers (ids already parsed), ready to encode many times. */
 export interface HeaderFields {
@@ -474,25 +476,29 @@ function bufferOf(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
 }
 
-/** etcdserverpb.PutRequest (key 1, value 2, lease 3, prev_kv 4, ignore_value 5, ignore_lease 6). */
+/**
+ * etcdserverpb.PutRequest (key 1, value 2, lease 3, prev_kv 4, ignore_value 5, ignore_lease 6).
+ * Bytes it does not take are refused in gogoproto's words when etcd refuses them (thrown,
+ * code 13), else undefined: the generated decoder's turn (the same for RangeRequest).
+ */
 export function decodePutRequest(bytes: Uint8Array): PutRequest | undefined {
   const r = new In(bufferOf(bytes));
   const out: PutRequest = { key: EMPTY_BYTES, value: EMPTY_BYTES, lease: 0n, prevKv: false, ignoreValue: false, ignoreLease: false };
   while (r.at < r.buf.length) {
     const t = r.tag();
-    if (!r.ok) return undefined;
+    if (!r.ok) return refuseAsGogo(PutRequestSchema, bytes);
     const field = t >>> 3;
     const wire = t & 7;
     const expected = field === 1 || field === 2 ? 2 : field >= 3 && field <= 6 ? 0 : -1;
     if (expected === -1) r.skip(wire);
-    else if (wire !== expected) return undefined;
+    else if (wire !== expected) return refuseAsGogo(PutRequestSchema, bytes);
     else if (field === 1) out.key = r.bytes();
     else if (field === 2) out.value = r.bytes();
     else if (field === 3) out.lease = r.int64();
     else if (field === 4) out.prevKv = r.bool();
     else if (field === 5) out.ignoreValue = r.bool();
     else out.ignoreLease = r.bool();
-    if (!r.ok) return undefined;
+    if (!r.ok) return refuseAsGogo(PutRequestSchema, bytes);
   }
   return out;
 }
@@ -508,15 +514,15 @@ export function decodeRangeRequest(bytes: Uint8Array): RangeRequest | undefined 
   const out = rangeRequest();
   while (r.at < r.buf.length) {
     const t = r.tag();
-    if (!r.ok) return undefined;
+    if (!r.ok) return refuseAsGogo(RangeRequestSchema, bytes);
     const field = t >>> 3;
     const wire = t & 7;
     if (field > 13) {
       r.skip(wire);
-      if (!r.ok) return undefined;
+      if (!r.ok) return refuseAsGogo(RangeRequestSchema, bytes);
       continue;
     }
-    if (wire !== (field <= 2 ? 2 : 0)) return undefined;
+    if (wire !== (field <= 2 ? 2 : 0)) return refuseAsGogo(RangeRequestSchema, bytes);
     switch (field) {
       case 1:
         out.key = r.bytes();
@@ -563,9 +569,9 @@ export function decodeRangeRequest(bytes: Uint8Array): RangeRequest | undefined 
         break;
       default:
         // Field 0 is refused by tag().
-        return undefined;
+        return refuseAsGogo(RangeRequestSchema, bytes);
     }
-    if (!r.ok) return undefined;
+    if (!r.ok) return refuseAsGogo(RangeRequestSchema, bytes);
   }
   return out;
 }

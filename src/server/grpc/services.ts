@@ -17,6 +17,7 @@ import { Auth, Cluster, KV, Lease, Maintenance, Watch } from "./gen/etcd/etcdser
 import { Health, HealthCheckResponse_ServingStatus } from "./gen/grpc/health/v1/health_pb.ts";
 import type { GrpcCall, Rpc, RpcStream } from "./server.ts";
 import { statusOf } from "./server.ts";
+import { gogoUnmarshalError, streamUnmarshalError, unmarshalError } from "./unmarshal-error.ts";
 import { serveWatch } from "./watch.ts";
 
 export type RpcTable = Map<string, Rpc>;
@@ -25,12 +26,12 @@ function pathOf(m: { parent: { typeName: string }; name: string }): string {
   return `/${m.parent.typeName}/${m.name}`;
 }
 
-/** grpc-go's answer to bytes that are not the request message. */
-export function decodeRequest<I extends DescMessage>(schema: I, bytes: Uint8Array): MessageShape<I> {
+/** grpc-go's answer to bytes that are not the request message, in gogoproto's words (unmarshal-error.ts). */
+export function decodeRequest<I extends DescMessage>(schema: I, bytes: Uint8Array, wording = unmarshalError): MessageShape<I> {
   try {
     return fromBinary(schema, bytes);
   } catch (err) {
-    throw new V3Error(GrpcCode.Internal, `grpc: error unmarshalling request: ${err instanceof Error ? err.message : String(err)}`);
+    throw wording(gogoUnmarshalError(schema, bytes) ?? (err instanceof Error ? err.message : String(err)));
   }
 }
 
@@ -65,7 +66,7 @@ function streaming<I extends DescMessage, O extends DescMessage>(
             raw.onMessage = (bytes) => {
               let msg: MessageShape<I>;
               try {
-                msg = decodeRequest(m.input, bytes);
+                msg = decodeRequest(m.input, bytes, streamUnmarshalError);
               } catch (err) {
                 raw.finish(statusOf(err));
                 return;
