@@ -3,8 +3,8 @@
 
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
-import { createConnection, createServer, type Socket } from "node:net";
-import { findSocketInode } from "./proc-net.ts";
+import { createConnection, createServer, type AddressInfo, type Socket } from "node:net";
+import { findSocketInode, socketOwnerSync } from "./proc-net.ts";
 import { FaultProxy, Network } from "./proxy.ts";
 
 const echo = createServer((s) => {
@@ -171,4 +171,27 @@ test("findSocketInode picks the socket by local and remote port from /proc/net/t
   ].join("\n");
   assert.equal(findSocketInode(text, 0xd431, 0x5c4c), "777001");
   assert.equal(findSocketInode(text, 0xd431, 1), undefined);
+});
+
+test("socketOwnerSync finds the process that dialled a loopback connection, and no other", async () => {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  const port = (server.address() as AddressInfo).port;
+  const accepted = new Promise<Socket>((r) => server.once("connection", r));
+  const client = await connect(port);
+  const inbound = await accepted;
+  try {
+    const dialPort = inbound.remotePort!;
+    assert.equal(socketOwnerSync(dialPort, port, new Map([[process.pid, "me"]])), "me");
+    // Asked again (the cached scan answers), and for owners that do not include this process
+    // (the parent counts: it owns its children's sockets; a pid nobody has owns nothing).
+    assert.equal(socketOwnerSync(dialPort, port, new Map([[process.pid, "me"]])), "me");
+    assert.equal(socketOwnerSync(dialPort, port, new Map([[process.ppid, "parent"]])), "parent");
+    assert.equal(socketOwnerSync(dialPort, port, new Map([[0x7ffffff0, "nobody"]])), undefined);
+    assert.equal(socketOwnerSync(dialPort, port + 1 === 65536 ? 1 : port + 1, new Map([[process.pid, "me"]])), undefined);
+  } finally {
+    client.destroy();
+    inbound.destroy();
+    await new Promise<void>((r) => server.close(() => r()));
+  }
 });

@@ -19,11 +19,11 @@
 // one starts.
 //
 // While no partition is in force a new connection is forwarded at once and its source
-// looked up beside it: the lookup reads every member's /proc/<pid>/fd, which on a loaded
-// machine took hundreds of ms per connection in the harness's busy process, a delay no
-// real network adds. Until the source is known the link counts as of unknown source (cut
-// if a partition starts); once known, a partition that blocks it cuts it too. During a
-// partition the proxy still waits for the source, to hold or forward.
+// looked up beside it: a lookup may read every member's /proc/<pid>/fd, a delay no real
+// network adds (proc-net.ts keeps it to milliseconds of synchronous reads). Until the
+// source is known the link counts as of unknown source (cut if a partition starts); once
+// known, a partition that blocks it cuts it too. During a partition the proxy waits for
+// the source, to hold or forward.
 
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { socketOwner } from "./proc-net.ts";
