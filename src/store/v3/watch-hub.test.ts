@@ -449,3 +449,75 @@ test("a paused watcher whose next revision was compacted gets the compacted answ
   hub.resume(req2.id);
   assert.deepEqual(r2.lines(), ["6: PUT k=d PUT k=e"]);
 });
+
+test("a sink with more() is caught up in steps of at most catchUpStepRevisions scanned, live writes meanwhile arrive after its replay, none twice", () => {
+  const store = new MvccStore();
+  const step = 2 * REPLAY_BATCH_REVISIONS;
+  const hub = new WatchHub(store, { catchUpStepRevisions: step });
+  const apply = <R>(r: WriteResult<R>): R => {
+    if (r.changes !== undefined) hub.notify(r.changes);
+    return r.response;
+  };
+  // 9,000 revisions on other keys, and the watched prefix written at 3 spread revisions.
+  for (let i = 0; i < 9000; i++) {
+    const key = i === 100 || i === 4500 || i === 8999 ? `idle/${i}` : `busy/${i % 50}`;
+    apply(store.put(putReq(key, String(i))));
+  }
+  const scans: Array<[number, number]> = [];
+  const history = {
+    get revision() {
+      return store.revision;
+    },
+    get compactRevision() {
+      return store.compactRevision;
+    },
+    eventsInRange: (q: Parameters<MvccStore["eventsInRange"]>[0]) => {
+      scans.push([q.from, Math.min(q.to, store.revision)]);
+      return store.eventsInRange(q);
+    },
+  };
+  hub.restore(history);
+  const msgs: WatchMessage[] = [];
+  let more = 0;
+  const req = watchReq("idle/", { rangeEnd: b("idle0"), startRevision: 1, progressNotify: true });
+  hub.watch(req, { send: (m) => void msgs.push(m), more: () => void more++ });
+  const scanned = () => scans.reduce((n, [f, t]) => n + t - f + 1, 0);
+  assert.equal(more, 1, "the first step ended at its budget");
+  assert.equal(scanned(), step);
+  assert.equal(hub.isPaused(req.id), true);
+  // Live writes while it catches up: the matching one must come after the replay, once.
+  apply(store.put(putReq("idle/live1", "L1"))); // 9002
+  hub.progress(store.revision); // still catching up: no progress
+  assert.equal(hub.requestProgress(req.id, store.revision), true);
+  assert.equal(msgs.filter((m) => m.events.length === 0).length, 0, "no progress while unsynced");
+  let steps = 1;
+  while (hub.isPaused(req.id)) {
+    const before = scanned();
+    const moreBefore: number = more;
+    assert.equal(hub.resume(req.id), true);
+    steps++;
+    assert.ok(scanned() - before <= step, `step ${steps} scanned ${scanned() - before}`);
+    if (hub.isPaused(req.id)) assert.equal(more, moreBefore + 1);
+    if (steps === 3) apply(store.put(putReq("idle/live2", "L2")));
+  }
+  assert.equal(steps, Math.ceil(store.revision / step));
+  apply(store.put(putReq("idle/live3", "L3")));
+  const keys = msgs.flatMap((m) => m.events.map((e) => `${e.kv.modRevision}:${e.kv.key}`));
+  // The i-th put is revision i + 2 (the store begins at revision 1).
+  assert.deepEqual(keys, ["102:idle/100", "4502:idle/4500", "9001:idle/8999", "9002:idle/live1", "9003:idle/live2", "9004:idle/live3"]);
+  hub.progress(store.revision);
+  assert.equal(msgs.at(-1)!.events.length, 1, "events since the last tick elide it");
+  hub.progress(store.revision);
+  assert.deepEqual(msgs.at(-1), { revision: store.revision, events: [] }, "synced: progress again");
+});
+
+test("a sink without more() is caught up in one call, however long the history", () => {
+  const { store, hub, apply } = setup();
+  for (let i = 0; i < 25 * REPLAY_BATCH_REVISIONS; i++) apply(store.put(putReq("busy", String(i))));
+  apply(store.put(putReq("idle/x", "1")));
+  const r = recorder();
+  const req = watchReq("idle/", { rangeEnd: b("idle0"), startRevision: 1 });
+  hub.watch(req, r.sink);
+  assert.equal(hub.isPaused(req.id), false);
+  assert.deepEqual(r.lines(), [`${store.revision}: PUT idle/x=1`]);
+});

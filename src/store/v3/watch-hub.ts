@@ -3,11 +3,18 @@
 // holding the events that match its range and filters (none sent when nothing matches).
 //
 // A watcher created with a start revision at or below the current revision first replays
-// the history [start, current] from the store, synchronously inside watch(), in messages
-// of up to 1000 revisions under the current revision (as etcd's catch-up), then follows
-// live from current + 1. Nothing can be applied between the two (single thread), and live
+// the history [start, current] from the store, in messages of up to 1000 revisions under
+// the current revision (as etcd's catch-up), then follows live from current + 1. Live
 // delivery skips revisions below the watcher's next revision, so the switch neither
 // duplicates nor skips (even when notify() for the current revision comes after watch()).
+//
+// Catch-up is incremental when the sink asks for it (WatchSink.more): one step scans at
+// most `catchUpStepRevisions` revisions of history (whatever it matches: a prefix that saw
+// no traffic while a million revisions went by costs as much to scan as a busy one), then
+// the watcher is held like a paused one — no live events, which would overtake its replay
+// (etcd's unsynced group) — and the sink's more() asks the caller to resume() it later, so
+// other work runs between steps. The hub has no timers: the caller decides when. A sink
+// without more() is caught up in one go.
 //
 // Slow readers (etcd's victims): sinks must not block. A sink that cannot take a message
 // of events (its client's stream holds too much unsent) returns false: the watcher is
@@ -65,6 +72,13 @@ export interface WatchSink {
    * messages cannot be refused).
    */
   send(msg: WatchMessage): boolean | void;
+  /**
+   * The watcher's catch-up stopped at its step budget (not refused): it gets nothing until
+   * resume(), which takes the next step. Called inside watch()/resume()/restore(); the
+   * caller should resume it once other work had its turn (e.g. setImmediate). Without it,
+   * catch-up runs to the end in one call.
+   */
+  more?(): void;
 }
 
 interface Watcher {
@@ -80,7 +94,7 @@ interface Watcher {
   /** The lowest revision this watcher still needs (etcd's minRev). */
   next: number;
   active: boolean;
-  /** Its sink refused events at `next`: nothing is sent until resume(). */
+  /** Its sink refused events at `next`, or its catch-up step ended: nothing is sent until resume(). */
   paused: boolean;
   /** Events went out since the last progress tick: the next notification is elided. */
   sentEvents: boolean;
@@ -96,16 +110,26 @@ export const REPLAY_BATCH_REVISIONS = 1000;
  */
 export const REPLAY_BATCH_BYTES = 1 << 20;
 
+/**
+ * Revisions of history one catch-up step scans at most (sinks with more()). A window of
+ * 1000 revisions on a range costs about as much whether or not it matches, so the bound is
+ * on revisions read, not events sent. 10 windows take a few milliseconds on an in-memory
+ * index (etcd syncs at most 512 watchers every 100 ms, each over a bounded range).
+ */
+export const CATCH_UP_STEP_REVISIONS = 10 * REPLAY_BATCH_REVISIONS;
+
 export class WatchHub {
   #history: WatchHistory;
   #watchers = new Map<number, Watcher>();
   #group = new WatcherGroup<Watcher>();
   #lastNotified = 0;
   #onSinkError: (id: number, err: unknown) => void;
+  readonly #stepRevisions: number;
 
-  constructor(history: WatchHistory, opts: { onSinkError?: (id: number, err: unknown) => void } = {}) {
+  constructor(history: WatchHistory, opts: { onSinkError?: (id: number, err: unknown) => void; catchUpStepRevisions?: number } = {}) {
     this.#history = history;
     this.#onSinkError = opts.onSinkError ?? (() => {});
+    this.#stepRevisions = Math.max(REPLAY_BATCH_REVISIONS, opts.catchUpStepRevisions ?? CATCH_UP_STEP_REVISIONS);
   }
 
   get size(): number {
@@ -166,9 +190,10 @@ export class WatchHub {
   }
 
   /**
-   * A paused watcher's transport can take messages again: catch it up from the store
-   * (it may pause again on the way), or cancel it with compact_revision when what it
-   * still needs was compacted meanwhile. false when unknown or not paused.
+   * A paused watcher's transport can take messages again, or its catch-up step ended
+   * (more()): take the next catch-up step from the store (it may pause again, or end its
+   * step again, on the way), or cancel it with compact_revision when what it still needs
+   * was compacted meanwhile. false when unknown or not paused.
    */
   resume(id: number): boolean {
     const w = this.#watchers.get(id);
@@ -178,7 +203,7 @@ export class WatchHub {
     return true;
   }
 
-  /** Whether watcher `id` is paused (its sink refused events). */
+  /** Whether watcher `id` is paused (its sink refused events, or its catch-up step ended). */
   isPaused(id: number): boolean {
     return this.#watchers.get(id)?.paused === true;
   }
@@ -255,8 +280,8 @@ export class WatchHub {
    * One tick of etcd's progress notification (--experimental-watch-progress-notify-interval):
    * an empty message at `revision` to every watcher created with progress_notify, except
    * one that received events since the previous tick (etcd's sendLoop elides it: the events
-   * told the client as much). A paused watcher is behind (etcd: unsynced or a victim) and
-   * gets none; the others have caught up (the hub replays history inside watch()).
+   * told the client as much). A paused watcher — refused, or still catching up — is behind
+   * (etcd: unsynced or a victim) and gets none.
    */
   progress(revision: number): void {
     for (const w of [...this.#watchers.values()]) {
@@ -278,13 +303,16 @@ export class WatchHub {
   }
 
   /**
-   * Replays [w.next, current] from the history; afterwards w follows live. Read a window
+   * Replays [w.next, current] from the history; afterwards w follows live. Reads a window
    * of revisions at a time, so a watcher far behind never has its whole history in memory;
-   * stops where the sink refuses (w stays paused at that batch's first revision).
+   * stops where the sink refuses (w stays paused at that batch's first revision), or,
+   * for a sink with more(), once this step scanned its budget of revisions (w is held
+   * paused at the next revision to scan, and more() asks for another step).
    */
   #catchUp(w: Watcher): void {
     const current = this.#history.revision;
     if (w.next > current) return;
+    const budget = w.sink.more === undefined ? Infinity : this.#stepRevisions;
     // As etcd's syncWatchers: history goes out in batches of up to REPLAY_BATCH_REVISIONS
     // revisions (and REPLAY_BATCH_BYTES), each message under the current revision (clients
     // see one message, not one per past revision).
@@ -292,8 +320,11 @@ export class WatchHub {
     let batchFrom = w.next;
     let revs = 0;
     let bytes = 0;
-    for (let from = w.next; from <= current; from += REPLAY_BATCH_REVISIONS) {
+    let scanned = 0;
+    let from = w.next;
+    for (; from <= current && scanned < budget; from += REPLAY_BATCH_REVISIONS) {
       const to = Math.min(current, from + REPLAY_BATCH_REVISIONS - 1);
+      scanned += to - from + 1;
       const window = this.#history.eventsInRange({ from, to, key: w.key, rangeEnd: w.rangeEnd, prevKv: w.prevKv });
       for (const rev of window) {
         let matched = false;
@@ -313,8 +344,18 @@ export class WatchHub {
         }
       }
     }
-    if (batch.length > 0 && !this.#deliverEvents(w, { revision: current, events: batch }, current, batchFrom)) return;
-    w.next = current + 1;
+    // Scanned up to `from - 1` (current when done, else the end of the step's last window).
+    const last = Math.min(current, from - 1);
+    if (batch.length > 0 && !this.#deliverEvents(w, { revision: current, events: batch }, last, batchFrom)) return;
+    w.next = last + 1;
+    if (last === current) return;
+    w.paused = true;
+    try {
+      w.sink.more?.();
+    } catch (err) {
+      if (this.#watchers.get(w.id) === w) this.cancel(w.id);
+      this.#onSinkError(w.id, err);
+    }
   }
 
   /**
