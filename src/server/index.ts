@@ -3,20 +3,12 @@
 // host interface declared beside that consumer (test/architecture.test.ts holds that).
 import type { ServerResponse } from "node:http";
 import { KvServer } from "./kv-server.ts";
-import { createRouter } from "./http/router.ts";
-import { keysFastGet } from "./http/keys-fast-get.ts";
-import { keysFast, keysFastWrite } from "./http/keys-fast-write.ts";
-import { v3FastKv } from "./http/v3-fast-kv.ts";
-import { firstOf } from "./http/fast-lane.ts";
-import { listen, type Listener } from "./http/listener.ts";
+import { listen, type BoundListener, type Listener } from "./http/listener.ts";
 import { createPeerRouter } from "./http/peer-router.ts";
-import { V3Service } from "./v3-service.ts";
-import { GrpcServer } from "./grpc/server.ts";
-import { createRpcTable, grpcRecvLimit } from "./grpc/services.ts";
+import type { GrpcServer } from "./grpc/server.ts";
 import { clientListenerTls, preparePeerTls } from "./tls/server-tls.ts";
 import { withSrvDomainCheck } from "./discovery-srv.ts";
 import { MemberMetrics } from "./metrics/member-metrics.ts";
-import { createMetricsRouter } from "./metrics/http.ts";
 import { notifyReady, notifyTargetFromEnv } from "./systemd-notify.ts";
 import type { ServerConfig } from "./config.ts";
 import type { Logger } from "./logger.ts";
@@ -26,7 +18,11 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-export async function startServer(config: ServerConfig, log: Logger): Promise<RunningServer> {
+/**
+ * Starts a member. `bound`: peer and client listeners bound ahead (bindListeners), which it
+ * takes over once the member is ready; the caller closes them if this throws.
+ */
+export async function startServer(config: ServerConfig, log: Logger, bound: readonly BoundListener[] = []): Promise<RunningServer> {
   // Credentials load (or auto TLS creates them) before anything starts: a bad file is a
   // startup error, and nothing is left running.
   const clientTls = await clientListenerTls(config, log);
@@ -46,8 +42,9 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   let listeners: Listener[];
   let grpc: GrpcServer | undefined;
   try {
-    peerListeners = await listen(config.listenPeerUrls, createPeerRouter(kv), log, { traffic: "peer", tls: peerTls?.listener });
+    peerListeners = await listen(config.listenPeerUrls, createPeerRouter(kv), log, { traffic: "peer", tls: peerTls?.listener }, bound);
     opened.push(...peerListeners);
+    const { createRouter, keysFastGet, keysFast, keysFastWrite, v3FastKv, firstOf, V3Service, GrpcServer, createRpcTable, grpcRecvLimit, createMetricsRouter } = await import("./client-api.ts");
     // v3 streams (watch, keepalive) join the v2 watches: shutdown ends them all.
     const v3Gateway = { backend: new V3Service(kv), maxRequestBytes: config.maxRequestBytes, maxTxnOps: config.maxTxnOps, streams: watches };
     const routes = { server: kv, clusterId: kv.clusterId.toString(16), watches, v3Gateway, metrics };
@@ -59,7 +56,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     const router = createRouter(routes);
     const tracer = kv.tracer;
     const handler: typeof router = tracer.enabled ? (req, res) => tracer.around(req, res, () => router(req, res)) : router;
-    listeners = await listen(config.listenClientUrls, handler, log, { tls: clientTls, fast: firstOf(v3FastKv(routes, tracer.enabled ? tracer : undefined), keysFast(keysFastGet(routes), keysFastWrite(routes, tracer.enabled ? tracer : undefined))), grpc: (socket) => toGrpc.accept(socket) });
+    listeners = await listen(config.listenClientUrls, handler, log, { tls: clientTls, fast: firstOf(v3FastKv(routes, tracer.enabled ? tracer : undefined), keysFast(keysFastGet(routes), keysFastWrite(routes, tracer.enabled ? tracer : undefined))), grpc: (socket) => toGrpc.accept(socket) }, bound);
     // --listen-metrics-urls: /metrics and /health only, as etcd's metrics mux.
     if (config.listenMetricsUrls.length > 0) {
       const metricsListeners = await listen(config.listenMetricsUrls, createMetricsRouter(kv, metrics), log, { tls: clientTls });

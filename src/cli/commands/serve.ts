@@ -1,7 +1,9 @@
 // `kvctl serve`: the only CLI module that imports server code (DESIGN.md §2).
-import { openSync, writeSync } from "node:fs";
+import { existsSync, openSync, writeSync } from "node:fs";
+import { join } from "node:path";
 import { ConfigError, parseServeArgs } from "../../server/config.ts";
 import { createLogger } from "../../server/logger.ts";
+import type { BoundListener } from "../../server/http/listener.ts";
 
 /**
  * One sink for --log-outputs: stderr ("default", and "systemd/journal", which journald
@@ -41,13 +43,26 @@ export async function runServe(args: string[]): Promise<number> {
   const log = createLogger(config.logLevel, sink, config.logger === "capnslog" ? "capnslog" : "json");
   // What configuration reading had to say (environment variables used, etcd flags kvctl does not act on, ...).
   for (const n of config.notices) log[n.level](n.msg, n.fields);
-  const { startServer } = await import("../../server/index.ts");
-  // --proxy on|readonly (or a proxy's data dir): a v2 proxy instead of a member.
-  const { startProxyIfConfigured } = await import("../../server/proxy/index.ts");
   let running;
+  let bound: BoundListener[] = [];
   try {
-    running = (await startProxyIfConfigured(config, log)) ?? (await startServer(config, log));
+    // --proxy on|readonly (or a proxy's data dir): a v2 proxy instead of a member. A data dir
+    // that holds member/ is a member's whatever --proxy says (wantsProxy's first rule): a
+    // restart goes on without loading the proxy's modules.
+    const proxy = existsSync(join(config.dataDir, "member")) ? undefined : await import("../../server/proxy/index.ts");
+    if (proxy?.wantsProxy(config) === true) {
+      running = await proxy.startProxy(config, log);
+    } else {
+      // A member binds its peer and client ports before it loads and starts the server, as
+      // etcd binds first: peers and clients that connect meanwhile wait in the accept queue,
+      // answered once the member is ready, instead of being refused and backing off.
+      const { bindListeners } = await import("../../server/http/listener.ts");
+      bound = await bindListeners([...config.listenPeerUrls, ...config.listenClientUrls]);
+      const { startServer } = await import("../../server/index.ts");
+      running = await startServer(config, log, bound);
+    }
   } catch (err) {
+    for (const b of bound) b.close();
     log.error("cannot start", { error: err instanceof Error ? err.message : String(err) });
     return 1;
   }

@@ -6,7 +6,7 @@
 // listener may put a fast lane (fast-lane.ts) between the accepted connection (after TLS)
 // and node:http. With `grpc`, a client listener is also etcd's cmux: connections that open
 // with HTTP/2's preface go to the gRPC server (../grpc/mux.ts), the rest as above.
-import { Server } from "node:http";
+import { Server, type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { Logger } from "../logger.ts";
 import { createTlsAcceptor } from "../tls/acceptor.ts";
@@ -20,7 +20,7 @@ export interface Listener {
   server: Server;
 }
 
-type Handler = ConstructorParameters<typeof Server>[1];
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
 const KEEP_ALIVE_MS = 30_000;
 const MAX_HEADER_BYTES = 16 * 1024;
@@ -32,6 +32,15 @@ const HEADERS_TIMEOUT_MS = 60_000;
  */
 class LaneServer extends Server {
   lane: FastLane | undefined;
+  /** node:http's own connection listener, taken off the server: the lane, TLS and mux go in front of it. */
+  readonly httpConnection: ((socket: Socket) => void)[];
+  /** net.Server reads it for every accepted socket (not in @types/node). */
+  declare pauseOnConnect: boolean;
+  constructor() {
+    super({ keepAliveTimeout: KEEP_ALIVE_MS, headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: 0, maxHeaderSize: MAX_HEADER_BYTES });
+    this.httpConnection = this.listeners("connection") as ((socket: Socket) => void)[];
+    this.removeAllListeners("connection");
+  }
   override closeIdleConnections(): void {
     super.closeIdleConnections();
     this.lane?.closeIdle();
@@ -52,21 +61,93 @@ export interface ListenOptions {
   grpc?: (socket: Socket) => void;
 }
 
-export async function listen(urls: readonly URL[], handler: Handler, log: Logger, opts: ListenOptions = {}): Promise<Listener[]> {
+/**
+ * A listening socket bound before its handler exists (bindListeners): connections that
+ * arrive meanwhile are accepted and held, unread, until listen() takes it over and hands
+ * them to the handler, so a peer or client that connects while the member starts waits
+ * instead of being refused (and backing off). Nothing is answered before listen().
+ */
+export interface BoundListener {
+  readonly url: URL;
+  /** @internal taken over by listen() */
+  readonly server: LaneServer;
+  /** @internal the held connections, handed over once by listen() */
+  release(accept: (socket: Socket) => void): void;
+  /** Closes it and the connections it holds (a start-up that failed). */
+  close(): void;
+}
+
+async function bindServer(server: Server, url: URL): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    // A deep accept queue, as Go listens with the kernel's somaxconn: with Node's default of
+    // 511, a burst of 1000 watchers connecting at once loses SYNs and waits ~1 s to retry.
+    server.listen({ port: Number(url.port), host: url.hostname.replace(/^\[|\]$/g, ""), backlog: 4096 }, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+}
+
+/** Binds every URL now (see BoundListener); on a failure closes those already bound and throws. */
+export async function bindListeners(urls: readonly URL[]): Promise<BoundListener[]> {
+  const out: BoundListener[] = [];
+  try {
+    for (const url of urls) {
+      const server = new LaneServer();
+      // A TLS socket must not be read before the acceptor owns it (as secure() accepts them);
+      // a plain one buffers what arrives, which node:http reads once it is handed over.
+      if (url.protocol === "https:") server.pauseOnConnect = true;
+      const held = new Set<Socket>();
+      const drop = function (this: Socket): void {
+        this.destroy();
+      };
+      const hold = (socket: Socket): void => {
+        held.add(socket);
+        socket.on("error", drop);
+        socket.once("close", () => held.delete(socket));
+      };
+      server.on("connection", hold);
+      await bindServer(server, url);
+      out.push({
+        url,
+        server,
+        release(accept) {
+          server.off("connection", hold);
+          for (const socket of held) {
+            socket.off("error", drop);
+            if (!socket.destroyed) accept(socket);
+          }
+          held.clear();
+        },
+        close() {
+          server.close();
+          for (const socket of held) socket.destroy();
+          held.clear();
+        },
+      });
+    }
+  } catch (err) {
+    for (const b of out) b.close();
+    throw err;
+  }
+  return out;
+}
+
+export async function listen(urls: readonly URL[], handler: Handler, log: Logger, opts: ListenOptions = {}, bound: readonly BoundListener[] = []): Promise<Listener[]> {
   const { traffic = "client", tls, fast, grpc } = opts;
   const out: Listener[] = [];
   for (const url of urls) {
-    const server = new LaneServer({ keepAliveTimeout: KEEP_ALIVE_MS, headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: 0, maxHeaderSize: MAX_HEADER_BYTES }, handler);
+    const early = bound.find((b) => b.url.href === url.href);
+    const server = early?.server ?? new LaneServer();
+    server.on("request", handler);
     if (traffic === "client") {
       // Registered before the handler's listener: the request is known before anything awaits.
       server.prependListener("request", trackRequest);
       server.on("clientError", onClientError);
     }
-    // node:http's own connection listener; the lane and TLS go in front of it.
-    const httpConnection = server.listeners("connection") as ((socket: Socket) => void)[];
-    server.removeAllListeners("connection");
     const toHttp = (socket: Socket): void => {
-      for (const l of httpConnection) l.call(server, socket);
+      for (const l of server.httpConnection) l.call(server, socket);
     };
     let accept = toHttp;
     if (fast !== undefined) {
@@ -75,22 +156,16 @@ export async function listen(urls: readonly URL[], handler: Handler, log: Logger
       accept = (socket) => lane.accept(socket);
     }
     if (grpc !== undefined) accept = muxConnections(accept, grpc);
+    let onConnection = accept;
     if (url.protocol === "https:") {
       if (tls === undefined) throw new Error(`Cannot listen on ${url.href}: TLS key/cert are not presented`);
-      secure(server, tls, log, accept, grpc === undefined ? undefined : chooseAlpn);
-    } else {
-      if (tls !== undefined) log.warn(`scheme is HTTP while key and cert files are present; ignoring key and cert files`, { [`${traffic}-url`]: url.origin });
-      server.on("connection", accept);
+      onConnection = secure(server, tls, log, accept, grpc === undefined ? undefined : chooseAlpn);
+    } else if (tls !== undefined) {
+      log.warn(`scheme is HTTP while key and cert files are present; ignoring key and cert files`, { [`${traffic}-url`]: url.origin });
     }
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      // A deep accept queue, as Go listens with the kernel's somaxconn: with Node's default of
-      // 511, a burst of 1000 watchers connecting at once loses SYNs and waits ~1 s to retry.
-      server.listen({ port: Number(url.port), host: url.hostname.replace(/^\[|\]$/g, ""), backlog: 4096 }, () => {
-        server.off("error", reject);
-        resolve();
-      });
-    });
+    server.on("connection", onConnection);
+    if (early === undefined) await bindServer(server, url);
+    else early.release(onConnection);
     log.info(`serving ${traffic} traffic`, { address: url.origin });
     out.push({ url, server });
   }
@@ -98,13 +173,12 @@ export async function listen(urls: readonly URL[], handler: Handler, log: Logger
 }
 
 /**
- * Puts the TLS acceptor between the server's accepted sockets and `next` (the lane or
- * node:http). Sockets are accepted paused, so no byte is read before the handshake owns them.
+ * The TLS acceptor between the server's accepted sockets and `next` (the lane or
+ * node:http), as the server's connection listener. Sockets are accepted paused, so no byte is read before the handshake owns them.
  */
-function secure(server: Server, tls: ListenerTls, log: Logger, next: (socket: Socket) => void, alpn: ((offered: string[]) => string | undefined) | undefined): void {
-  // net.Server reads this property for every accepted socket.
-  (server as Server & { pauseOnConnect: boolean }).pauseOnConnect = true;
+function secure(server: LaneServer, tls: ListenerTls, log: Logger, next: (socket: Socket) => void, alpn: ((offered: string[]) => string | undefined) | undefined): (raw: Socket) => void {
+  server.pauseOnConnect = true;
   const acceptor = createTlsAcceptor({ ...tls, log, ...(alpn === undefined ? {} : { alpn }) }, next);
-  server.on("connection", (raw: Socket) => acceptor.accept(raw));
   server.on("close", () => acceptor.close());
+  return (raw) => acceptor.accept(raw);
 }
