@@ -3,7 +3,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { V3Errors } from "../../api/v3-errors.ts";
-import type { V3Event } from "../../store/v3/index.ts";
+import type { V3Event, WatchCreate, WatchSink } from "../../store/v3/index.ts";
+import { MvccStore, WatchHub } from "../../store/v3/index.ts";
+import { putReq } from "../../store/v3/v3.test-helper.ts";
+import type { V3GatewayContext, V3Header } from "./v3-backend.ts";
 import { FakeV3Backend } from "./v3-fake-backend.test-helper.ts";
 import type { WatchCreateMsg } from "./v3-decode.ts";
 import { DUPLICATE_WATCH_ID, WatchSession, slowReaderReason, type WatchControl, type WatchWire } from "./v3-watch-session.ts";
@@ -208,4 +211,78 @@ test("history replayed while a create is in flight is held only up to the limit;
   }
   assert.ok(resumed >= 1);
   assert.deepEqual(revisionsOf(wire, 0), Array.from({ length: 20 }, (_, i) => i + 2));
+});
+
+/** A real store and hub behind the session (the fake backend catches up in one go). */
+function hubSetup(stepRevisions: number) {
+  const store = new MvccStore();
+  const hub = new WatchHub(store, { catchUpStepRevisions: stepRevisions });
+  let nextId = 1;
+  const header = (revision?: number): V3Header => ({ clusterId: "1", memberId: "1", revision: revision ?? store.revision, raftTerm: 1 });
+  const backend = {
+    header,
+    watch: async (c: Omit<WatchCreate, "id">, sink: WatchSink) => {
+      const id = nextId++;
+      const status = hub.watch({ ...c, id }, sink);
+      return { id, status, cancel: () => void hub.cancel(id), resume: () => void hub.resume(id) };
+    },
+  };
+  const putKey = (key: string, value: string): void => {
+    const r = store.put(putReq(key, value));
+    if (r.changes !== undefined) hub.notify(r.changes);
+  };
+  const steps: Array<() => void> = [];
+  const wire = new RecordingWire();
+  const gw = { backend, maxRequestBytes: 1.5 * 1024 * 1024, maxTxnOps: 128, streamBufferBytes: 1 << 20 } as unknown as V3GatewayContext;
+  const session = new WatchSession(gw, { token: undefined }, wire, { steps: { push: (f) => void steps.push(f) } });
+  return { store, hub, putKey, steps, wire, session };
+}
+
+test("a create from an old revision is caught up in queued steps; live writes meanwhile come after its replay; progress -1 waits until it caught up", async () => {
+  const { store, putKey, steps, wire, session } = hubSetup(1000);
+  for (let i = 0; i < 4500; i++) putKey(i === 99 ? "idle/x" : "busy", String(i)); // idle/x at 101
+  session.enqueue({ ...create("idle/", { startRevision: 1 }), create: { ...create("idle/").create, rangeEnd: Buffer.from("idle0"), startRevision: 1 } });
+  await flush();
+  assert.deepEqual(wire.sent[0], { control: { header: { clusterId: "1", memberId: "1", revision: 4501, raftTerm: 1 }, watchId: 0, created: true } });
+  assert.equal(wire.sent.length, 2, "created, then the first step's replay (revision 101)");
+  assert.equal(steps.length, 1, "the first step ended at its budget: one more queued");
+  session.enqueue({ progress: true });
+  await flush();
+  putKey("idle/live", "1"); // 4502: held back, the watcher is still catching up
+  assert.equal(wire.sent.length, 2, "the replayed event only; no -1 while a watcher is behind");
+  session.enqueue({ progress: true }); // a second request while one waits adds nothing
+  await flush();
+  let n = 0;
+  while (steps.length > 0) {
+    steps.shift()!();
+    n++;
+    if (steps.length > 0) assert.ok(!wire.sent.some((s) => "control" in s && s.control.watchId === -1), `no -1 after step ${n}`);
+  }
+  assert.equal(n, 4, "4,502 revisions in steps of 1,000");
+  const out = wire.sent.slice(1).map((s) => ("events" in s ? s.events.events.map((e) => `${e.kv.modRevision}:${e.kv.key}`).join(",") : `progress@${s.control.header.revision}/${s.control.watchId}`));
+  assert.deepEqual(out, ["101:idle/x", "4502:idle/live", "progress@4502/-1"]);
+  putKey("idle/y", "2"); // 4503: live
+  session.enqueue({ progress: true }); // all caught up: answered at once
+  await flush();
+  assert.deepEqual(wire.sent.slice(-2).map((s) => ("events" in s ? s.events.revision : s.control.watchId)), [4503, -1]);
+  assert.equal(store.revision, 4503);
+  session.close();
+});
+
+test("a catch-up step with the wire over its limit pauses the watcher until the wire drains, then goes on", async () => {
+  const { putKey, steps, wire, session } = hubSetup(1000);
+  for (let i = 0; i < 3000; i++) putKey(i % 1000 === 0 ? `idle/${i}` : "busy", String(i));
+  session.enqueue({ ...create("idle/"), create: { ...create("idle/").create, rangeEnd: Buffer.from("idle0"), startRevision: 1 } });
+  await flush();
+  assert.equal(steps.length, 1);
+  wire.unsent = 2 << 20;
+  steps.shift()!();
+  assert.equal(steps.length, 0, "paused, not stepping");
+  assert.equal(wire.drainWaits, 1);
+  wire.drain();
+  await flush();
+  while (steps.length > 0) steps.shift()!();
+  const revs = wire.sent.flatMap((s) => ("events" in s ? s.events.events.map((e) => e.kv.modRevision) : []));
+  assert.deepEqual(revs, [2, 1002, 2002]);
+  session.close();
 });

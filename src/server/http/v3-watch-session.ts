@@ -11,6 +11,12 @@
 // (or answers compact_revision if that history was compacted meanwhile). Nothing is
 // canceled for being slow, and the member neither waits for the reader nor keeps its events.
 //
+// Catch-up runs in steps (a create from an old revision, a resumed watcher far behind):
+// the hub scans a bounded stretch of history per step and asks for more (the sink's
+// more()); the next step runs from the process's CatchUpQueue, a few milliseconds of
+// steps per event-loop turn, so one watcher's backlog does not hold the member. Until its
+// last step, a watcher gets no live events (the hub holds it, etcd's unsynced group).
+//
 // The stream owns its watch IDs: automatic ones count from 0 and skip IDs in use; an
 // explicit ID in use is refused with etcd's cancel_reason. Requests are handled one after
 // another in arrival order (a create waits for the backend before the next request).
@@ -18,8 +24,10 @@
 // Invariants:
 // - a watcher's `created` goes out before any of its events (messages the hub delivers
 //   while the registration is in flight are held, then flushed in order);
-// - a progress request is answered with watch ID -1 after every earlier request: the hub
-//   replays a watcher's history inside its creation, so by then every watcher caught up;
+// - a progress request is answered with watch ID -1 after every earlier request, and only
+//   once every watcher of the stream has caught up (none paused, catching up, or holding
+//   messages: its header revision promises every event up to it was sent), as etcd's
+//   deferred progress (RequestProgressAll); requests while one waits add nothing;
 // - close() cancels every watcher of the stream (the transport calls it when the call
 //   ends, for whatever reason); half-closing the request side keeps them, as etcd;
 // - the bytes the wire holds unsent stay bounded: events are written only while it holds
@@ -32,6 +40,7 @@ import type { V3Event, WatchMessage } from "../../store/v3/index.ts";
 import type { V3CallContext, V3GatewayContext, V3Header, V3WatchRegistration } from "./v3-backend.ts";
 import type { WatchCreateMsg, WatchRequestMsg } from "./v3-decode.ts";
 import { eventSize, varintLen } from "./v3-proto-size.ts";
+import { catchUpQueue, type CatchUpQueue } from "./catch-up-queue.ts";
 
 export const DEFAULT_STREAM_BUFFER_BYTES = 8 << 20;
 
@@ -97,6 +106,8 @@ interface Watcher {
   paused: boolean;
   /** The hub sent its final message (compaction): the ID stays taken until canceled, as in etcd. */
   done: boolean;
+  /** Its catch-up step ended (the sink's more()): the next step is queued, or will be once registered. */
+  stepping: boolean;
 }
 
 export class WatchSession {
@@ -110,12 +121,16 @@ export class WatchSession {
   #closed = false;
   /** A drained() wait is on: paused watchers resume when it resolves. */
   #waitingDrain = false;
+  /** A progress request waits for every watcher to catch up. */
+  #progressDeferred = false;
+  readonly #steps: Pick<CatchUpQueue, "push">;
 
-  constructor(gw: V3GatewayContext, ctx: V3CallContext, wire: WatchWire) {
+  constructor(gw: V3GatewayContext, ctx: V3CallContext, wire: WatchWire, opts: { steps?: Pick<CatchUpQueue, "push"> } = {}) {
     this.#gw = gw;
     this.#ctx = ctx;
     this.#wire = wire;
     this.#limit = gw.streamBufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES;
+    this.#steps = opts.steps ?? catchUpQueue;
   }
 
   /** Watchers currently registered (tests, metrics). */
@@ -152,7 +167,10 @@ export class WatchSession {
     if ("create" in msg) return this.#create(msg);
     if ("cancel" in msg) return this.#cancel(msg.cancel);
     // etcd 3.4 answers a progress request at once, for the whole stream (watch_id -1).
-    if ("progress" in msg) this.#control({ header: this.#gw.backend.header(), watchId: -1 });
+    if ("progress" in msg) {
+      this.#progressDeferred = true;
+      this.#answerProgress();
+    }
     // An empty request: etcd ignores it.
   }
 
@@ -167,12 +185,12 @@ export class WatchSession {
       this.#control({ header: backend.header(), watchId: -1, created: true, canceled: true, cancelReason: DUPLICATE_WATCH_ID });
       return;
     }
-    const w: Watcher = { id, fragment: m.fragment, reg: undefined, held: [], heldBytes: 0, paused: false, done: false };
+    const w: Watcher = { id, fragment: m.fragment, reg: undefined, held: [], heldBytes: 0, paused: false, done: false, stepping: false };
     this.#watchers.set(id, w);
     if (auto) this.#nextId++;
     let reg: V3WatchRegistration;
     try {
-      reg = await backend.watch(m.create, { send: (msg) => this.#onMessage(w, msg) }, this.#ctx);
+      reg = await backend.watch(m.create, { send: (msg) => this.#onMessage(w, msg), more: () => this.#onMore(w) }, this.#ctx);
     } catch (err) {
       // Refused before anything was registered: the ID is not used up (etcd checks first).
       this.#watchers.delete(id);
@@ -190,6 +208,7 @@ export class WatchSession {
     w.held = undefined;
     for (const msg of held) if (this.#watchers.get(id) === w) this.#deliver(w, msg);
     if (w.paused) this.#waitDrain();
+    else if (w.stepping) this.#steps.push(() => this.#step(w));
   }
 
   #cancel(id: number): void {
@@ -198,6 +217,44 @@ export class WatchSession {
     w.reg?.cancel();
     this.#watchers.delete(id);
     this.#control({ header: this.#gw.backend.header(), watchId: id, canceled: true });
+    this.#answerProgress();
+  }
+
+  /** The hub ended `w`'s catch-up step: queue the next (after registration, if in flight). */
+  #onMore(w: Watcher): void {
+    if (this.#closed || this.#watchers.get(w.id) !== w) return;
+    w.stepping = true;
+    if (w.reg !== undefined) this.#steps.push(() => this.#step(w));
+  }
+
+  /** One catch-up step of `w`, from the queue; a full wire turns it into a paused watcher. */
+  #step(w: Watcher): void {
+    if (this.#closed || this.#watchers.get(w.id) !== w || w.reg === undefined || !w.stepping) return;
+    w.stepping = false;
+    if (this.#wire.unsent > this.#limit) {
+      // The hub holds it as paused already: resume() on drain takes the next step.
+      w.paused = true;
+      this.#waitDrain();
+      return;
+    }
+    try {
+      w.reg.resume(); // the step's events come through #onMessage; it may pause w or ask for more
+    } catch (err) {
+      this.close();
+      this.#wire.fail(err);
+      return;
+    }
+    this.#answerProgress();
+  }
+
+  /** A deferred progress request is answered once no watcher of the stream is behind. */
+  #answerProgress(): void {
+    if (!this.#progressDeferred || this.#closed) return;
+    for (const w of this.#watchers.values()) {
+      if (!w.done && (w.paused || w.stepping || w.held !== undefined)) return;
+    }
+    this.#progressDeferred = false;
+    this.#control({ header: this.#gw.backend.header(), watchId: -1 });
   }
 
   /** The hub's message to `w`; false: events refused, `w` pauses (see the header). */
@@ -244,8 +301,9 @@ export class WatchSession {
         return;
       }
       w.paused = false;
-      w.reg.resume(); // synchronous: the hub's catch-up comes through #onMessage, and may pause w again
+      w.reg.resume(); // synchronous: the hub's catch-up step comes through #onMessage, and may pause w again
     }
+    this.#answerProgress();
   }
 
   #deliver(w: Watcher, msg: WatchMessage): void {
