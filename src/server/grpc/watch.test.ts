@@ -40,10 +40,10 @@ interface Client {
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** `n` watch streams spread over `connections` connections, each with one watcher of key "k". */
-async function setup(n: number, connections: number, streamBufferBytes?: number): Promise<{ backend: FakeV3Backend; clients: Client[] }> {
+async function setup(n: number, connections: number, streamBufferBytes?: number, connection: () => object = () => ({})): Promise<{ backend: FakeV3Backend; clients: Client[] }> {
   const backend = new FakeV3Backend();
   const gw = { backend, maxRequestBytes: 1.5 * 1024 * 1024, maxTxnOps: 128, ...(streamBufferBytes === undefined ? {} : { streamBufferBytes }) } as V3GatewayContext;
-  const sessions = Array.from({ length: connections }, () => ({}));
+  const sessions = Array.from({ length: connections }, connection);
   const clients: Client[] = [];
   for (let i = 0; i < n; i++) {
     const raw = new FakeRaw(sessions[i % connections]!);
@@ -115,4 +115,49 @@ test("a connection's waiting messages count as its streams' unsent bytes: past t
     assert.equal(c.raw.written.find((m) => m.canceled), undefined);
     assert.deepEqual(c.raw.written.slice(1).map((m) => Buffer.from(m.events[0]!.kv!.value).toString()), ["a", "b", "c"]);
   }
+});
+
+/** An HTTP/2 connection's unsent bytes as h2/connection.ts exposes them, set by the test. */
+class FakeOutput {
+  unsentBytes = 0;
+  waits: number[] = [];
+  #waiters: Array<{ below: number; resolve: () => void }> = [];
+  unsentBelow(below: number): Promise<void> {
+    if (this.unsentBytes <= below) return Promise.resolve();
+    this.waits.push(below);
+    return new Promise((resolve) => this.#waiters.push({ below, resolve }));
+  }
+  set(bytes: number): void {
+    this.unsentBytes = bytes;
+    const ready = this.#waiters.filter((w) => bytes <= w.below);
+    this.#waiters = this.#waiters.filter((w) => bytes > w.below);
+    for (const w of ready) w.resolve();
+  }
+}
+
+test("a connection over twice the stream limit pauses the watchers of all its streams, though each stream holds nothing; they catch up in order once it drains", async () => {
+  const outputs: FakeOutput[] = [];
+  const { backend, clients } = await setup(4, 2, 1000, () => {
+    const o = new FakeOutput();
+    outputs.push(o);
+    return o;
+  });
+  const [full, idle] = outputs as [FakeOutput, FakeOutput];
+  full.set(2001); // other streams of connection 0 hold it (their clients do not read)
+  await put(backend, "a");
+  await put(backend, "b");
+  const values = (c: Client) => c.raw.written.slice(1).map((m) => m.events.map((e) => Buffer.from(e.kv!.value).toString()).join(","));
+  // Streams 0 and 2 are on connection 0: paused, nothing written. Streams 1 and 3: live.
+  assert.deepEqual(clients.map(values), [[], ["a", "b"], [], ["a", "b"]]);
+  assert.ok(full.waits.length > 0 && full.waits.every((b) => b === 1000), "they wait for the connection to fall to half its bound");
+  full.set(1500); // under the bound, not yet under half of it
+  await nextTurn();
+  assert.deepEqual(clients.map(values), [[], ["a", "b"], [], ["a", "b"]]);
+  full.set(0);
+  await until(() => values(clients[0]!).length > 0 && values(clients[2]!).length > 0, "caught up");
+  await put(backend, "c");
+  // Caught up from the store in one message (the fake replays revision by revision), then live.
+  for (const c of [clients[0]!, clients[2]!]) assert.deepEqual(values(c).join(",").split(","), ["a", "b", "c"]);
+  assert.equal(idle.waits.length, 0);
+  assert.ok(clients.every((c) => c.raw.written.every((m) => !m.canceled)));
 });

@@ -23,7 +23,7 @@ import { GrpcCode } from "../../api/v3-errors.ts";
 import type { V3Event } from "../../store/v3/index.ts";
 import type { V3CallContext, V3GatewayContext, V3Header } from "../http/v3-backend.ts";
 import type { WatchRequestMsg } from "../http/v3-decode.ts";
-import { WatchSession, slowReaderReason, type WatchControl, type WatchWire } from "../http/v3-watch-session.ts";
+import { CONNECTION_BUFFER_FACTOR, DEFAULT_STREAM_BUFFER_BYTES, WatchSession, slowReaderReason, type WatchControl, type WatchWire } from "../http/v3-watch-session.ts";
 import * as cv from "./convert.ts";
 import { WatchEventsFramer, frameWatchControl, headerFields } from "./fast-codec.ts";
 import type { WatchRequest, WatchRequestSchema, WatchResponseSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
@@ -97,6 +97,18 @@ interface Connection {
   waiting: boolean;
   /** Its wires that hold waiting messages, in the order they got their first. */
   readonly wires: GrpcWatchWire[];
+  /** Bytes of the messages waiting, over all its streams. */
+  waitingBytes: number;
+}
+
+/** What a watch wire reads of its HTTP/2 connection (h2/connection.ts): all its streams' unsent bytes. */
+interface SharedOutput {
+  readonly unsentBytes: number;
+  unsentBelow(bytes: number): Promise<void>;
+}
+
+function sharedOutput(session: object | undefined): SharedOutput | undefined {
+  return session !== undefined && "unsentBelow" in session ? (session as SharedOutput) : undefined;
 }
 
 class FanOutPacer {
@@ -141,6 +153,7 @@ class FanOutPacer {
       c.waiting = false;
       for (const w of c.wires) n += w.flush();
       c.wires.length = 0;
+      c.waitingBytes = 0;
     }
     if (this.#head < this.#queue.length) {
       setImmediate(this.#drain);
@@ -160,6 +173,9 @@ class GrpcWatchWire implements WatchWire {
   readonly #s: Stream;
   readonly #header: (revision: number) => V3Header;
   readonly #conn: Connection;
+  readonly #output: SharedOutput | undefined;
+  /** The connection's bound (the session's: CONNECTION_BUFFER_FACTOR times the stream's). */
+  readonly #connectionLimit: number;
   /** Messages waiting for the connection's turn (FanOutPacer), and their bytes. */
   #waiting: Buffer[] = [];
   #waitingBytes = 0;
@@ -169,13 +185,19 @@ class GrpcWatchWire implements WatchWire {
     this.#header = (revision) => gw.backend.header(revision);
     const key = s.raw.session ?? this;
     let c = connections.get(key);
-    if (c === undefined) connections.set(key, (c = { streams: 0, turn: 0, waiting: false, wires: [] }));
+    if (c === undefined) connections.set(key, (c = { streams: 0, turn: 0, waiting: false, wires: [], waitingBytes: 0 }));
     c.streams++;
     this.#conn = c;
+    this.#output = sharedOutput(s.raw.session);
+    this.#connectionLimit = CONNECTION_BUFFER_FACTOR * (gw.streamBufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES);
   }
 
   get unsent(): number {
     return this.#s.raw.writableLength + this.#waitingBytes;
+  }
+
+  get sharedUnsent(): number | undefined {
+    return this.#output === undefined ? undefined : this.#output.unsentBytes + this.#conn.waitingBytes;
   }
 
   async drained(): Promise<void> {
@@ -183,6 +205,8 @@ class GrpcWatchWire implements WatchWire {
     // Messages waiting for the connection's turn go first (FanOutPacer: a later turn).
     while (this.#waitingBytes > 0 && !raw.closed) await new Promise<void>((resolve) => setImmediate(resolve));
     await raw.drained();
+    // Then the connection, down to half its bound, so its streams do not resume one message at a time.
+    if (this.#output !== undefined && !raw.closed) await this.#output.unsentBelow(this.#connectionLimit / 2);
   }
 
   control(r: WatchControl): void {
@@ -201,6 +225,7 @@ class GrpcWatchWire implements WatchWire {
     if (this.#waiting.length === 0) this.#conn.wires.push(this);
     this.#waiting.push(framed);
     this.#waitingBytes += framed.length;
+    this.#conn.waitingBytes += framed.length;
   }
 
   /** The call ended. */

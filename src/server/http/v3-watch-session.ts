@@ -44,6 +44,16 @@ import { catchUpQueue, type CatchUpQueue } from "./catch-up-queue.ts";
 
 export const DEFAULT_STREAM_BUFFER_BYTES = 8 << 20;
 
+/**
+ * A connection carrying several streams (gRPC) is bounded too, at this many times the
+ * stream limit (16 MiB by default: grpc-go's bdpLimit, the largest connection window its
+ * clients grow to, so a client that reads never has more than that in flight anyway):
+ * past it, watchers on every stream of the connection pause, whichever stream holds the
+ * bytes, and resume when the connection drains. Without it, N streams that do not read
+ * held N times the stream limit.
+ */
+export const CONNECTION_BUFFER_FACTOR = 2;
+
 /** etcd's (mvcc) refusal of an explicit watch ID already in use on the stream. */
 export const DUPLICATE_WATCH_ID = "mvcc: duplicate watch ID provided on the WatchStream";
 
@@ -86,7 +96,15 @@ export interface WatchWire {
   events(revision: number, watchId: number, events: readonly V3Event[], fragment: boolean): void;
   /** Bytes written and not yet taken by the client. */
   readonly unsent: number;
-  /** Resolves once the wire holds little unsent again (or the call ended); never rejects. */
+  /**
+   * Bytes unsent on what this wire shares with other streams (its connection; undefined:
+   * nothing shared), bounded at CONNECTION_BUFFER_FACTOR times the stream limit.
+   */
+  readonly sharedUnsent?: number | undefined;
+  /**
+   * Resolves once the wire holds little unsent again, and what it shares is back under its
+   * bound (or the call ended); never rejects.
+   */
   drained(): Promise<void>;
   /** Answers that cannot wait passed twice the limit: end the call (the session is closed). */
   overflow(limit: number): void;
@@ -231,7 +249,7 @@ export class WatchSession {
   #step(w: Watcher): void {
     if (this.#closed || this.#watchers.get(w.id) !== w || w.reg === undefined || !w.stepping) return;
     w.stepping = false;
-    if (this.#wire.unsent > this.#limit) {
+    if (this.#full()) {
       // The hub holds it as paused already: resume() on drain takes the next step.
       w.paused = true;
       this.#waitDrain();
@@ -271,7 +289,7 @@ export class WatchSession {
       w.heldBytes += bytes;
       return true;
     }
-    if (msg.canceled !== true && this.#wire.unsent > this.#limit) {
+    if (msg.canceled !== true && this.#full()) {
       // A progress notification is dropped (etcd: a full channel means events are coming).
       if (!events) return true;
       w.paused = true;
@@ -280,6 +298,11 @@ export class WatchSession {
     }
     this.#deliver(w, msg);
     return true;
+  }
+
+  /** Events must wait: the stream, or the connection it shares, holds too much unsent. */
+  #full(): boolean {
+    return this.#wire.unsent > this.#limit || (this.#wire.sharedUnsent ?? 0) > CONNECTION_BUFFER_FACTOR * this.#limit;
   }
 
   #waitDrain(): void {
@@ -296,7 +319,7 @@ export class WatchSession {
     for (const w of this.#watchers.values()) {
       if (this.#closed) return;
       if (!w.paused || w.reg === undefined) continue;
-      if (this.#wire.unsent > this.#limit) {
+      if (this.#full()) {
         this.#waitDrain();
         return;
       }

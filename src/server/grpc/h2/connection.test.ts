@@ -14,6 +14,7 @@ import { RangeResponseSchema, WatchRequestSchema } from "../gen/etcd/etcdserver/
 import { rangeFrame, startGrpcTestServer, type GrpcTestServer } from "../grpc-test-server.test-helper.ts";
 import { ErrorCode, Flag, FrameParser, FrameType, PREFACE, Setting, frame, settingsFrame, windowUpdateFrame, rstStreamFrame } from "./frame.ts";
 import { H2Connection } from "./connection.ts";
+import { HeaderBlock } from "./stream.ts";
 import { HpackDecoder, encodeHeaderBlock } from "./hpack.ts";
 
 interface Frame {
@@ -404,4 +405,42 @@ test("a client that sends without reading: the connection stops reading, its uns
   await eventually(() => acks === expected || undefined, `${expected} SETTINGS ACKs`, 60_000);
   assert.equal(conn!.readPaused, false);
   assert.ok(maxUnsent <= 5 * (1 << 20) + (1 << 20), `unsent output bounded (max seen ${maxUnsent} bytes)`);
+});
+
+test("unsentBytes counts the DATA every stream holds for its window; unsentBelow resolves as windows open and streams end", async (t) => {
+  let conn: H2Connection | undefined;
+  const server = createServer((s) => {
+    conn = new H2Connection(s, {
+      maxConcurrentStreams: 100,
+      streamWindow: 1 << 20,
+      connectionWindow: 1 << 20,
+      onStream: (st) => {
+        st.respond(new HeaderBlock({ ":status": "200", "content-type": "application/grpc" }));
+        st.write(Buffer.alloc(100_000, 0x61));
+      },
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  t.after(() => server.close());
+  const port = (server.address() as { port: number }).port;
+  const c = await RawClient.open(port, [[Setting.INITIAL_WINDOW_SIZE, 10]]);
+  t.after(() => c.close());
+  await c.next((f) => f.type === FrameType.SETTINGS && f.flags === Flag.ACK, "SETTINGS ACK");
+  for (const id of [1, 3, 5]) c.send(frame(FrameType.HEADERS, Flag.END_HEADERS, id, requestBlock(RANGE)));
+  await eventually(() => [1, 3, 5].every((id) => c.dataOf(id).length === 10) || undefined, "10 bytes on each stream");
+  await c.sync();
+  assert.equal(conn!.unsentBytes, 3 * (100_000 - 10), "what the three streams hold");
+  let below200k = false;
+  let below0 = false;
+  void conn!.unsentBelow(200_000).then(() => (below200k = true));
+  void conn!.unsentBelow(0).then(() => (below0 = true));
+  await c.sync();
+  assert.equal(below200k, false);
+  c.send(windowUpdateFrame(0, 1 << 20), windowUpdateFrame(1, 1 << 20));
+  await eventually(() => (c.dataOf(1).length === 100_000 && below200k) || undefined, "stream 1 sent, the first wait over");
+  assert.equal(below0, false);
+  assert.equal(conn!.unsentBytes, 2 * (100_000 - 10));
+  c.send(rstStreamFrame(3, ErrorCode.CANCEL), rstStreamFrame(5, ErrorCode.CANCEL));
+  await eventually(() => below0 || undefined, "streams reset: nothing unsent");
+  assert.equal(conn!.unsentBytes, 0);
 });

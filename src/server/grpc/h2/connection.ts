@@ -105,6 +105,10 @@ export class H2Connection implements StreamHost {
   #readPaused = false;
   /** Streams with DATA held by the connection window or a full socket. */
   readonly #blocked = new Set<H2Stream>();
+  /** DATA queued on all its streams (held by flow control or a full socket). */
+  #queuedData = 0;
+  /** unsentBelow() waits: each resolves once unsentBytes is at most its mark. */
+  #unsentWaiters: Array<{ below: number; resolve: () => void }> = [];
   #pingSeq = 0;
   readonly #pings = new Map<string, (err: Error | null) => void>();
   #closing = false;
@@ -459,11 +463,41 @@ export class H2Connection implements StreamHost {
       this.socket.resume();
     }
     this.#pumpBlocked();
+    this.#checkUnsent();
   };
 
   /** Reading stopped for a client that does not read our output (READ_PAUSE_BYTES). */
   get readPaused(): boolean {
     return this.#readPaused;
+  }
+
+  /**
+   * Bytes written for the client and not yet taken by the socket's peer, over all streams:
+   * DATA queued on streams (their windows or a full socket hold it), frames gathered for
+   * this turn, and the socket's own buffer. Cheap (counters): callers may ask per message.
+   */
+  get unsentBytes(): number {
+    return this.#queuedData + this.#outBytes + this.socket.writableLength;
+  }
+
+  /** Resolves once unsentBytes is at most `below`, or the connection is gone; never rejects. */
+  unsentBelow(below: number): Promise<void> {
+    if (this.#destroyed || this.unsentBytes <= below) return Promise.resolve();
+    return new Promise((resolve) => this.#unsentWaiters.push({ below, resolve }));
+  }
+
+  queued(bytes: number): void {
+    this.#queuedData += bytes;
+  }
+
+  /** Wakes unsentBelow() waiters whose mark was reached (after bytes left a queue or the socket). */
+  #checkUnsent(): void {
+    if (this.#unsentWaiters.length === 0) return;
+    const unsent = this.#destroyed ? 0 : this.unsentBytes;
+    if (!this.#unsentWaiters.some((w) => unsent <= w.below)) return;
+    const ready = this.#unsentWaiters.filter((w) => unsent <= w.below);
+    this.#unsentWaiters = this.#unsentWaiters.filter((w) => unsent > w.below);
+    for (const w of ready) w.resolve();
   }
 
   // ---- sending ----
@@ -483,6 +517,7 @@ export class H2Connection implements StreamHost {
       if (whole) q.shift();
       else q[0] = chunk.subarray(n);
       stream.queuedBytes -= n;
+      this.#queuedData -= n;
       stream.sendWindow.consume(n);
       this.#sendWindow.consume(n);
       const last = whole && q.length === 0 && stream.pendingEnd === null;
@@ -582,7 +617,9 @@ export class H2Connection implements StreamHost {
   #forget(stream: H2Stream): void {
     if (!this.#streams.delete(stream.id)) return;
     this.#blocked.delete(stream);
+    this.#queuedData -= stream.queuedBytes;
     stream.markClosed();
+    this.#checkUnsent();
     this.#closeIfIdle();
   }
 
@@ -632,12 +669,15 @@ export class H2Connection implements StreamHost {
       this.#readPaused = true;
       this.socket.pause();
     }
+    // A socket that took it all frees the mark now; one that did not says so with 'drain'.
+    this.#checkUnsent();
   }
 
   #closeStreams(): void {
     const streams = [...this.#streams.values()];
     this.#streams.clear();
     this.#blocked.clear();
+    this.#queuedData = 0;
     for (const s of streams) s.markClosed();
   }
 
@@ -648,6 +688,7 @@ export class H2Connection implements StreamHost {
     const pings = [...this.#pings.values()];
     this.#pings.clear();
     for (const cb of pings) cb(new Error("connection closed"));
+    this.#checkUnsent();
     this.onClose?.();
   }
 }

@@ -32,6 +32,8 @@ export interface StreamHost {
   /** HEADERS + DATA + trailing HEADERS in one write, when the windows take the DATA whole; false if not. */
   sendAnswer(stream: H2Stream, headers: HeaderBlock, data: Buffer, trailers: HeaderBlock): boolean;
   reset(stream: H2Stream, code: number): void;
+  /** `bytes` of DATA were queued on a stream (the connection counts what all its streams hold). */
+  queued(bytes: number): void;
 }
 
 export class H2Stream {
@@ -95,6 +97,7 @@ export class H2Stream {
     if (data.length > 0) {
       this.queue.push(data);
       this.queuedBytes += data.length;
+      this.#host.queued(data.length);
       this.#host.pump(this);
     }
     if (this.queuedBytes >= HIGH_WATER_BYTES) this.needDrain = true;
@@ -107,6 +110,7 @@ export class H2Stream {
     if (data !== undefined && data.length > 0) {
       this.queue.push(data);
       this.queuedBytes += data.length;
+      this.#host.queued(data.length);
     }
     this.localEnded = true;
     this.pendingEnd = trailers ?? null;
