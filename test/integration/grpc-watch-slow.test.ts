@@ -231,3 +231,59 @@ test("a client that goes away without resetting its streams leaves no watcher be
   gone.destroy();
   await until(async () => (await count()) === before, 5000, "the watchers of the closed connection to go");
 });
+
+test("a watcher created from an old revision behind 25,000 revisions on other keys is caught up in steps: its events in order, a put meanwhile answered, progress -1 after its events", { timeout: 120_000 }, async (t) => {
+  const writer = connect();
+  // From the revision after this one (an earlier test compacted the history before it).
+  const start = await new Promise<number>((resolve, reject) => {
+    const req = writer.request(HEADERS("/etcdserverpb.KV/Range"));
+    const reader = new MessageReader(1 << 20);
+    req.on("data", (c: Buffer) => {
+      for (const m of reader.push(c)) resolve(Number(fromBinary(RangeResponseSchema, m).header!.revision) + 1);
+    });
+    req.on("error", reject);
+    req.end(frameMessage(toBinary(RangeRequestSchema, create(RangeRequestSchema, { key: Buffer.from("nothing") }))));
+  });
+  const idle = Buffer.from("idle-prefix/");
+  const idleEnd = Buffer.from("idle-prefix0");
+  assert.equal((await put(writer, Buffer.concat([idle, Buffer.from("a")]), Buffer.from("1"))).status, "0");
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 64 }, async () => {
+      for (let i = next++; i < 25_000; i = next++) assert.equal((await put(writer, Buffer.from(`busy/${i % 100}`), Buffer.from("x"))).status, "0");
+    }),
+  );
+  assert.equal((await put(writer, Buffer.concat([idle, Buffer.from("b")]), Buffer.from("2"))).status, "0");
+  const stream = connect().request(HEADERS("/etcdserverpb.Watch/Watch"));
+  stream.on("error", () => undefined);
+  const reader = new MessageReader(1 << 30);
+  const seen: string[] = [];
+  let progressRevision = 0;
+  stream.on("data", (c: Buffer) => {
+    for (const m of reader.push(c)) {
+      const r = fromBinary(WatchResponseSchema, m);
+      if (r.created) seen.push("created");
+      for (const e of r.events) seen.push(`${e.kv!.modRevision}:${Buffer.from(e.kv!.key).toString()}`);
+      if (r.watchId === -1n) {
+        seen.push("progress");
+        progressRevision = Number(r.header!.revision);
+      }
+    }
+  });
+  const t0 = performance.now();
+  stream.write(frameMessage(toBinary(WatchRequestSchema, create(WatchRequestSchema, { requestUnion: { case: "createRequest", value: { key: idle, rangeEnd: idleEnd, startRevision: BigInt(start) } } }))));
+  stream.write(frameMessage(toBinary(WatchRequestSchema, create(WatchRequestSchema, { requestUnion: { case: "progressRequest", value: {} } }))));
+  // A write to the prefix while the watcher may still be catching up: once, after the replay.
+  const during = await put(writer, Buffer.concat([idle, Buffer.from("c")]), Buffer.from("3"));
+  assert.equal(during.status, "0");
+  await until(() => seen.includes("progress") && seen.filter((s) => s.includes(":")).length >= 3, 30_000, "the catch-up, the live write and the progress answer");
+  t.diagnostic(`caught up and answered in ${(performance.now() - t0).toFixed(0)} ms; the put meanwhile took ${during.ms.toFixed(1)} ms`);
+  const events = seen.filter((s) => s.includes(":"));
+  assert.deepEqual(events.map((s) => s.split(":")[1]), ["idle-prefix/a", "idle-prefix/b", "idle-prefix/c"]);
+  assertInOrder(events.map((s) => Number(s.split(":")[0])), "the idle watcher");
+  assert.equal(seen[0], "created");
+  // The -1 answer vouches for every event up to its revision: those came before it.
+  const at = seen.indexOf("progress");
+  for (const e of events) if (Number(e.split(":")[0]) <= progressRevision) assert.ok(seen.indexOf(e) < at, `${e} before the progress answer at ${progressRevision}`);
+  stream.close();
+});
