@@ -3,14 +3,11 @@
 // LeaseTimeToLiveRequest inside etcd's LeaseInternalRequest), their answers and error
 // texts, and kvctl's own /leases/batch. The follower's side is lease-keeper.ts (it forwards
 // to the leader), the leader's side http/peer-leases.ts: both read and write them here.
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+// The messages are encoded by hand (lease-peer-proto.ts), byte for byte as @bufbuild
+// encodes rpc.proto's (lease-peer-wire.test.ts compares them): a member serves its peers
+// before it loads the gRPC code.
 import type { LeaseId, LeaseTimeToLiveResponse } from "../store/v3/index.ts";
-import {
-  LeaseKeepAliveRequestSchema,
-  LeaseKeepAliveResponseSchema,
-  LeaseTimeToLiveRequestSchema,
-  LeaseTimeToLiveResponseSchema,
-} from "./grpc/gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
+import { ProtoWriter, bytesOf, int64Of, readFields } from "./lease-peer-proto.ts";
 
 /** etcd's leasehttp paths on the peer port. */
 export const PEER_LEASE_PATH = "/leases";
@@ -110,30 +107,56 @@ export const decodeLeaseIds = (body: Uint8Array): LeaseId[] => decodePacked(body
 export const encodeTtls = (ttls: readonly (number | undefined)[]): Buffer => encodePacked(ttls.map((t) => BigInt(t ?? -1)));
 export const decodeTtls = (body: Uint8Array): number[] => decodePacked(body).map(Number);
 
-// /leases
-export const encodeRenewRequest = (id: LeaseId): Uint8Array => toBinary(LeaseKeepAliveRequestSchema, create(LeaseKeepAliveRequestSchema, { ID: id }));
-export const decodeRenewRequest = (body: Uint8Array): LeaseId => fromBinary(LeaseKeepAliveRequestSchema, body).ID;
-export const encodeRenewResponse = (id: LeaseId, ttl: number): Uint8Array =>
-  toBinary(LeaseKeepAliveResponseSchema, create(LeaseKeepAliveResponseSchema, { ID: id, TTL: BigInt(ttl) }));
+// /leases: LeaseKeepAliveRequest { int64 ID = 1 }, LeaseKeepAliveResponse { ResponseHeader header = 1; int64 ID = 2; int64 TTL = 3 }.
+export const encodeRenewRequest = (id: LeaseId): Uint8Array => new ProtoWriter().int64(1, id).finish();
+export function decodeRenewRequest(body: Uint8Array): LeaseId {
+  let id = 0n;
+  for (const f of readFields(body)) if (f.field === 1) id = int64Of(f);
+  return id;
+}
+export const encodeRenewResponse = (id: LeaseId, ttl: number): Uint8Array => new ProtoWriter().int64(2, id).int64(3, BigInt(ttl)).finish();
 export function decodeRenewResponse(body: Uint8Array): { id: LeaseId; ttl: number } {
-  const r = fromBinary(LeaseKeepAliveResponseSchema, body);
-  return { id: r.ID, ttl: Number(r.TTL) };
+  let id = 0n;
+  let ttl = 0n;
+  for (const f of readFields(body)) {
+    if (f.field === 1) checkMessage(bytesOf(f));
+    else if (f.field === 2) id = int64Of(f);
+    else if (f.field === 3) ttl = int64Of(f);
+  }
+  return { id, ttl: Number(ttl) };
 }
 
-// /leases/internal
-export const encodeTimeToLiveRequest = (id: LeaseId, keys: boolean): Buffer =>
-  wrapField1(toBinary(LeaseTimeToLiveRequestSchema, create(LeaseTimeToLiveRequestSchema, { ID: id, keys })));
+// /leases/internal: LeaseTimeToLiveRequest { int64 ID = 1; bool keys = 2 },
+// LeaseTimeToLiveResponse { ResponseHeader header = 1; int64 ID = 2; int64 TTL = 3; int64 grantedTTL = 4; repeated bytes keys = 5 }.
+export const encodeTimeToLiveRequest = (id: LeaseId, keys: boolean): Buffer => wrapField1(new ProtoWriter().int64(1, id).bool(2, keys).finish());
 export function decodeTimeToLiveRequest(body: Uint8Array): { id: LeaseId; keys: boolean } {
-  const inner = fromBinary(LeaseTimeToLiveRequestSchema, unwrapField1(body));
-  return { id: inner.ID, keys: inner.keys };
+  let id = 0n;
+  let keys = false;
+  for (const f of readFields(unwrapField1(body))) {
+    if (f.field === 1) id = int64Of(f);
+    else if (f.field === 2) keys = int64Of(f) !== 0n;
+  }
+  return { id, keys };
 }
-/** The answer carries no header (etcd fills the asking member's after the forward). */
+/** The answer carries an empty header (etcd fills the asking member's after the forward). */
 export function encodeTimeToLiveResponse(t: LeaseTimeToLiveResponse): Buffer {
-  return wrapField1(
-    toBinary(LeaseTimeToLiveResponseSchema, create(LeaseTimeToLiveResponseSchema, { header: {}, ID: t.id, TTL: BigInt(t.ttl), grantedTTL: BigInt(t.grantedTtl), keys: t.keys })),
-  );
+  const w = new ProtoWriter().bytes(1, new Uint8Array(0)).int64(2, t.id).int64(3, BigInt(t.ttl)).int64(4, BigInt(t.grantedTtl));
+  for (const k of t.keys) w.bytes(5, k);
+  return wrapField1(w.finish());
 }
 export function decodeTimeToLiveResponse(body: Uint8Array): LeaseTimeToLiveResponse {
-  const r = fromBinary(LeaseTimeToLiveResponseSchema, unwrapField1(body));
-  return { revision: 0, id: r.ID, ttl: Number(r.TTL), grantedTtl: Number(r.grantedTTL), keys: r.keys.map((k) => Buffer.from(k)) };
+  const r: LeaseTimeToLiveResponse = { revision: 0, id: 0n, ttl: 0, grantedTtl: 0, keys: [] };
+  for (const f of readFields(unwrapField1(body))) {
+    if (f.field === 1) checkMessage(bytesOf(f));
+    else if (f.field === 2) r.id = int64Of(f);
+    else if (f.field === 3) r.ttl = Number(int64Of(f));
+    else if (f.field === 4) r.grantedTtl = Number(int64Of(f));
+    else if (f.field === 5) r.keys.push(Buffer.from(bytesOf(f)));
+  }
+  return r;
+}
+
+/** A nested message we do not use (the header) is still read through, so a malformed one is refused as fromBinary refused it. */
+function checkMessage(msg: Uint8Array): void {
+  void [...readFields(msg)];
 }

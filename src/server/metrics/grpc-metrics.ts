@@ -1,10 +1,8 @@
 // go-grpc-prometheus's server metrics as etcd 3.4 registers them: every method of every
 // served service starts at 0 for every code (InitializeMetrics), so rates exist before
 // the first call; `extensive` adds the handling-time histogram (--metrics extensive).
-import type { DescService } from "@bufbuild/protobuf";
-import { Auth, Cluster, KV, Lease, Maintenance, Watch } from "../grpc/gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
-import { Health } from "../grpc/gen/grpc/health/v1/health_pb.ts";
 import type { GrpcObserver } from "../grpc/server.ts";
+import { GRPC_METHODS } from "./grpc-methods.ts";
 import { Counter, Histogram, type Family } from "./registry.ts";
 
 /** Status code names as grpc-go's codes.Code.String() writes them. */
@@ -17,8 +15,6 @@ const CODE_NAMES = [
 export function codeName(code: number): string {
   return CODE_NAMES[code] ?? `Code(${code})`;
 }
-
-const KIND_TYPE = { unary: "unary", server_streaming: "server_stream", client_streaming: "client_stream", bidi_streaming: "bidi_stream" } as const;
 
 type MethodLabels = Readonly<Record<"grpc_method" | "grpc_service" | "grpc_type", string>>;
 
@@ -50,13 +46,7 @@ export class GrpcMetrics implements GrpcObserver {
           ["grpc_method", "grpc_service", "grpc_type"],
         )
       : undefined;
-    const services: DescService[] = [KV, Watch, Lease, Cluster, Maintenance, Auth, Health];
-    for (const s of services) {
-      for (const m of s.methods) {
-        const labels = { grpc_method: m.name, grpc_service: s.typeName, grpc_type: KIND_TYPE[m.methodKind] };
-        this.#methods.set(`/${s.typeName}/${m.name}`, labels);
-      }
-    }
+    for (const m of GRPC_METHODS) this.#methods.set(`/${m.service}/${m.method}`, { grpc_method: m.method, grpc_service: m.service, grpc_type: m.type });
   }
 
   /**
