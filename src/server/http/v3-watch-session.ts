@@ -10,6 +10,9 @@
 // resumed and the hub catches it up from the store, in order, with no gap or duplicate
 // (or answers compact_revision if that history was compacted meanwhile). Nothing is
 // canceled for being slow, and the member neither waits for the reader nor keeps its events.
+// A wire that shares a connection with other streams (gRPC) also reports the connection's
+// unsent bytes (`wire.sharedUnsent`): past CONNECTION_BUFFER_FACTOR times the limit, events
+// wait the same way, on every stream of that connection.
 //
 // Catch-up runs in steps (a create from an old revision, a resumed watcher far behind):
 // the hub scans a bounded stretch of history per step and asks for more (the sink's
