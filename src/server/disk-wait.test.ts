@@ -2,35 +2,54 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { DiskWaitPolicy } from "./disk-wait.ts";
 
+const opts = { slowMs: 10, backoffMs: 1000, concurrentMs: 500 };
+
 test("a one-entry save waits on the loop when every request since the last save proposed", () => {
-  const p = new DiskWaitPolicy({ slowMs: 10, backoffMs: 1000 });
+  const p = new DiskWaitPolicy(opts);
   assert.equal(p.onLoop(0, 0, 0, 1), true, "a follower replicating, no clients");
   assert.equal(p.onLoop(1, 1, 1, 1), true, "one PUT, its proposal in this save");
   assert.equal(p.onLoop(3, 1, 3, 1), true, "the member's own proposals (SYNC, lease) count for nobody");
 });
 
-test("concurrent writers, a read beside a write or a batch keep the save off the loop", () => {
-  const p = new DiskWaitPolicy({ slowMs: 10, backoffMs: 1000 });
+test("concurrent writers, a read beside a write or a batch keep the save off the loop, and the next ones for a while", () => {
+  const p = new DiskWaitPolicy(opts);
   assert.equal(p.onLoop(0, 2, 1, 1), false, "a GET arrived beside the PUT");
-  assert.equal(p.onLoop(1, 3, 2, 1), true, "counted from the previous save on");
-  assert.equal(p.onLoop(2, 5, 4, 2), false, "two PUTs");
-  assert.equal(p.onLoop(3, 5, 4, 3), false, "a follower's batch of three entries");
-  assert.equal(p.onLoop(4, 5, 4, 1), true);
+  assert.equal(p.onLoop(1, 3, 2, 1), false, "one PUT since the previous save, but clients were concurrent 1 ms ago");
+  assert.equal(p.onLoop(501, 4, 3, 1), true, "counted from the previous save on, and the while is over");
+  assert.equal(p.onLoop(502, 6, 5, 2), false, "two PUTs");
+  assert.equal(p.onLoop(1100, 6, 5, 3), false, "a follower's batch of three entries");
+  assert.equal(p.onLoop(1599, 6, 5, 1), false);
+  assert.equal(p.onLoop(1600, 6, 5, 1), true);
 });
 
-test("the second look says no when a client request began in between", () => {
-  const p = new DiskWaitPolicy({ slowMs: 10, backoffMs: 1000 });
+test("the second look says no when a client request began in between, and so do the next saves for a while", () => {
+  const p = new DiskWaitPolicy(opts);
   assert.equal(p.onLoop(0, 1, 1, 1), true);
-  assert.equal(p.stillQuiet(1), true);
-  assert.equal(p.stillQuiet(2), false, "a client request");
+  assert.equal(p.stillQuiet(0, 1), true);
+  assert.equal(p.stillQuiet(0, 2), false, "a client request");
+  assert.equal(p.onLoop(10, 2, 2, 1), false);
+  assert.equal(p.onLoop(500, 2, 2, 1), true);
 });
 
 test("a slow wait keeps saves off the loop for the back-off, then lets them back", () => {
-  const p = new DiskWaitPolicy({ slowMs: 10, backoffMs: 1000 });
+  const p = new DiskWaitPolicy(opts);
   p.took(100, 9);
   assert.equal(p.onLoop(101, 0, 0, 1), true, "under the limit");
   p.took(200, 11);
   assert.equal(p.onLoop(201, 0, 0, 1), false);
   assert.equal(p.onLoop(1199, 0, 0, 1), false);
   assert.equal(p.onLoop(1200, 0, 0, 1), true);
+});
+
+test("only the part of a wait not spent waiting for a CPU marks the disk slow", () => {
+  const p = new DiskWaitPolicy(opts);
+  assert.equal(p.mayBeSlow(9), false, "not worth reading the CPU wait");
+  assert.equal(p.mayBeSlow(11), true);
+  p.took(100, 40, 35);
+  assert.equal(p.onLoop(101, 0, 0, 1), true, "5 ms on the disk, 35 ms waiting for a CPU");
+  p.took(200, 40, 29);
+  assert.equal(p.onLoop(201, 0, 0, 1), false, "11 ms on the disk");
+  assert.equal(p.onLoop(1200, 0, 0, 1), true);
+  p.took(1300, 40);
+  assert.equal(p.onLoop(1301, 0, 0, 1), false, "no CPU wait known: the wall time counts");
 });

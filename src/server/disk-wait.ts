@@ -15,8 +15,21 @@
 //   others in the same poll were read, so each got an fdatasync of its own (16 clients:
 //   2,800 -> 1,400 req/s). Peer messages do not count: what they bring waits for the
 //   next Ready, which waits for this save wherever it waits;
+// - clients have not been concurrent lately: for `concurrentMs` after a save that one of
+//   the two looks above kept off the loop, later saves stay off it too. Between two saves
+//   of a busy member there is often a moment with one request read and the others still
+//   on their way, and a save that blocked the loop then left the next batch unread until
+//   its fdatasync returned: at 16 connections 32 % of the saves went on the loop that way,
+//   at half the throughput, once CPU waits no longer passed for a slow disk (below);
 // - the disk has not been slow lately: after an on-loop wait longer than `slowMs`, saves
 //   use the threadpool for `backoffMs`, so a stalling disk cannot freeze the member for long.
+//   A wait counts only the time the thread was not waiting for a CPU (run-queue-wait.ts):
+//   with the two cores shared by other busy processes, the wall time of an fdatasync was
+//   often over 10 ms only because the thread waited for a CPU after the syscall returned,
+//   and then 95 % of the saves took the threadpool's two thread wake-ups, which are what a
+//   busy CPU makes slowest (three members, one client: 110-242 PUT/s that way, 301-341
+//   with every save on the loop). The threadpool does not help a busy CPU; it helps only
+//   against a slow disk.
 //
 // Pure: counters and times come from the caller.
 export interface DiskWaitOptions {
@@ -24,15 +37,18 @@ export interface DiskWaitOptions {
   slowMs: number;
   /** For how long (ms) after a slow wait saves keep off the loop. */
   backoffMs: number;
+  /** For how long (ms) after a save with other clients waiting saves keep off the loop. */
+  concurrentMs: number;
 }
 
-export const defaultDiskWaitOptions: DiskWaitOptions = { slowMs: 10, backoffMs: 5000 };
+export const defaultDiskWaitOptions: DiskWaitOptions = { slowMs: 10, backoffMs: 5000, concurrentMs: 1000 };
 
 export class DiskWaitPolicy {
   readonly #opts: DiskWaitOptions;
   #requestsAtSave = 0;
   #proposalsAtSave = 0;
   #offLoopUntil = Number.NEGATIVE_INFINITY;
+  #concurrentUntil = Number.NEGATIVE_INFINITY;
 
   constructor(opts: DiskWaitOptions = defaultDiskWaitOptions) {
     this.#opts = opts;
@@ -50,21 +66,34 @@ export class DiskWaitPolicy {
     const others = began - (proposals - this.#proposalsAtSave);
     this.#requestsAtSave = requests;
     this.#proposalsAtSave = proposals;
-    return entries <= 1 && began <= 1 && others <= 0 && now >= this.#offLoopUntil;
+    if (!(entries <= 1 && began <= 1 && others <= 0)) {
+      this.#concurrentUntil = now + this.#opts.concurrentMs;
+      return false;
+    }
+    return now >= this.#concurrentUntil && now >= this.#offLoopUntil;
   }
 
   /** Second look, after the loop ran once: no client request began since onLoop() said yes. */
-  stillQuiet(requests: number): boolean {
-    return requests === this.#requestsAtSave;
+  stillQuiet(now: number, requests: number): boolean {
+    if (requests === this.#requestsAtSave) return true;
+    this.#concurrentUntil = now + this.#opts.concurrentMs;
+    return false;
   }
 
   /**
-   * An on-loop save's fdatasync took `ms`. Only those count: they are exact, and they are the
-   * waits that freeze the member. A threadpool wait is only known when the loop gets to its
-   * callback, so a busy loop would pass for a slow disk (seen under a mixed GET and PUT load:
-   * followers with no clients of their own kept off the loop most of the time).
+   * An on-loop save's fdatasync took `ms` of wall time, of which the thread spent
+   * `cpuWaitMs` runnable but waiting for a CPU (0 where unknown). Only on-loop waits count:
+   * they are exact, and they are the waits that freeze the member. A threadpool wait is only
+   * known when the loop gets to its callback, so a busy loop would pass for a slow disk
+   * (seen under a mixed GET and PUT load: followers with no clients of their own kept off
+   * the loop most of the time).
    */
-  took(now: number, ms: number): void {
-    if (ms > this.#opts.slowMs) this.#offLoopUntil = now + this.#opts.backoffMs;
+  took(now: number, ms: number, cpuWaitMs = 0): void {
+    if (ms - cpuWaitMs > this.#opts.slowMs) this.#offLoopUntil = now + this.#opts.backoffMs;
+  }
+
+  /** Whether a wait of `ms` (wall time) could mark the disk slow: only then is the CPU wait worth reading. */
+  mayBeSlow(ms: number): boolean {
+    return ms > this.#opts.slowMs;
   }
 }

@@ -38,6 +38,7 @@ import { ServerStats } from "./stats.ts";
 import { ServerMetrics } from "./metrics/server-metrics.ts";
 import { DiskWaitPolicy } from "./disk-wait.ts";
 import { ReadyLoop } from "./ready-loop.ts";
+import { loopRunQueueWaitMs } from "./run-queue-wait.ts";
 import { firstElectionMode, firstElectionStep } from "./first-election.ts";
 import { createCompactor } from "./compactor.ts";
 import { LeaseKeeper } from "./lease-keeper.ts";
@@ -595,6 +596,7 @@ export class KvServer {
         return server.#reads;
       },
       diskWait: this.#diskWait,
+      runQueueWaitMs: loopRunQueueWaitMs,
       tracer: this.tracer,
       metrics: this.metrics,
       isLeader: () => this.isLeader,

@@ -30,7 +30,9 @@ function ready(r: Partial<Ready>): Ready {
 function fakeMember(opts: { leader?: boolean; onLoop?: boolean } = {}) {
   const events: string[] = [];
   const readys: Ready[] = [];
-  let saving: Array<() => void> = [];
+  let saving: Array<(took: { ms: number; cpuWaitMs: number }) => void> = [];
+  /** The loop thread's run-queue wait so far (ms); undefined: the kernel does not say. */
+  let cpuWait: number | undefined = 0;
   let gate: Promise<void> | undefined;
   let pendingSnapshot = false;
   const diskWait = new DiskWaitPolicy();
@@ -45,9 +47,10 @@ function fakeMember(opts: { leader?: boolean; onLoop?: boolean } = {}) {
     wal: {
       save: (h, entries, o) => {
         events.push(`save ${entries.map((e) => e.index).join(",")}${h === null ? "" : ` commit=${h.commit}`}${o.onLoop === true ? " on-loop" : ""}`);
-        return new Promise<number>((resolve) => saving.push(() => {
+        return new Promise<number>((resolve) => saving.push((took) => {
           events.push("saved");
-          resolve(0.1);
+          if (cpuWait !== undefined) cpuWait += took.cpuWaitMs;
+          resolve(took.ms);
         }));
       },
       saveCommitUnsynced: (h) => void events.push(`commit unsynced ${h.commit}`),
@@ -77,6 +80,7 @@ function fakeMember(opts: { leader?: boolean; onLoop?: boolean } = {}) {
       release: () => void events.push("release reads"),
     },
     diskWait,
+    runQueueWaitMs: () => cpuWait,
     tracer: new WriteTracer(0, silent),
     metrics: { walSynced: noop },
     isLeader: () => opts.leader === true,
@@ -101,12 +105,13 @@ function fakeMember(opts: { leader?: boolean; onLoop?: boolean } = {}) {
     events,
     push: (...rs: Ready[]) => readys.push(...rs),
     request: () => requests++,
-    /** Completes the oldest save in flight. */
-    finishSave: () => {
+    /** Completes the oldest save in flight: its fdatasync took `ms`, `cpuWaitMs` of them waiting for a CPU. */
+    finishSave: (took = { ms: 0.1, cpuWaitMs: 0 }) => {
       const f = saving.shift();
       assert.ok(f, "a save is in flight");
-      f();
+      f(took);
     },
+    cpuWaitUnknown: () => (cpuWait = undefined),
     get saving() {
       return saving.length;
     },
@@ -272,4 +277,45 @@ test("tuning, not safety: a lone write's save waits on the loop, after one turn 
   assert.ok(f.events.includes("save 2"), f.events.join(" | "));
   f.finishSave();
   await second;
+});
+
+test("tuning, not safety: an on-loop fdatasync slow only because the thread waited for a CPU keeps the next save on the loop; a slow disk does not", async () => {
+  const f = fakeMember({ leader: true, onLoop: true });
+  const loop = new ReadyLoop(f.host);
+  let index = 0;
+  /** One lone write; whether its save waited on the loop. */
+  const write = async (took: { ms: number; cpuWaitMs: number }): Promise<boolean> => {
+    f.reset();
+    f.request();
+    index++;
+    f.push(ready({ entries: [entry(index)], committedEntries: [entry(index)], mustSync: true }));
+    const done = loop.drain();
+    await settle();
+    const onLoop = f.events.includes(`save ${index} on-loop`);
+    f.finishSave(took);
+    await done;
+    return onLoop;
+  };
+  assert.equal(await write({ ms: 15, cpuWaitMs: 14 }), true);
+  assert.equal(await write({ ms: 0.3, cpuWaitMs: 0 }), true, "15 ms of wall time, 1 ms of it on the disk");
+  assert.equal(await write({ ms: 15, cpuWaitMs: 2 }), true);
+  assert.equal(await write({ ms: 0.3, cpuWaitMs: 0 }), false, "13 ms on the disk: the threadpool for the back-off");
+
+  const g = fakeMember({ leader: true, onLoop: true });
+  g.cpuWaitUnknown();
+  const gLoop = new ReadyLoop(g.host);
+  g.request();
+  g.push(ready({ entries: [entry(1)], committedEntries: [entry(1)], mustSync: true }));
+  let done = gLoop.drain();
+  await settle();
+  g.finishSave({ ms: 15, cpuWaitMs: 14 });
+  await done;
+  g.reset();
+  g.request();
+  g.push(ready({ entries: [entry(2)], committedEntries: [entry(2)], mustSync: true }));
+  done = gLoop.drain();
+  await settle();
+  assert.ok(g.events.includes("save 2"), `where the CPU wait is unknown the wall time counts: ${g.events.join(" | ")}`);
+  g.finishSave();
+  await done;
 });

@@ -33,7 +33,8 @@
 //    clients' answers);
 //  - where a save waits for its fdatasync: on the event loop or in libuv's threadpool
 //    (DiskWaitPolicy in disk-wait.ts), with one turn of the loop first so that requests
-//    already read join the save.
+//    already read join the save; an on-loop wait marks the disk slow only by the time the
+//    thread was not waiting for a CPU.
 import type { Entry, HardState, Message, Ready, Snapshot } from "../raft/index.ts";
 import type { SendOptions } from "../transport/index.ts";
 import type { DiskWaitPolicy } from "./disk-wait.ts";
@@ -78,6 +79,8 @@ export interface ReadyLoopHost<C extends ProposedBy> {
     release(): void;
   };
   readonly diskWait: DiskWaitPolicy;
+  /** How long the loop's thread has waited for a CPU, ever (ms; run-queue-wait.ts), or undefined where unknown. */
+  runQueueWaitMs(): number | undefined;
   readonly tracer: WriteTracer;
   readonly metrics: { walSynced(ms: number): void };
   isLeader(): boolean;
@@ -193,13 +196,18 @@ export class ReadyLoop<C extends ProposedBy> {
     if (onLoop) {
       // Requests already read by this turn of the loop propose first and share this save.
       await new Promise<void>((resolve) => setImmediate(resolve));
-      onLoop = policy.stillQuiet(host.clientRequests());
+      onLoop = policy.stillQuiet(performance.now(), host.clientRequests());
     }
     const tracing = host.tracer.active;
     if (tracing) host.tracer.phase(TracePhase.walWrite);
+    // Read before every on-loop save, read again only after one slow enough to matter.
+    const cpuWaitBefore = onLoop ? host.runQueueWaitMs() : undefined;
     const syncMs = await host.wal.save(rd.hardState ?? null, rd.entries, { onLoop });
     if (tracing) host.tracer.phase(TracePhase.fsynced);
     host.metrics.walSynced(syncMs);
-    if (onLoop) policy.took(performance.now(), syncMs);
+    if (onLoop && policy.mayBeSlow(syncMs)) {
+      const cpuWaitAfter = cpuWaitBefore === undefined ? undefined : host.runQueueWaitMs();
+      policy.took(performance.now(), syncMs, cpuWaitAfter === undefined || cpuWaitBefore === undefined ? 0 : cpuWaitAfter - cpuWaitBefore);
+    }
   }
 }
