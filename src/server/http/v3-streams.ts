@@ -62,6 +62,20 @@ export function firstMessageError(message: string): GatewayError {
   return new GatewayError(GrpcCode.Unknown, message);
 }
 
+/** Resolves once `res` has room again (at once if it has), or is closed. */
+export function drainedOrClosed(res: ServerResponse): Promise<void> {
+  if (!res.writableNeedDrain || res.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+}
+
 /** Adds a stream to the shutdown set while it is open. */
 export function trackStream(res: ServerResponse, gw: V3GatewayContext): void {
   const set = gw.streams;
@@ -158,15 +172,7 @@ export async function serveSnapshot(res: ServerResponse, gw: V3GatewayContext, c
   try {
     for await (const { remaining, blob } of snapshotBlobs(snap)) {
       if (!writer.line(streamLine(encodeSnapshotChunk(remaining, blob)))) return;
-      if (res.writableNeedDrain) await new Promise<void>((resolve) => {
-        const done = (): void => {
-          res.off("drain", done);
-          res.off("close", done);
-          resolve();
-        };
-        res.on("drain", done);
-        res.on("close", done);
-      });
+      await drainedOrClosed(res);
     }
     writer.end();
   } catch (err) {

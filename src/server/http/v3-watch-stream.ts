@@ -11,7 +11,7 @@ import { decodeWatchRequest } from "./v3-decode.ts";
 import { encodeWatchResponse, streamLine } from "./v3-encode.ts";
 import { grpcRecvLimit } from "./v3-handlers.ts";
 import { V3StreamWriter } from "./v3-respond.ts";
-import { firstMessageError, readMessages, trackStream } from "./v3-streams.ts";
+import { drainedOrClosed, firstMessageError, readMessages, trackStream } from "./v3-streams.ts";
 import { WatchSession, type WatchControl, type WatchWire } from "./v3-watch-session.ts";
 import { messageFields } from "./v3-wire.ts";
 
@@ -30,17 +30,7 @@ class JsonWatchWire implements WatchWire {
   }
 
   drained(): Promise<void> {
-    const res = this.#writer.res;
-    if (!res.writableNeedDrain || res.destroyed) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = (): void => {
-        res.off("drain", done);
-        res.off("close", done);
-        resolve();
-      };
-      res.on("drain", done);
-      res.on("close", done);
-    });
+    return drainedOrClosed(this.#writer.res);
   }
 
   control(r: WatchControl): void {
