@@ -257,7 +257,7 @@ export class KvServer {
       clusterId: this.membership.clusterId,
       logger: this.#log,
       localUrls: this.config.initialAdvertisePeerUrls,
-      onMessages: (msgs) => this.#receive(msgs),
+      onMessages: (msgs, readAt) => this.#receive(msgs, readAt),
       onSnapshot: (msg, dbPath) => {
         if (dbPath !== undefined) this.#state.receivedDb(msg.snapshot?.metadata.index ?? 0, dbPath);
         this.#receive([msg]);
@@ -552,8 +552,9 @@ export class KvServer {
     return this.#state.quotaAvailable(cost);
   }
 
-  #receive(msgs: Message[]): void {
+  #receive(msgs: Message[], readAt?: number): void {
     if (this.#stopped) return;
+    const traced = readAt === undefined ? undefined : this.tracer.peerMessages(msgs, readAt);
     for (const m of msgs) {
       try {
         this.#node.step(m);
@@ -561,6 +562,7 @@ export class KvServer {
         this.#log.warn("dropped a peer message raft refused", { from: m.from.toString(16), type: m.type, error: String(err) });
       }
     }
+    if (traced !== undefined) this.tracer.stepped(traced);
     this.#kick();
   }
 

@@ -155,13 +155,20 @@ export class ReadyLoop<C extends ProposedBy> {
     if (rd.softState) host.leaderSeen(rd.softState.lead);
     if (rd.messages.length > 0) rd.messages = host.snapshots.withoutStale(rd.messages);
     if (rd.hardState) host.hardStateSeen(rd.hardState);
+    if (tracing) {
+      if (rd.entries.length > 0) tracer.entries(rd.entries[rd.entries.length - 1]!.index);
+      if (rd.committedEntries.length > 0) tracer.phase(TracePhase.commitReady);
+    }
     // S1
     if (rd.snapshot && rd.snapshot.metadata.index > 0) await host.snapshots.install(rd.snapshot);
     const willSave = rd.entries.length > 0 || rd.mustSync;
     const commands = rd.committedEntries.map((e) => host.decode(e));
     // S2 is planSends' contract (every plan keeps mayPrecedeSave); the rest of the plan is tuning.
     const sends = planSends({ isLeader: host.isLeader(), memberId: host.memberId, messages: rd.messages, willSave, proposers: commands.map((c) => c?.m) });
-    if (sends.beforeSave !== undefined) host.send(sends.beforeSave.messages, sends.beforeSave.options);
+    if (sends.beforeSave !== undefined) {
+      host.send(sends.beforeSave.messages, sends.beforeSave.options);
+      if (tracing) tracer.phase(TracePhase.sentBeforeSave);
+    }
     if (willSave) await this.#save(rd);
     else if (rd.hardState) {
       // Only the commit index moved: written without an fdatasync, as etcd does, so the WAL
@@ -172,7 +179,10 @@ export class ReadyLoop<C extends ProposedBy> {
     if (rd.hardState) host.storage.setHardState(rd.hardState);
     if (rd.entries.length > 0) host.storage.append(rd.entries);
     // S2: what waited for the save.
-    if (sends.afterSave !== undefined) host.send(sends.afterSave.messages, sends.afterSave.options);
+    if (sends.afterSave !== undefined) {
+      host.send(sends.afterSave.messages, sends.afterSave.options);
+      if (tracing) tracer.sentAfterSave();
+    }
     for (const rs of rd.readStates) host.reads.onReadState(rs.index, rs.requestCtx);
     if (rd.committedEntries.length > 0) {
       const gate = host.applyGate();

@@ -34,6 +34,8 @@ export interface Delivery {
   snapshot: boolean;
   /** The database file received with a MsgSnap (written and synced), when the sender sent one. */
   snapshotDb?: string;
+  /** When the bytes that completed these messages were read (performance.now()). */
+  readAt?: number;
 }
 
 export interface HandlerContext {
@@ -294,6 +296,7 @@ export function createHandler(ctx: HandlerContext): (req: IncomingMessage, res: 
     };
     req.on("data", (chunk: Buffer) => {
       if (dead) return;
+      const readAt = performance.now();
       if (ctx.isStopped()) return fail(503, "transport stopped");
       // Removed while its stream was open (streams stay open for good): cut it, so the
       // sender re-dials and is answered 410, which is how it learns it was removed.
@@ -319,7 +322,7 @@ export function createHandler(ctx: HandlerContext): (req: IncomingMessage, res: 
       // Acknowledge first, then deliver: delivery may itself send (a follower's append
       // response), and the sender should learn we are alive without waiting on Raft.
       ack();
-      if (messages.length > 0) deliver({ from, fromUrls, messages, sizes, snapshot: false });
+      if (messages.length > 0) deliver({ from, fromUrls, messages, sizes, snapshot: false, readAt });
     });
     req.on("end", () => {
       if (dead) return;

@@ -23,8 +23,11 @@ export interface PeerTransportOptions {
   memberId: number;
   clusterId: number;
   logger: TransportLogger;
-  /** Accepted messages from one request, in the sender's order. Called synchronously. */
-  onMessages(msgs: Message[]): void;
+  /**
+   * Accepted messages from one request, in the sender's order. Called synchronously.
+   * `readAt`: when their bytes were read (performance.now()), for write traces.
+   */
+  onMessages(msgs: Message[], readAt?: number): void;
   /** A received MsgSnap with the database file that came with it, if any (defaults to onMessages([m])). */
   onSnapshot?(m: Message, dbPath?: string): void;
   /** The database file to stream after a MsgSnap we send (etcd sends its bbolt file). */
@@ -298,7 +301,7 @@ export class PeerTransport {
     if (peer !== undefined && d.messages.some((m) => m.type === MessageType.MsgHeartbeatResp)) peer.onHeartbeatResponse();
     const snap = d.messages[0];
     if (d.snapshot && snap !== undefined && this.#opts.onSnapshot !== undefined) this.#opts.onSnapshot(snap, d.snapshotDb);
-    else this.#opts.onMessages(d.messages);
+    else this.#opts.onMessages(d.messages, d.readAt);
   }
 
   #learnRemote(from: number, urls: string[]): void {
