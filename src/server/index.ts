@@ -6,7 +6,7 @@ import { KvServer } from "./kv-server.ts";
 import { listen, type BoundListener, type Listener } from "./http/listener.ts";
 import { createPeerRouter } from "./http/peer-router.ts";
 import type { GrpcServer } from "./grpc/server.ts";
-import { clientListenerTls, preparePeerTls } from "./tls/server-tls.ts";
+import { tlsConfigured } from "./tls/configured.ts";
 import { withSrvDomainCheck } from "./discovery-srv.ts";
 import { MemberMetrics } from "./metrics/member-metrics.ts";
 import { notifyReady, notifyTargetFromEnv } from "./systemd-notify.ts";
@@ -24,9 +24,10 @@ export interface RunningServer {
  */
 export async function startServer(config: ServerConfig, log: Logger, bound: readonly BoundListener[] = []): Promise<RunningServer> {
   // Credentials load (or auto TLS creates them) before anything starts: a bad file is a
-  // startup error, and nothing is left running.
-  const clientTls = await clientListenerTls(config, log);
-  const peerTls = withSrvDomainCheck(await preparePeerTls(config, log), config.discoverySrv);
+  // startup error, and nothing is left running. The TLS modules load only with TLS flags.
+  const serverTls = tlsConfigured(config.clientTls) || tlsConfigured(config.peerTls) ? await import("./tls/server-tls.ts") : undefined;
+  const clientTls = await serverTls?.clientListenerTls(config, log);
+  const peerTls = withSrvDomainCheck(await serverTls?.preparePeerTls(config, log), config.discoverySrv);
   let stop: () => Promise<void> = async () => undefined;
   // A member removed from the cluster stops, as etcd's does.
   // KV_TRACE_WRITES=N (a debugging aid, not an etcd flag): every Nth write traced end to end.

@@ -9,7 +9,7 @@
 import { Server, type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { Logger } from "../logger.ts";
-import { createTlsAcceptor } from "../tls/acceptor.ts";
+import type { createTlsAcceptor } from "../tls/acceptor.ts";
 import type { ListenerTls } from "../tls/server-tls.ts";
 import { FastLane, type FastHandler } from "./fast-lane.ts";
 import { onClientError, trackRequest } from "./client-error.ts";
@@ -136,6 +136,8 @@ export async function bindListeners(urls: readonly URL[]): Promise<BoundListener
 
 export async function listen(urls: readonly URL[], handler: Handler, log: Logger, opts: ListenOptions = {}, bound: readonly BoundListener[] = []): Promise<Listener[]> {
   const { traffic = "client", tls, fast, grpc } = opts;
+  // The TLS acceptor (node:tls) loads only for https:// URLs.
+  const acceptor = urls.some((u) => u.protocol === "https:") ? await import("../tls/acceptor.ts") : undefined;
   const out: Listener[] = [];
   for (const url of urls) {
     const early = bound.find((b) => b.url.href === url.href);
@@ -158,8 +160,8 @@ export async function listen(urls: readonly URL[], handler: Handler, log: Logger
     if (grpc !== undefined) accept = muxConnections(accept, grpc);
     let onConnection = accept;
     if (url.protocol === "https:") {
-      if (tls === undefined) throw new Error(`Cannot listen on ${url.href}: TLS key/cert are not presented`);
-      onConnection = secure(server, tls, log, accept, grpc === undefined ? undefined : chooseAlpn);
+      if (tls === undefined || acceptor === undefined) throw new Error(`Cannot listen on ${url.href}: TLS key/cert are not presented`);
+      onConnection = secure(acceptor.createTlsAcceptor, server, tls, log, accept, grpc === undefined ? undefined : chooseAlpn);
     } else if (tls !== undefined) {
       log.warn(`scheme is HTTP while key and cert files are present; ignoring key and cert files`, { [`${traffic}-url`]: url.origin });
     }
@@ -176,9 +178,9 @@ export async function listen(urls: readonly URL[], handler: Handler, log: Logger
  * The TLS acceptor between the server's accepted sockets and `next` (the lane or
  * node:http), as the server's connection listener. Sockets are accepted paused, so no byte is read before the handshake owns them.
  */
-function secure(server: LaneServer, tls: ListenerTls, log: Logger, next: (socket: Socket) => void, alpn: ((offered: string[]) => string | undefined) | undefined): (raw: Socket) => void {
+function secure(create: typeof createTlsAcceptor, server: LaneServer, tls: ListenerTls, log: Logger, next: (socket: Socket) => void, alpn: ((offered: string[]) => string | undefined) | undefined): (raw: Socket) => void {
   server.pauseOnConnect = true;
-  const acceptor = createTlsAcceptor({ ...tls, log, ...(alpn === undefined ? {} : { alpn }) }, next);
+  const acceptor = create({ ...tls, log, ...(alpn === undefined ? {} : { alpn }) }, next);
   server.on("close", () => acceptor.close());
   return (raw) => acceptor.accept(raw);
 }

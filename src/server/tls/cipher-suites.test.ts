@@ -1,5 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { getCiphers } from "node:tls";
 import { goCipherSuiteNames, isGoCipherSuite, TLS13_SUITES, toOpenSslCiphers } from "./cipher-suites.ts";
 
 interface Case {
@@ -41,7 +42,7 @@ const cases: Case[] = [
 
 for (const c of cases) {
   test(`toOpenSslCiphers: ${c.name}`, () => {
-    const r = toOpenSslCiphers(c.go);
+    const r = toOpenSslCiphers(c.go, getCiphers());
     assert.equal(r?.ciphers, c.ciphers);
     if (c.minVersion !== undefined) assert.equal(r?.minVersion, c.minVersion);
     if (r !== undefined) assert.deepEqual(r.unavailable, c.unavailable ?? []);
@@ -56,11 +57,16 @@ test("isGoCipherSuite accepts Go's names only, case-sensitively", () => {
 });
 
 test("every mapped TLS 1.2 suite that is not RC4 or 3DES exists in this OpenSSL", () => {
-  const r = toOpenSslCiphers(goCipherSuiteNames());
+  const r = toOpenSslCiphers(goCipherSuiteNames(), getCiphers());
   assert.ok(r);
   assert.deepEqual(r.unavailable.filter((n) => !/RC4|3DES/.test(n)), []);
 });
 
 test("toOpenSslCiphers throws on a name that is not a Go suite", () => {
-  assert.throws(() => toOpenSslCiphers(["FOO"]), /unexpected TLS cipher suite "FOO"/);
+  assert.throws(() => toOpenSslCiphers(["FOO"], getCiphers()), /unexpected TLS cipher suite "FOO"/);
+});
+
+test("toOpenSslCiphers reports a suite the given OpenSSL build lacks and leaves it out", () => {
+  const r = toOpenSslCiphers(["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_RSA_WITH_AES_128_CBC_SHA"], ["aes128-sha"]);
+  assert.deepEqual(r, { ciphers: `AES128-SHA:${TLS13_SUITES}`, minVersion: "TLSv1.2", unavailable: ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"] });
 });

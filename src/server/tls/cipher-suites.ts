@@ -1,8 +1,8 @@
 // --cipher-suites takes Go's cipher suite names (crypto/tls), as etcd does; Node speaks
 // OpenSSL. This table maps one to the other. As in Go, the list restricts TLS 1.2 only:
 // the three TLS 1.3 suites stay enabled whatever the list says (Go ignores TLS 1.3 names
-// in Config.CipherSuites; etcd 3.4 accepts them without effect).
-import { getCiphers } from "node:tls";
+// in Config.CipherSuites; etcd 3.4 accepts them without effect). No node:tls here: config.ts
+// validates the names on every start, and a member without TLS does not load node:tls.
 
 /** Go name -> OpenSSL name; null for TLS 1.3 suites (accepted, always on). */
 const GO_TO_OPENSSL: Readonly<Record<string, string | null>> = {
@@ -65,11 +65,12 @@ export interface OpenSslCiphers {
 /**
  * Maps validated Go names (see isGoCipherSuite) to node:tls options; undefined for an
  * empty list (the platform default). Order is kept: it is the server's preference.
+ * `availableCiphers`: this OpenSSL build's ciphers (node:tls getCiphers()).
  * @throws Error on a name that is not a Go cipher suite (config validation comes first).
  */
-export function toOpenSslCiphers(goNames: readonly string[]): OpenSslCiphers | undefined {
+export function toOpenSslCiphers(goNames: readonly string[], availableCiphers: readonly string[]): OpenSslCiphers | undefined {
   if (goNames.length === 0) return undefined;
-  const available = new Set(getCiphers().map((c) => c.toUpperCase()));
+  const available = new Set(availableCiphers.map((c) => c.toUpperCase()));
   const tls12: string[] = [];
   const unavailable: string[] = [];
   for (const name of goNames) {

@@ -3,7 +3,7 @@
 // list of --cipher-suites, a client certificate required when --client-cert-auth is set
 // or a trusted CA is given, auto TLS in <data-dir>/fixtures/<client|peer>.
 import { join } from "node:path";
-import type { ConnectionOptions } from "node:tls";
+import { getCiphers, type ConnectionOptions } from "node:tls";
 import type { ServerConfig, TlsFlags } from "../config.ts";
 import type { Logger } from "../logger.ts";
 import { checkAllowedCn, checkAllowedHostname, checkCertSan, peerCertNames, PeerCertError, systemResolver, type PeerResolver } from "../../transport/peer-tls.ts";
@@ -40,7 +40,7 @@ async function prepareSide(config: ServerConfig, side: "client" | "peer", log: L
     log.warn(`ignoring ${side} auto TLS since certs given`);
   }
   if (files.certFile === "") return undefined;
-  const ciphers = toOpenSslCiphers(config.cipherSuites);
+  const ciphers = toOpenSslCiphers(config.cipherSuites, getCiphers());
   if (ciphers !== undefined && ciphers.unavailable.length > 0) {
     log.warn("cipher suites not available in this OpenSSL build are ignored", { "cipher-suites": ciphers.unavailable });
   }
