@@ -7,6 +7,7 @@ import type { GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { GrpcCode, V3Error } from "../../api/v3-errors.ts";
 import type { V3Permission, V3PermTypeValue } from "../../auth/index.ts";
 import {
+  CompareResult,
   CompareTarget,
   type Compare,
   type CompareResultValue,
@@ -50,16 +51,32 @@ function enumIn<T extends number>(v: number, max: number, name: string): T {
 
 // --- requests --------------------------------------------------------------------------------
 
+/**
+ * A RangeRequest's sort order as etcd's applierV3backend.Range treats the number: one it
+ * does not know is no NONE for the limit (all keys are fetched, then cut) but sorts
+ * nothing, so the keys come in key order, as NONE with target KEY gives them.
+ */
+export function sortOrderOf(order: number): SortOrderValue {
+  return (order >= 0 && order <= 2 ? order : 0) as SortOrderValue;
+}
+
+/**
+ * The sort target to use with sortOrderOf(order): KEY when the order is unknown (nothing
+ * is sorted); an unknown target with a known order crashes etcd 3.4.23 (sort.Sort of a nil
+ * sorter, even for NONE, which becomes ASCEND for a target other than KEY): here it is KEY.
+ */
+export function sortTargetOf(order: number, target: number): SortTargetValue {
+  return (order >= 0 && order <= 2 && target >= 0 && target <= 4 ? target : 0) as SortTargetValue;
+}
+
 export function rangeRequest(r: pb.RangeRequest): RangeRequest {
   return {
     key: buf(r.key),
     rangeEnd: buf(r.rangeEnd),
     limit: num(r.limit),
     revision: num(r.revision),
-    // etcd sorts only for ASCEND/DESCEND and reads an unknown target as KEY would crash it:
-    // here an unknown order is NONE and an unknown target KEY.
-    sortOrder: (r.sortOrder >= 0 && r.sortOrder <= 2 ? r.sortOrder : 0) as SortOrderValue,
-    sortTarget: (r.sortTarget >= 0 && r.sortTarget <= 4 ? r.sortTarget : 0) as SortTargetValue,
+    sortOrder: sortOrderOf(r.sortOrder),
+    sortTarget: sortTargetOf(r.sortOrder, r.sortTarget),
     serializable: r.serializable,
     keysOnly: r.keysOnly,
     countOnly: r.countOnly,
@@ -80,10 +97,12 @@ export function deleteRangeRequest(r: pb.DeleteRangeRequest): DeleteRangeRequest
 
 /** A Compare: an operand of another kind than `target` compares as zero, as in etcd. */
 function compare(c: pb.Compare): Compare {
-  const result = enumIn<CompareResultValue>(c.result, 3, "etcdserverpb.Compare_CompareResult");
-  const target = enumIn<Compare["target"]>(c.target, 4, "etcdserverpb.Compare_CompareTarget");
   const key = buf(c.key);
   const rangeEnd = buf(c.rangeEnd);
+  const known = c.result >= 0 && c.result <= 3 && c.target >= 0 && c.target <= 4;
+  if (!known) return { ...constantCompare(c.result, c.target), key, rangeEnd };
+  const result = c.result as CompareResultValue;
+  const target = c.target as Compare["target"];
   const u = c.targetUnion;
   switch (target) {
     case CompareTarget.VERSION:
@@ -97,6 +116,22 @@ function compare(c: pb.Compare): Compare {
     case CompareTarget.LEASE:
       return { target, lease: u.case === "lease" ? u.value : 0n, result, key, rangeEnd };
   }
+}
+
+/**
+ * A Compare whose result or target etcd does not know, as its compareKV evaluates it: an
+ * unknown target leaves the comparison at 0 (so EQUAL holds, the others do not) and an
+ * unknown result holds whatever the comparison; applyCompare still fails a VALUE compare
+ * on a range without keys. Each is a constant over the keys found, written as the known
+ * compare that answers the same (the key and range stay, for the permission checks).
+ */
+function constantCompare(result: number, target: number): { target: typeof CompareTarget.VERSION; version: number; result: CompareResultValue } {
+  const always = { target: CompareTarget.VERSION, version: -1, result: CompareResult.GREATER } as const;
+  if (result < 0 || result > 3) {
+    // True for every key found; for none, true but on VALUE. Version > 0: true for any key.
+    return target === CompareTarget.VALUE ? { target: CompareTarget.VERSION, version: 0, result: CompareResult.GREATER } : always;
+  }
+  return result === CompareResult.EQUAL ? always : { target: CompareTarget.VERSION, version: -1, result: CompareResult.LESS };
 }
 
 /** An op naming none of the four requests passes as `{}`: validateTxn answers it as etcd. */

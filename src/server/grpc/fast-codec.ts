@@ -6,8 +6,9 @@
 // h2load Range load. The bytes are the ones toBinary writes (fields in number order, zero
 // values left out, a set message field written even when empty); fast-codec.test.ts
 // compares the two.
-import { rangeRequest, type KeyValue, type PutRequest, type PutResponse, type RangeRequest, type RangeResponse, type SortOrderValue, type SortTargetValue, type V3Event } from "../../store/v3/index.ts";
+import { rangeRequest, type KeyValue, type PutRequest, type PutResponse, type RangeRequest, type RangeResponse, type V3Event } from "../../store/v3/index.ts";
 import type { V3Header } from "../http/v3-backend.ts";
+import { sortOrderOf, sortTargetOf } from "./convert.ts";
 import { MESSAGE_PREFIX_BYTES } from "./frames.ts";
 import { PutRequestSchema, RangeRequestSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
 import { refuseAsGogo } from "./unmarshal-error.ts";
@@ -507,11 +508,13 @@ export function decodePutRequest(bytes: Uint8Array): PutRequest | undefined {
  * etcdserverpb.RangeRequest: key 1, range_end 2 (bytes); limit 3, revision 4 (int64);
  * sort_order 5, sort_target 6 (enums); serializable 7, keys_only 8, count_only 9 (bool);
  * min/max_mod_revision 10/11, min/max_create_revision 12/13 (int64). Enums out of range
- * read as convert.ts reads them (NONE, KEY).
+ * read as convert.ts reads them (sortOrderOf, sortTargetOf).
  */
 export function decodeRangeRequest(bytes: Uint8Array): RangeRequest | undefined {
   const r = new In(bufferOf(bytes));
   const out = rangeRequest();
+  let order = 0;
+  let target = 0;
   while (r.at < r.buf.length) {
     const t = r.tag();
     if (!r.ok) return refuseAsGogo(RangeRequestSchema, bytes);
@@ -536,16 +539,12 @@ export function decodeRangeRequest(bytes: Uint8Array): RangeRequest | undefined 
       case 4:
         out.revision = r.int64Number();
         break;
-      case 5: {
-        const v = r.int32();
-        out.sortOrder = (v >= 0 && v <= 2 ? v : 0) as SortOrderValue;
+      case 5:
+        order = r.int32();
         break;
-      }
-      case 6: {
-        const v = r.int32();
-        out.sortTarget = (v >= 0 && v <= 4 ? v : 0) as SortTargetValue;
+      case 6:
+        target = r.int32();
         break;
-      }
       case 7:
         out.serializable = r.bool();
         break;
@@ -572,6 +571,10 @@ export function decodeRangeRequest(bytes: Uint8Array): RangeRequest | undefined 
         return refuseAsGogo(RangeRequestSchema, bytes);
     }
     if (!r.ok) return refuseAsGogo(RangeRequestSchema, bytes);
+  }
+  if (order !== 0 || target !== 0) {
+    out.sortOrder = sortOrderOf(order);
+    out.sortTarget = sortTargetOf(order, target);
   }
   return out;
 }

@@ -17,7 +17,8 @@ import { Auth, Cluster, KV, Lease, Maintenance, Watch } from "./gen/etcd/etcdser
 import { Health, HealthCheckResponse_ServingStatus } from "./gen/grpc/health/v1/health_pb.ts";
 import type { GrpcCall, Rpc, RpcStream } from "./server.ts";
 import { statusOf } from "./server.ts";
-import { gogoUnmarshalError, streamUnmarshalError, unmarshalError } from "./unmarshal-error.ts";
+import { installRawStrings, isValidUtf8 } from "./raw-strings.ts";
+import { gogoAccepts, gogoUnmarshalError, streamUnmarshalError, unmarshalError } from "./unmarshal-error.ts";
 import { serveWatch } from "./watch.ts";
 
 export type RpcTable = Map<string, Rpc>;
@@ -28,6 +29,11 @@ function pathOf(m: { parent: { typeName: string }; name: string }): string {
 
 /** grpc-go's answer to bytes that are not the request message, in gogoproto's words (unmarshal-error.ts). */
 export function decodeRequest<I extends DescMessage>(schema: I, bytes: Uint8Array, wording = unmarshalError): MessageShape<I> {
+  // @bufbuild takes a scalar in another wire type than its field's; gogoproto does not.
+  if (!gogoAccepts(schema, bytes)) {
+    const text = gogoUnmarshalError(schema, bytes);
+    if (text !== undefined) throw wording(text);
+  }
   try {
     return fromBinary(schema, bytes);
   } catch (err) {
@@ -99,6 +105,8 @@ export function grpcRecvLimit(gw: V3GatewayContext): number {
 }
 
 export function createRpcTable(gw: V3GatewayContext): RpcTable {
+  // Strings carry any bytes, as gogoproto's (raw-strings.ts): before any message is read.
+  installRawStrings();
   const t: RpcTable = new Map();
   const b = gw.backend;
 
@@ -211,9 +219,13 @@ export function createRpcTable(gw: V3GatewayContext): RpcTable {
 
   // --- Maintenance ---
   unary(t, Maintenance.method.alarm, async (m, { ctx }) => {
-    const alarms = await b.alarm({ action: cv.alarmAction(m.action), memberId: m.memberID.toString(), alarm: cv.alarmType(m.alarm) }, ctx);
+    const action = cv.alarmAction(m.action);
+    // GET of a type etcd does not know lists that type's alarms: none (etcd's alarmStore.Get),
+    // after the same raft round trip as a GET of all.
+    const unknownGet = action === 0 && (m.alarm < 0 || m.alarm > 2);
+    const alarms = await b.alarm({ action, memberId: m.memberID.toString(), alarm: unknownGet ? 0 : cv.alarmType(m.alarm) }, ctx);
     // etcd answers the alarm RPC without a header.
-    return { alarms: alarms.map((a) => ({ memberID: BigInt(a.memberId), alarm: a.alarm })) };
+    return { alarms: unknownGet ? [] : alarms.map((a) => ({ memberID: BigInt(a.memberId), alarm: a.alarm })) };
   });
   unary(t, Maintenance.method.status, async (_m, { ctx }) => {
     const s = await b.status(ctx);
@@ -282,9 +294,18 @@ export function createRpcTable(gw: V3GatewayContext): RpcTable {
     if (service !== "") throw new V3Error(GrpcCode.NotFound, "unknown service");
     return HealthCheckResponse_ServingStatus.SERVING;
   };
-  unary(t, Health.method.check, async (m) => ({ status: healthOf(m.service) }));
+  // grpc-go's health messages go through golang/protobuf, which checks UTF-8 (etcd's own do not).
+  const invalidService = 'proto: field "grpc.health.v1.HealthCheckRequest.service" contains invalid UTF-8';
+  unary(t, Health.method.check, async (m) => {
+    if (!isValidUtf8(m.service)) throw unmarshalError(invalidService);
+    return { status: healthOf(m.service) };
+  });
   streaming(t, Health.method.watch, (s) => {
     s.onMessage((m) => {
+      if (!isValidUtf8(m.service)) {
+        s.raw.finish(statusOf(streamUnmarshalError(invalidService)));
+        return;
+      }
       // grpc-go's Watch answers an unknown service SERVICE_UNKNOWN and keeps the stream.
       s.send({ status: m.service === "" ? HealthCheckResponse_ServingStatus.SERVING : HealthCheckResponse_ServingStatus.SERVICE_UNKNOWN });
     });

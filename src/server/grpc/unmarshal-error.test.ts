@@ -10,7 +10,8 @@ import { FakeV3Backend } from "../http/v3-fake-backend.test-helper.ts";
 import { frameMessage } from "./frames.ts";
 import * as rpc from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
 import { grpcHeaders, startGrpcTestServer, type GrpcTestServer } from "./grpc-test-server.test-helper.ts";
-import { goName, gogoUnmarshalError } from "./unmarshal-error.ts";
+import { decodeRequest } from "./services.ts";
+import { goName, gogoAccepts, gogoUnmarshalError } from "./unmarshal-error.ts";
 
 const EOF = "unexpected EOF";
 /** [request message, bytes (hex), etcd's text; undefined: etcd decodes it]. */
@@ -42,10 +43,44 @@ const CASES: Array<[DescMessage, string, string | undefined]> = [
   [rpc.AuthRoleGrantPermissionRequestSchema, "0a017212020000", "proto: Permission: illegal tag 0 (wire type 0)"],
   [rpc.WatchRequestSchema, "0a0100", "proto: WatchCreateRequest: illegal tag 0 (wire type 0)"],
   [rpc.WatchRequestSchema, "0a022a", EOF],
+  // A scalar in another wire type, on messages @bufbuild would read anyway (recorded from
+  // etcd 3.4.23 with test/integration/grpc-decode.test.ts).
+  [rpc.LeaseGrantRequestSchema, "0a0105", "proto: wrong wireType = 2 for field TTL"],
+  [rpc.LeaseTimeToLiveRequestSchema, "08011200", "proto: wrong wireType = 2 for field Keys"],
+  [rpc.DeleteRangeRequestSchema, "0a017a1a0101", "proto: wrong wireType = 2 for field PrevKv"],
+  [rpc.TxnRequestSchema, "0a030a0100", "proto: wrong wireType = 2 for field Result"],
+  [rpc.TxnRequestSchema, "120712050a01612200", "proto: wrong wireType = 2 for field PrevKv"],
+  [rpc.WatchRequestSchema, "12020a00", "proto: wrong wireType = 2 for field WatchId"],
+  [rpc.MemberUpdateRequestSchema, "08011000", "proto: wrong wireType = 0 for field PeerURLs"],
+  [rpc.AuthUserAddRequestSchema, "0801", "proto: wrong wireType = 0 for field Name"],
+  [rpc.AuthUserAddRequestSchema, "0a02ff611201fe", undefined],
+  [rpc.AuthUserListRequestSchema, "f80101", undefined],
+  [rpc.MemberAddRequestSchema, "0a0161", undefined],
+  [rpc.LeaseGrantRequestSchema, "08ffffffffffffffffff01", undefined],
 ];
 
 test("gogoproto's first error for each malformed message, or none", () => {
   for (const [desc, hex, want] of CASES) assert.equal(gogoUnmarshalError(desc, Buffer.from(hex, "hex")), want, `${desc.name} ${hex}`);
+});
+
+test("the quick walk says yes only where gogoproto decodes, and to ordinary requests", () => {
+  for (const [desc, hex, want] of CASES) {
+    if (gogoAccepts(desc, Buffer.from(hex, "hex"))) assert.equal(want, undefined, `${desc.name} ${hex}`);
+  }
+  const ordinary: Array<[DescMessage, string]> = [
+    [rpc.TxnRequestSchema, "0a0b080010021a01612088aa0d120a0a080a0161120162200112050a030a0161"],
+    [rpc.LeaseGrantRequestSchema, "083c"],
+    [rpc.WatchRequestSchema, "0a0c0a016112010018052a02000130011a00"],
+    [rpc.MemberAddRequestSchema, "0a16687474703a2f2f3132372e302e302e313a32353338301001"],
+    [rpc.AuthRoleGrantPermissionRequestSchema, "0a0172120808021201611a0162"],
+    [rpc.LeaseGrantRequestSchema, "f80101"],
+  ];
+  for (const [desc, hex] of ordinary) assert.equal(gogoAccepts(desc, Buffer.from(hex, "hex")), true, `${desc.name} ${hex}`);
+});
+
+test("decodeRequest refuses a scalar in another wire type that @bufbuild would read", () => {
+  assert.throws(() => decodeRequest(rpc.LeaseGrantRequestSchema, Buffer.from("0a0105", "hex")), (e: Error) => e.message === "grpc: error unmarshalling request: proto: wrong wireType = 2 for field TTL");
+  assert.equal(decodeRequest(rpc.LeaseGrantRequestSchema, Buffer.from("083c", "hex")).TTL, 60n);
 });
 
 test("Go names as protoc-gen-gogo's CamelCase makes them", () => {

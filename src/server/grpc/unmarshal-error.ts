@@ -219,3 +219,98 @@ function skip(buf: Uint8Array, at: number, end: number): number {
       throw new GogoError(`proto: illegal wireType ${wireType}`);
   }
 }
+
+// --- the quick walk ---------------------------------------------------------------------------
+// @bufbuild reads a known scalar field whatever its wire type (a TTL sent as bytes holding a
+// varint decodes), where gogoproto refuses: every request is walked once before
+// fromBinary, with numbers only (no bigint), answering "surely decodes" or "ask the
+// exact walk above" (which then finds the words, or decodes after all: a 6-byte tag, a
+// length past 2^28 and such rarities).
+
+interface FieldRule {
+  readonly wire: number;
+  readonly packable: boolean;
+  readonly sub: DescMessage | undefined;
+}
+
+const rulesByDesc = new WeakMap<DescMessage, Array<FieldRule | undefined>>();
+
+function rulesOf(desc: DescMessage): Array<FieldRule | undefined> {
+  let rules = rulesByDesc.get(desc);
+  if (rules === undefined) {
+    rules = [];
+    for (const f of desc.fields) {
+      const wire = wireTypeOf(f);
+      const sub = f.fieldKind === "message" ? f.message : f.fieldKind === "list" && f.listKind === "message" ? f.message : undefined;
+      rules[f.number] = { wire, packable: f.fieldKind === "list" && wire !== 2, sub };
+    }
+    rulesByDesc.set(desc, rules);
+  }
+  return rules;
+}
+
+/**
+ * True when gogoproto's Unmarshal surely decodes `bytes` as `desc`: every known field in
+ * its wire type, nested messages too. False: maybe not (gogoUnmarshalError decides).
+ */
+export function gogoAccepts(desc: DescMessage, bytes: Uint8Array): boolean {
+  return accepts(desc, bytes, 0, bytes.length);
+}
+
+/** A varint's end (at most 10 bytes, as gogoproto's uint64 reads), or -1. */
+function skipVarint(buf: Uint8Array, at: number, end: number): number {
+  const stop = Math.min(end, at + 10);
+  while (at < stop) if (buf[at++]! < 0x80) return at;
+  return -1;
+}
+
+/** Where the last smallVarint ended (a module variable: no tuple per varint on a hot path). */
+let walkAt = 0;
+
+/** A length (or tag) of at most 4 bytes (< 2^28), its end in walkAt; -1 when longer or cut. */
+function smallVarint(buf: Uint8Array, at: number, end: number): number {
+  let v = 0;
+  for (let shift = 0; shift < 28 && at < end; shift += 7) {
+    const b = buf[at++]!;
+    v |= (b & 0x7f) << shift;
+    if (b < 0x80) {
+      walkAt = at;
+      return v;
+    }
+  }
+  return -1;
+}
+
+function accepts(desc: DescMessage, buf: Uint8Array, at: number, end: number): boolean {
+  const rules = rulesOf(desc);
+  while (at < end) {
+    const tag = smallVarint(buf, at, end);
+    if (tag < 0) return false;
+    at = walkAt;
+    const wire = tag & 7;
+    const num = tag >>> 3;
+    if (num === 0) return false;
+    const rule = rules[num];
+    if (rule !== undefined && wire !== rule.wire && !(rule.packable && wire === 2)) return false;
+    if (wire === 0) at = skipVarint(buf, at, end);
+    else if (wire === 1) at += 8;
+    else if (wire === 5) at += 4;
+    else if (wire === 2) {
+      const len = smallVarint(buf, at, end);
+      if (len < 0) return false;
+      const from = walkAt;
+      const post = from + len;
+      if (post > end) return false;
+      if (rule?.sub !== undefined && !accepts(rule.sub, buf, from, post)) return false;
+      if (rule?.packable === true) {
+        for (let p = from; p < post; ) {
+          p = rule.wire === 0 ? skipVarint(buf, p, post) : p + (rule.wire === 1 ? 8 : 4);
+          if (p < 0 || p > post) return false;
+        }
+      }
+      at = post;
+    } else return false;
+    if (at < 0 || at > end) return false;
+  }
+  return true;
+}
