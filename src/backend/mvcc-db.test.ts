@@ -126,8 +126,11 @@ test("a batch commits before its interval ends once commitLimit writes wait (etc
   const small = db.commit(2);
   for (let i = 0; i < 5; i++) ks.put(put(`b${i}`, "1"));
   const full = db.commit(7);
-  let settled = false;
-  await Promise.race([Promise.all([small, full]).then(() => (settled = true)), new Promise((r) => setTimeout(r, 5000))]);
+  // The guard is cleared once the commits settle: left pending, it kept the test file's
+  // process alive for its 5 s after the last test.
+  let guard: ReturnType<typeof setTimeout> | undefined;
+  const settled = await Promise.race([Promise.all([small, full]).then(() => true), new Promise<false>((r) => (guard = setTimeout(() => r(false), 5000)))]);
+  clearTimeout(guard);
   assert.ok(settled, "both batches committed long before the 60 s interval");
   await db.close();
 });
