@@ -6,6 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { etcdAvailable, startSide, type Side } from "../fuzz/v2-differential.ts";
 import { freePort, kvctlBin, runKvctl } from "../helpers/server.ts";
+import { until } from "../helpers/http.ts";
 
 const hasEtcd = await etcdAvailable();
 const skip = !hasEtcd && "etcd is not installed";
@@ -29,6 +30,13 @@ async function call(url: string, method: string, path: string, body?: string, co
   if (body !== undefined) init.headers = { "Content-Type": contentType };
   const res = await fetch(url + path, init);
   return { status: res.status, json: JSON.parse(await res.text()) as Record<string, unknown> };
+}
+
+/** X-Raft-Index of a v2 keys request's answer: etcd's committed index, kvctl's applied index. */
+async function raftIndexOf(url: string, method: string, path: string, body?: string): Promise<number> {
+  const res = await fetch(url + path, { method, signal: AbortSignal.timeout(10_000), ...(body === undefined ? {} : { body, headers: { "Content-Type": "application/x-www-form-urlencoded" } }) });
+  await res.arrayBuffer();
+  return Number(res.headers.get("x-raft-index"));
 }
 
 const node = (r: { json: Record<string, unknown> }, k = "node"): Record<string, unknown> => r.json[k] as Record<string, unknown>;
@@ -58,12 +66,17 @@ test("v2 expirations carry nanoseconds as etcd's do: set, refresh, get, watch, k
 
 test("a ttl past Go's Duration range wraps as on etcd: update stamps 1688 with etcd's saturated ttl", { skip }, async () => {
   const seen: unknown[] = [];
-  await both(async (url) => {
+  await both(async (url, kind) => {
     const set = await call(url, "PUT", "/v2/keys/big?ttl=99999999999", "value=1");
     const up = await call(url, "PUT", "/v2/keys/big?ttl=99999999999&prevExist=true", "value=2");
     const reset = await call(url, "PUT", "/v2/keys/big", "value=3");
-    await new Promise((r) => setTimeout(r, 1500)); // a SYNC has expired nothing: the key was replaced
-    const got = await call(url, "GET", "/v2/keys/big");
+    // A SYNC after the reset must expire nothing: the key was replaced. The leader proposes
+    // one every 500 ms while some key has a TTL, which the ticker ensures; the raft index
+    // moving past the ticker's write shows one was committed (nothing else writes), and a
+    // quorum read, going through the log, then reads after it was applied.
+    const ticker = await raftIndexOf(url, "PUT", "/v2/keys/ticker?ttl=60", "value=1");
+    await until(async () => (await raftIndexOf(url, "GET", "/v2/keys/ticker")) > ticker, 5000, `${kind}: a SYNC after the reset`);
+    const got = await call(url, "GET", "/v2/keys/big?quorum=true");
     seen.push({
       setExp: node(set)["expiration"] ?? null,
       upYear: String(node(up)["expiration"]).slice(0, 4),
