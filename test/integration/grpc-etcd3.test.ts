@@ -79,17 +79,21 @@ function suite(name: string, start: () => Promise<{ server: GrpcTestServer; opti
     });
 
     test("leases: keepalive keeps the key; revoke removes it", async () => {
-      const lease = client.lease(2, { autoKeepAlive: true });
+      const TTL_S = 2;
+      const lease = client.lease(TTL_S, { autoKeepAlive: true });
       let kept = 0;
       lease.on("keepaliveSucceeded", () => kept++);
       await lease.put("lease/k").value("v");
       const id = await lease.grant();
+      const granted = Date.now();
       assert.match(id, /^[0-9]+$/); // etcd3 gives int64s as decimal strings
-      await new Promise((r) => setTimeout(r, 2_500)); // longer than the TTL
+      // Nothing to wait for while a lease lives: past its TTL (and the leader's 100 ms expiry
+      // check) it would be expired unless renewed, and the keepalive below would find it
+      // gone (a lease past its deadline is not renewed) even before its revocation applied.
+      await until(() => kept >= 1 && Date.now() - granted >= TTL_S * 1000 + 100, 10_000, "a keepalive answered, and the TTL over");
       assert.equal(await client.get("lease/k").string(), "v");
-      assert.ok(kept >= 1, "at least one keepalive answered");
       const once = await lease.keepaliveOnce();
-      assert.equal(once.TTL, "2");
+      assert.equal(once.TTL, String(TTL_S));
       assert.equal(once.ID, id);
       await lease.revoke();
       assert.equal(await client.get("lease/k").string(), null);
