@@ -237,7 +237,8 @@ test("migrate --follow applies etcd's later writes and deletes (v2 and v3) until
   assert.ok(Number(ttl.TTL) > 280, `new lease granted with its remaining TTL (${ttl.TTL})`);
 
   // A lease kept alive on etcd stays alive on kvctl past its TTL; once etcd lets it expire, so does kvctl.
-  const short = await v3<{ ID: string }>(etcd.url, "/v3/lease/grant", { TTL: "3" });
+  const SHORT_TTL_S = 3;
+  const short = await v3<{ ID: string }>(etcd.url, "/v3/lease/grant", { TTL: String(SHORT_TTL_S) });
   await v3(etcd.url, "/v3/kv/put", { key: b64("/app/v3/kept"), value: b64("k"), lease: short.ID });
   const keeper = spawn("/usr/bin/etcdctl", ["--endpoints", etcd.url, "lease", "keep-alive", BigInt(short.ID).toString(16)], {
     env: { PATH: process.env["PATH"] ?? "", ETCDCTL_API: "3" },
@@ -246,8 +247,12 @@ test("migrate --follow applies etcd's later writes and deletes (v2 and v3) until
   procs.add(keeper);
   const kept = async (): Promise<boolean> => (await allV3(kv.url)).some((x) => Buffer.from(x.key, "base64").toString() === "/app/v3/kept");
   await until(kept, 5000, "the leased key arrives");
-  await new Promise((r) => setTimeout(r, 6000));
-  assert.ok(await kept(), "kept alive on kvctl while etcd's lease is kept alive (6 s > TTL 3 s)");
+  // Nothing to wait for while a lease lives. kvctl's copy was granted (with at most the TTL)
+  // before its key arrived: unrenewed, it is revoked by the TTL after that, then kvctl's
+  // next expiry check (100 ms) and the revocation's commit. A second past the TTL is longer.
+  const arrived = Date.now();
+  await new Promise((r) => setTimeout(r, SHORT_TTL_S * 1000 + 1000));
+  assert.ok(await kept(), `kept alive on kvctl while etcd's lease is kept alive (${Date.now() - arrived} ms > TTL ${SHORT_TTL_S} s)`);
   keeper.kill("SIGTERM");
   procs.delete(keeper);
   await until(async () => !(await kept()), 15_000, "gone from kvctl once etcd's lease expired");
