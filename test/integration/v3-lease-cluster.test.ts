@@ -15,9 +15,19 @@ after(async () => {
 });
 
 const ELECTION_MS = 500;
+const TTL_S = 2;
+/**
+ * By when a lease granted at t is revoked on the leader if nothing renews it: its TTL (a
+ * new leader adds an election timeout), then the leader's next expiry check (every 100 ms)
+ * and the revocation's commit, a second at most on a loaded machine. The second test
+ * asserts this bound; the others keep a lease alive for that long to show it would have
+ * expired without its keepalives.
+ */
+const EXPIRED_BY_MS = TTL_S * 1000 + ELECTION_MS + 1000;
+/** Keepalives as etcd's client sends them: every third of the TTL. */
+const KEEPALIVE_EVERY_MS = (TTL_S * 1000) / 3;
 const b64 = (s: string): string => Buffer.from(s).toString("base64");
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
 
 async function grant(m: ClusterMember, ttl: number): Promise<string> {
   const r = await gatewayPost(m.clientUrl, "/v3/lease/grant", { TTL: ttl });
@@ -59,19 +69,22 @@ test("three members: keepalives through a follower, expiry by the leader, a lead
   const f1 = followers[1]!;
 
   await t.test("a lease kept alive through a follower outlives its TTL, and the keepalives add nothing to the log", async () => {
-    const id = await grant(f0, 2);
+    const id = await grant(f0, TTL_S);
     await gatewayPost(f0.clientUrl, "/v3/kv/put", { key: b64("kept"), value: b64("v"), lease: id });
     await until(async () => (await has(f1, "kept")) && (await has(leader!, "kept")), 5000, "the put applied everywhere");
     const before = await Promise.all(cluster!.members.map(raftIndex));
     const started = Date.now();
     let keepalives = 0;
-    while (Date.now() - started < 5000) {
+    // No event says "still alive": keep it alive for as long as it would take to expire
+    // unrenewed. The loop ends with a keepalive: the TTL read below has a whole TTL to go.
+    for (;;) {
       const r = await keepAlive(f0, id);
-      assert.equal(r.result?.TTL, "2", JSON.stringify(r));
+      assert.equal(r.result?.TTL, String(TTL_S), JSON.stringify(r));
       keepalives++;
-      await sleep(400);
+      if (Date.now() - started >= EXPIRED_BY_MS) break;
+      await sleep(KEEPALIVE_EVERY_MS);
     }
-    assert.ok(await has(f1, "kept"), "kept alive for 5 s with a TTL of 2 s");
+    assert.ok(await has(f1, "kept"), `kept alive for ${Date.now() - started} ms with a TTL of ${TTL_S} s`);
     const ttl = await timeToLive(f1, id);
     assert.ok(ttl >= 1 && ttl <= 2, `TimeToLive on a follower answers the leader's ${ttl}`);
     if (installed("etcdctl")) {
@@ -87,15 +100,18 @@ test("three members: keepalives through a follower, expiry by the leader, a lead
   });
 
   await t.test("a lease not kept alive expires within TTL + an election timeout, its keys gone on every member", async () => {
-    const id = await grant(f1, 2);
+    // The lease's clock starts on the server between these two: the lower bound counts from
+    // the first, the upper from the second.
+    const granting = Date.now();
+    const id = await grant(f1, TTL_S);
     const granted = Date.now();
     await gatewayPost(f1.clientUrl, "/v3/kv/put", { key: b64("doomed"), value: b64("v"), lease: id });
     await until(async () => (await Promise.all(cluster!.members.map((m) => has(m, "doomed")))).every(Boolean), 5000, "the put applied everywhere");
-    await sleep(1000);
-    assert.ok(await has(leader!, "doomed"), "not expired before its TTL");
+    // Watched from the start: the lower bound below is what shows it did not expire before its TTL.
     await until(async () => !(await has(leader!, "doomed")), 5000, "the leader's revocation");
-    const expiredAfter = Date.now() - granted;
-    assert.ok(expiredAfter >= 2000 && expiredAfter <= 2000 + ELECTION_MS + 1000, `expired after ${expiredAfter} ms`);
+    const goneAt = Date.now();
+    assert.ok(goneAt - granting >= TTL_S * 1000, `not expired before its TTL: gone ${goneAt - granting} ms after the grant was asked`);
+    assert.ok(goneAt - granted <= EXPIRED_BY_MS, `expired after ${goneAt - granted} ms`);
     await until(async () => !(await has(f0, "doomed")) && !(await has(f1, "doomed")), 2000, "the keys gone on the followers");
     assert.equal(await timeToLive(f0, id), -1);
     const r = await keepAlive(f1, id);
@@ -103,7 +119,7 @@ test("three members: keepalives through a follower, expiry by the leader, a lead
   });
 
   await t.test("killing the leader does not expire a lease kept alive through a follower", async () => {
-    const id = await grant(f0, 2);
+    const id = await grant(f0, TTL_S);
     await gatewayPost(f0.clientUrl, "/v3/kv/put", { key: b64("survivor"), value: b64("v"), lease: id });
     await until(async () => has(f0, "survivor"), 5000, "the put applied on f0");
     let stop = false;
@@ -114,12 +130,12 @@ test("three members: keepalives through a follower, expiry by the leader, a lead
       while (!stop) {
         try {
           const r = await keepAlive(f0, id);
-          if (r.result !== undefined && r.result.TTL !== "2") gone.push(JSON.stringify(r));
+          if (r.result !== undefined && r.result.TTL !== String(TTL_S)) gone.push(JSON.stringify(r));
           answered++;
         } catch {
           // the request timed out during the election
         }
-        await sleep(300);
+        await sleep(KEEPALIVE_EVERY_MS);
       }
     })();
     await until(() => answered >= 2, 5000, "two keepalives answered before the kill");
@@ -130,14 +146,19 @@ test("three members: keepalives through a follower, expiry by the leader, a lead
       leader = l;
       return true;
     }, 10_000, "a new leader");
-    await sleep(5000);
+    // The new leader gives every lease its TTL (and an election timeout) again; had the
+    // keepalives stopped reaching it, the lease would be revoked within EXPIRED_BY_MS.
+    // Kept alive that long, with keepalives answered after the election, shows they do.
+    const elected = Date.now();
+    const answeredBefore = answered;
+    await until(() => answered > answeredBefore + 1 && Date.now() - elected >= EXPIRED_BY_MS, EXPIRED_BY_MS + 20_000, "keepalives answered by the new leader for longer than an unrenewed lease lives");
     stop = true;
     await loop;
     assert.ok(await has(f0, "survivor"), "the kept-alive lease survived the leader's death");
     assert.ok(await has(f1, "survivor"));
     assert.deepEqual(gone, [], "no keepalive found the lease gone");
     // Left alone, the new leader expires it.
-    await until(async () => !(await has(f0, "survivor")) && !(await has(f1, "survivor")), 2000 + ELECTION_MS + 3000, "expiry by the new leader");
+    await until(async () => !(await has(f0, "survivor")) && !(await has(f1, "survivor")), EXPIRED_BY_MS + 2000, "expiry by the new leader");
   });
 
   await t.test("with no leader, a keepalive fails with etcdserver: no leader", async () => {
