@@ -127,7 +127,7 @@ test("a batch commits before its interval ends once commitLimit writes wait (etc
   for (let i = 0; i < 5; i++) ks.put(put(`b${i}`, "1"));
   const full = db.commit(7);
   // The guard is cleared once the commits settle: left pending, it kept the test file's
-  // process alive for its 5 s after the last test.
+  // process alive after its last test until the 5 s were up.
   let guard: ReturnType<typeof setTimeout> | undefined;
   const settled = await Promise.race([Promise.all([small, full]).then(() => true), new Promise<false>((r) => (guard = setTimeout(() => r(false), 5000)))]);
   clearTimeout(guard);
