@@ -13,10 +13,11 @@
 // the snapshot compacted it. An untouched tail costs nothing: mapped pages become
 // resident as they are written.
 //
-// The first slab is 1 MiB: allocating 33 MiB at the first retained entry made V8 count it
-// as external memory and run a full GC in the middle of a restart (~10-25 ms of the time
-// before the member serves its peers). A 1 MiB slab the malloc heap may take is freed at
-// most once, so the waste described above is bounded by it; the next slabs are 33 MiB.
+// The first slab is 1 MiB: 33 MiB at the first retained entry counted as external memory
+// for V8 and set off two scavenges ("external memory pressure") in the middle of a
+// restart, before the member serves its peers. A 1 MiB slab the malloc heap may take is
+// freed at most once, so the waste described above is bounded by it; the next slabs are
+// 33 MiB.
 
 const SLAB_BYTES = 33 * 1024 * 1024;
 const FIRST_SLAB_BYTES = 1024 * 1024;
