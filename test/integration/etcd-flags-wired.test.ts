@@ -34,9 +34,14 @@ async function both(flags: string[]): Promise<GrpcTestServer[]> {
   return servers;
 }
 
+/** The --auth-token-ttl below, in seconds. */
+const TOKEN_TTL_S = 2;
+/** etcd drops idle tokens once a second (simpleTokenTTLResolution); kvctl at their next use. */
+const ETCD_TOKEN_SWEEP_MS = 1000;
+
 describe("--auth-token-ttl", () => {
   test("a simple token idle longer than the TTL is refused; each use renews it (kvctl and etcd alike)", async () => {
-    const servers = await both(["--auth-token-ttl", "2"]);
+    const servers = await both(["--auth-token-ttl", String(TOKEN_TTL_S)]);
     await Promise.all(
       servers.map(async (s) => {
         for (const [path, body] of [["auth/user/add", { name: "root", password: "pw" }], ["auth/user/grant", { user: "root", role: "root" }], ["auth/enable", {}]] as const) {
@@ -46,13 +51,17 @@ describe("--auth-token-ttl", () => {
         const token = login.json["token"] as string;
         const put = (): Promise<{ status: number; json: Record<string, unknown> }> => gw(s, "kv/put", { key: b64("ttl/k"), value: b64("v") }, token);
         assert.equal((await put()).status, 200, s.kind);
-        // Used every 1.2 s for 3.6 s: renewed each time, so alive past the 2 s TTL.
+        // Nothing to wait for while a token lives: used three times, each 0.6 TTL after the
+        // last (1.2 s), for 1.8 TTL (3.6 s): longer than an unrenewed token lives on either
+        // server (TTL + etcd's sweep, 3 s), and never idle for a whole TTL.
         for (let i = 0; i < 3; i++) {
-          await sleep(1200);
+          await sleep(TOKEN_TTL_S * 600);
           assert.equal((await put()).status, 200, `${s.kind}: renewed by use (${i})`);
         }
-        // etcd sweeps once a second: idle for TTL + 1.5 s is gone on both.
-        await sleep(3500);
+        // Then idle. No event shows a token's end (etcd drops it silently at its next sweep
+        // after the TTL, kvctl at its next use), and a use to look would renew it: one use
+        // after the TTL, a sweep and half a second more (3.5 s) must be refused on both.
+        await sleep(TOKEN_TTL_S * 1000 + ETCD_TOKEN_SWEEP_MS + 500);
         const late = await put();
         assert.equal(late.status, 401, `${s.kind}: ${JSON.stringify(late.json)}`);
         assert.equal(late.json["message"], "etcdserver: invalid auth token", s.kind);
@@ -151,9 +160,16 @@ describe("--strict-reconfig-check", () => {
   test("in a 3-member cluster with one member down, a member add is refused as unhealthy; a down member may be removed", { timeout: 120_000 }, async () => {
     const cluster = await startCluster(3, ["--heartbeat-interval", "50", "--election-timeout", "500"]);
     after(() => cluster.stop());
-    const [m0, , m2] = cluster.members;
-    // Links younger than 5 s refuse any add too (etcd's HealthInterval): let them age first.
-    await sleep(5500);
+    const [m0, m1, m2] = cluster.members;
+    // Links younger than 5 s refuse any add too (etcd's HealthInterval), with the same
+    // answer: wait until m0's have aged, so that the refusal below is for m2's death. m0
+    // shows it by answering an add of a peer URL m1 already has with 409 (taken), not 500.
+    await until(async () => {
+      const r = await fetch(`${m0!.clientUrl}/v2/members`, { method: "POST", body: JSON.stringify({ peerURLs: [m1!.peerUrl] }), headers: { "content-type": "application/json" } });
+      await r.arrayBuffer();
+      assert.ok(r.status === 409 || r.status === 500, `an add of a taken peer URL: ${r.status}`);
+      return r.status === 409;
+    }, 15_000, "m0's links to every member up for 5 s");
     await cluster.kill(m2!, "SIGKILL");
     // If m2 led, a new leader must first commit an entry of its term: until then Raft drops
     // a conf change (etcd's too: "pending unapplied configuration") and the removal below
@@ -176,10 +192,20 @@ describe("--strict-reconfig-check", () => {
   });
 });
 
-/** Reads `{"result":...}` lines of a /v3/watch stream for `ms`, while `during` runs. */
-function watchLines(url: string, requests: unknown[], ms: number, during: () => Promise<void> = async () => {}): Promise<Array<Record<string, unknown>>> {
+/**
+ * Reads `{"result":...}` lines of a /v3/watch stream while `during` runs, then until
+ * `enough(lines)` or `deadlineMs` (the lines so far then, for the caller's assertion).
+ */
+function watchLines(url: string, requests: unknown[], enough: (lines: Array<Record<string, unknown>>) => boolean, during: () => Promise<void> = async () => {}, deadlineMs = 10_000): Promise<Array<Record<string, unknown>>> {
   return new Promise((resolve, reject) => {
     const lines: Array<Record<string, unknown>> = [];
+    let duringDone = false;
+    let deadline: ReturnType<typeof setTimeout> | undefined;
+    const finish = (): void => {
+      clearTimeout(deadline);
+      req.destroy();
+      resolve(lines);
+    };
     const req = request(`${url}/v3/watch`, { method: "POST" }, (res) => {
       let buf = "";
       res.on("data", (c: Buffer) => {
@@ -190,15 +216,14 @@ function watchLines(url: string, requests: unknown[], ms: number, during: () => 
           buf = buf.slice(nl + 1);
           if (line !== "") lines.push((JSON.parse(line) as { result: Record<string, unknown> }).result);
         }
+        if (duringDone && enough(lines)) finish();
       });
       res.on("error", () => undefined);
-      void during().then(
-        () => setTimeout(() => {
-          req.destroy();
-          resolve(lines);
-        }, ms),
-        reject,
-      );
+      void during().then(() => {
+        duringDone = true;
+        if (enough(lines)) finish();
+        else deadline = setTimeout(finish, deadlineMs);
+      }, reject);
     });
     req.on("error", () => undefined);
     req.end(requests.map((r) => JSON.stringify(r)).join("\n"));
@@ -216,15 +241,20 @@ describe("--experimental-watch-progress-notify-interval", () => {
           { create_request: { key: b64("p/a"), progress_notify: true, watch_id: 1 } },
           { create_request: { key: b64("p/b"), watch_id: 2 } },
         ];
-        const quiet = await watchLines(s.url, creates, 1600);
-        const progress = quiet.filter((r) => r["created"] !== true && r["events"] === undefined);
+        const isProgress = (r: Record<string, unknown>): boolean => r["created"] !== true && r["events"] === undefined;
+        // Until three notifications, which must come within 1.6 s (3 intervals and room for a
+        // loaded machine): three intervals in which the other watcher got none.
+        const quiet = await watchLines(s.url, creates, (lines) => lines.filter(isProgress).length >= 3, undefined, 1600);
+        const progress = quiet.filter(isProgress);
         assert.ok(progress.length >= 3, `${s.kind}: ${JSON.stringify(quiet)}`);
         for (const p of progress) {
           assert.equal(p["watch_id"], "1", `${s.kind}: only the watcher that asked`);
           assert.equal(Number((p["header"] as { revision: string }).revision), rev, s.kind);
         }
-        // Puts to p/a every 100 ms: each tick finds events sent since the last one and is skipped.
-        const busy = await watchLines(s.url, creates.slice(0, 1), 0, async () => {
+        // Puts to p/a every 100 ms (a third of the interval): each tick finds events sent since
+        // the last one and is skipped. Read until the 12th event.
+        const eventsIn = (lines: Array<Record<string, unknown>>): number => lines.reduce((n, r) => n + ((r["events"] as unknown[] | undefined)?.length ?? 0), 0);
+        const busy = await watchLines(s.url, creates.slice(0, 1), (lines) => eventsIn(lines) >= 12, async () => {
           for (let i = 0; i < 12; i++) {
             await gw(s, "kv/put", { key: b64("p/a"), value: b64(String(i)) });
             await sleep(100);
