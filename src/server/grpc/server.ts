@@ -586,6 +586,6 @@ function noteCall(stream: H2Stream): void {
   if (p !== undefined) p.reset = true;
 }
 
-function headerValue(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
+function headerValue(v: string | readonly string[] | undefined): string | undefined {
+  return typeof v === "string" || v === undefined ? v : v[0];
 }

@@ -72,7 +72,7 @@ class RawClient {
   }
 
   /** A decoded header block (HEADERS + CONTINUATION) of a stream, in order of arrival. */
-  headersOf(id: number): string[][] {
+  headersOf(id: number): (readonly string[])[] {
     return this.frames.filter((f) => f.type === FrameType.HEADERS && f.id === id).map((f) => this.decoder.decode(f.payload));
   }
 

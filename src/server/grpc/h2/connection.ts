@@ -99,6 +99,9 @@ export class H2Connection implements StreamHost {
   readonly #recvWindow: ReceiveWindow;
   /** A header block being received across CONTINUATION frames. */
   #cont: { streamId: number; flags: number; chunks: Buffer[]; bytes: number } | undefined;
+  /** The decoder's last list read as request headers, and those headers (frozen, shared). */
+  #lastList: HeaderList | undefined;
+  #lastHeaders: RequestHeaders | undefined;
   #out: Buffer[] = [];
   #outBytes = 0;
   #flushQueued = false;
@@ -342,8 +345,15 @@ export class H2Connection implements StreamHost {
     if (this.#goawayLastId !== undefined || this.#closing) return;
     if ((flags & 0x100) !== 0) return this.#streamError(streamId, ErrorCode.PROTOCOL_ERROR);
     if (this.#streams.size >= this.#opts.maxConcurrentStreams) return this.#streamError(streamId, ErrorCode.REFUSED_STREAM);
-    const headers = toHeaders(list, true);
-    if (headers === undefined) return this.#streamError(streamId, ErrorCode.PROTOCOL_ERROR);
+    // The decoder hands back the same list for the same block bytes (hpack.ts): the headers
+    // read from it are the same too.
+    let headers = list === this.#lastList ? this.#lastHeaders : undefined;
+    if (headers === undefined) {
+      headers = toHeaders(list, true);
+      if (headers === undefined) return this.#streamError(streamId, ErrorCode.PROTOCOL_ERROR);
+      this.#lastList = list;
+      this.#lastHeaders = Object.freeze(headers);
+    }
     const stream = new H2Stream(
       streamId,
       headers,
@@ -699,7 +709,7 @@ export class H2Connection implements StreamHost {
  * request without :method, :scheme or :path, connection-specific fields.
  */
 function toHeaders(list: HeaderList, request: boolean): RequestHeaders | undefined {
-  const h: RequestHeaders = {};
+  const h: Record<string, string | string[] | undefined> = {};
   let regular = false;
   for (let i = 0; i < list.length; i += 2) {
     const name = list[i]!;

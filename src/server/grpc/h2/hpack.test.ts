@@ -130,3 +130,38 @@ test("a string longer than the decoder's maxString is an HpackError, plain or Hu
   const d2 = new HpackDecoder(4096, 6);
   assert.throws(() => d2.decode(Buffer.concat([Buffer.from([0x00, 1, 0x6b, 0x80 | h.length]), h])), HpackError);
 });
+
+test("a repeated block decodes as the table says now: an added entry or a size update changes what the same bytes mean", () => {
+  const d = new HpackDecoder();
+  const lit = (name: string, value: string): Buffer => Buffer.concat([Buffer.from([0x40, name.length]), Buffer.from(name), Buffer.from([value.length]), Buffer.from(value)]);
+  // Index 62: the newest dynamic entry; with a Huffman-coded :path as a literal without indexing (as nghttp2 sends it).
+  const path = (p: string): Buffer => {
+    const h = huffmanEncode(p);
+    return Buffer.concat([Buffer.from([0x04, 0x80 | h.length]), h]);
+  };
+  const same = Buffer.concat([Buffer.from([0x83, 0x80 | 62]), path("/etcdserverpb.KV/Put")]);
+  d.decode(lit("a", "1"));
+  const first = d.decode(same);
+  assert.deepEqual(first, [":method", "POST", "a", "1", ":path", "/etcdserverpb.KV/Put"]);
+  assert.deepEqual(d.decode(Buffer.from(same)), first, "the same bytes again, from another buffer");
+  d.decode(lit("b", "2"));
+  assert.deepEqual(d.decode(same), [":method", "POST", "b", "2", ":path", "/etcdserverpb.KV/Put"]);
+  // Another Huffman path of the same length right after: not the last one's text.
+  const other = Buffer.concat([Buffer.from([0x83, 0x80 | 62]), path("/etcdserverpb.KV/Pux")]);
+  assert.equal(other.length, same.length);
+  assert.deepEqual(d.decode(other), [":method", "POST", "b", "2", ":path", "/etcdserverpb.KV/Pux"]);
+  assert.deepEqual(d.decode(same), [":method", "POST", "b", "2", ":path", "/etcdserverpb.KV/Put"]);
+  // A size update to 0 empties the table: index 62 is gone.
+  d.decode(tableSizeUpdate(0));
+  assert.throws(() => d.decode(same), HpackError);
+});
+
+test("a repeated block is measured against the limit it is decoded with", () => {
+  const d = new HpackDecoder();
+  const block = Buffer.from([0x00, 1, 0x6b, 4, 0x76, 0x76, 0x76, 0x76]);
+  assert.deepEqual(d.decode(block, 1000), ["k", "vvvv"]);
+  assert.deepEqual(d.decode(block, 10), []);
+  assert.equal(d.truncated, true);
+  assert.deepEqual(d.decode(block, 1000), ["k", "vvvv"]);
+  assert.equal(d.truncated, false);
+});

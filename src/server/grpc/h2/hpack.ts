@@ -25,7 +25,7 @@ export const STATIC_TABLE: ReadonlyArray<readonly [string, string]> = [
 ];
 
 /** A header list in wire order: name, value, name, value, ... (names lower-case). */
-export type HeaderList = string[];
+export type HeaderList = readonly string[];
 
 /** Huffman decoding tree: node i's children at 2i, 2i+1; a leaf holds -(symbol + 1). */
 const TREE = buildTree();
@@ -105,6 +105,9 @@ export function huffmanEncode(s: string): Buffer {
 }
 
 const ENTRY_OVERHEAD = 32;
+const EMPTY = new Uint8Array(0);
+/** Longest header block kept for the next (a unary call's is 20-60 bytes; a token's is more). */
+const BLOCK_CACHE_BYTES = 256;
 /** Largest integer accepted: no header field or table size comes near it. */
 const MAX_INT = 2 ** 31 - 1;
 
@@ -118,10 +121,28 @@ export class HpackDecoder {
   /** What SETTINGS_HEADER_TABLE_SIZE allows the encoder (ours: the default). */
   readonly #limit: number;
   #pos = 0;
-  #buf: Uint8Array = new Uint8Array(0);
+  #buf: Uint8Array = EMPTY;
   /** Longest string literal, encoded or decoded (then HpackError); 0: no limit. */
   readonly #maxString: number;
   #truncated = false;
+  /**
+   * The last Huffman literal decoded, its bytes and its text: nghttp2's encoder (h2load,
+   * node:http2, so grpc-js) sends `:path` as a literal without indexing in every request,
+   * the same bytes call after call, and decoding them bit by bit was most of a request's
+   * header block.
+   */
+  #lastHuffman: Uint8Array = EMPTY;
+  #lastHuffmanText = "";
+  /**
+   * The last block that did not change the table, its size limit and its list: clients
+   * send the same block call after call (every field indexed, or `:path` as a literal),
+   * and while the table stays as it was the same bytes mean the same fields.
+   */
+  #lastBlock: Uint8Array | undefined;
+  #lastMax = 0;
+  #lastList: HeaderList = [];
+  /** Room left in the list being decoded (decode's maxListSize). */
+  #room = 0;
 
   /**
    * `maxString`: x/net/http2's hpack decoder (grpc-go's) refuses a string longer than the
@@ -154,34 +175,31 @@ export class HpackDecoder {
    * the dynamic table stays in step (x/net/http2's MetaHeadersFrame.Truncated).
    */
   decode(block: Uint8Array, maxListSize = Infinity): HeaderList {
+    const last = this.#lastBlock;
+    if (last !== undefined && maxListSize === this.#lastMax && sameBytes(last, block, 0, block.length)) {
+      this.#truncated = false;
+      return this.#lastList;
+    }
     this.#buf = block;
     this.#pos = 0;
     this.#truncated = false;
-    const out: HeaderList = [];
-    let room = maxListSize;
-    const push = (name: string, value: string): void => {
-      if (this.#truncated) return;
-      room -= name.length + value.length + ENTRY_OVERHEAD;
-      if (room < 0) {
-        this.#truncated = true;
-        out.length = 0;
-        return;
-      }
-      out.push(name, value);
-    };
+    this.#room = maxListSize;
+    const out: string[] = [];
     let fieldsSeen = false;
+    let changesTable = false;
     while (this.#pos < block.length) {
       const b = block[this.#pos]!;
       if (b & 0x80) {
-        const [n, v] = this.#entry(this.#int(7));
-        push(n, v);
+        const idx = this.#int(7);
+        this.#push(out, this.#entryName(idx), this.#entryValue(idx));
         fieldsSeen = true;
       } else if (b & 0x40) {
         const idx = this.#int(6);
-        const name = idx === 0 ? this.#string() : this.#entry(idx)[0];
+        const name = idx === 0 ? this.#string() : this.#entryName(idx);
         const value = this.#string();
         this.#add(name, value);
-        push(name, value);
+        changesTable = true;
+        this.#push(out, name, value);
         fieldsSeen = true;
       } else if (b & 0x20) {
         // RFC 7541 §4.2: only at the start of a block.
@@ -190,27 +208,55 @@ export class HpackDecoder {
         if (size > this.#limit) throw new HpackError("dynamic table size update over the limit");
         this.#maxSize = size;
         this.#evict(0);
+        this.#lastBlock = undefined;
+        changesTable = true;
       } else {
         // Literal without indexing (0000) or never indexed (0001).
         const idx = this.#int(4);
-        const name = idx === 0 ? this.#string() : this.#entry(idx)[0];
-        push(name, this.#string());
+        const name = idx === 0 ? this.#string() : this.#entryName(idx);
+        this.#push(out, name, this.#string());
         fieldsSeen = true;
       }
     }
-    this.#buf = new Uint8Array(0);
+    this.#buf = EMPTY;
+    // A block that leaves the table as it found it decodes the same way until the table
+    // changes: kept for the next block (#add and size updates forget it).
+    if (!changesTable && !this.#truncated && block.length <= BLOCK_CACHE_BYTES) {
+      this.#lastBlock = block.slice();
+      this.#lastList = out;
+      this.#lastMax = maxListSize;
+    }
     return out;
   }
 
-  #entry(idx: number): readonly [string, string] {
+  /** Adds a field to the list being decoded, unless the list passed its size (then emptied). */
+  #push(out: string[], name: string, value: string): void {
+    if (this.#truncated) return;
+    this.#room -= name.length + value.length + ENTRY_OVERHEAD;
+    if (this.#room < 0) {
+      this.#truncated = true;
+      out.length = 0;
+      return;
+    }
+    out.push(name, value);
+  }
+
+  #entryName(idx: number): string {
     if (idx === 0) throw new HpackError("index 0");
-    if (idx <= STATIC_TABLE.length) return STATIC_TABLE[idx - 1]!;
+    if (idx <= STATIC_TABLE.length) return STATIC_TABLE[idx - 1]![0];
     const d = idx - STATIC_TABLE.length - 1;
     if (d >= this.#names.length) throw new HpackError(`index ${idx} beyond the tables`);
-    return [this.#names[d]!, this.#values[d]!];
+    return this.#names[d]!;
+  }
+
+  /** The value of an entry #entryName(idx) has checked. */
+  #entryValue(idx: number): string {
+    if (idx <= STATIC_TABLE.length) return STATIC_TABLE[idx - 1]![1];
+    return this.#values[idx - STATIC_TABLE.length - 1]!;
   }
 
   #add(name: string, value: string): void {
+    this.#lastBlock = undefined;
     const size = ENTRY_OVERHEAD + name.length + value.length;
     if (size > this.#maxSize) {
       // §4.4: an entry larger than the table empties it and is not added.
@@ -260,10 +306,24 @@ export class HpackDecoder {
     if (end > this.#buf.length) throw new HpackError("truncated string");
     this.#pos = end;
     if (!huffman) return latin1(this.#buf, start, end);
+    if (sameBytes(this.#lastHuffman, this.#buf, start, end)) return this.#lastHuffmanText;
     const s = huffmanDecode(this.#buf, start, end);
     if (this.#maxString > 0 && s.length > this.#maxString) throw new HpackError("string too long");
+    if (len <= HUFFMAN_CACHE_BYTES) {
+      this.#lastHuffman = this.#buf.slice(start, end);
+      this.#lastHuffmanText = s;
+    }
     return s;
   }
+}
+
+/** Longest Huffman literal kept for the next block (a method path; not a token's value). */
+const HUFFMAN_CACHE_BYTES = 64;
+
+function sameBytes(a: Uint8Array, buf: Uint8Array, start: number, end: number): boolean {
+  if (a.length !== end - start || a.length === 0) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== buf[start + i]) return false;
+  return true;
 }
 
 function latin1(buf: Uint8Array, start: number, end: number): string {

@@ -7,8 +7,11 @@ import { encodeHeaderBlock, type OutgoingFields } from "./hpack.ts";
 import type { H2Connection } from "./connection.ts";
 import type { ReceiveWindow, SendWindow } from "./flow.ts";
 
-/** Request headers: lower-case names; a repeated name gives an array. */
-export type RequestHeaders = Record<string, string | string[] | undefined>;
+/**
+ * Request headers: lower-case names; a repeated name gives an array. Read-only: calls
+ * whose header blocks are the same bytes share one (frozen) object.
+ */
+export type RequestHeaders = Readonly<Record<string, string | readonly string[] | undefined>>;
 
 /** Header fields encoded once (a constant block is encoded at start-up, not per call). */
 export class HeaderBlock {
