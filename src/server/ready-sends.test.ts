@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { MessageType, message, type Message } from "../raft/index.ts";
 import { mulberry32 } from "../prng.test-helper.ts";
-import { mayPrecedeSave, planSends, promisesDurability, promisesNothing, type ReadyShape, type SendPlan } from "./ready-sends.ts";
+import { COMMIT_LINGER_MS, mayPrecedeSave, planSends, promisesDurability, promisesNothing, type ReadyShape, type SendPlan } from "./ready-sends.ts";
 
 const SELF = 1;
 const sent = (types: number[], to = 2): Message[] => types.map((type, i) => message({ type: type as MessageType, to: to + (i % 2), from: SELF, index: i }));
@@ -50,10 +50,19 @@ test("leader with entries to save: everything leaves at once, before the fdatasy
   assert.deepEqual(plan, { beforeSave: { messages, options: { immediate: true } }, afterSave: undefined });
 });
 
-test("leader committing only its own proposals with nothing to save: the commit update waits for its clients' answers", () => {
+test("leader committing only its own proposals with nothing to save: the bare commit update lingers for the next append", () => {
   const messages = sent([MessageType.MsgApp, MessageType.MsgApp]);
   const plan = planSends({ isLeader: true, memberId: SELF, messages, willSave: false, proposers: [SELF, undefined] });
-  assert.deepEqual(plan, { beforeSave: { messages, options: { deferred: true } }, afterSave: undefined });
+  assert.deepEqual(plan, { beforeSave: { messages, options: { deferred: true, lingerMs: COMMIT_LINGER_MS } }, afterSave: undefined });
+  // Anything more than bare commit updates (entries for a follower catching up, a heartbeat)
+  // waits only for the clients' answers: a follower behind must not wait a linger per round trip.
+  const catchUp = message({ type: MessageType.MsgApp, to: 2, from: SELF, entries: [{ term: 1, index: 4, type: 0, data: new Uint8Array() }] as Message["entries"] });
+  const mixed = [catchUp, ...sent([MessageType.MsgApp], 3)];
+  assert.deepEqual(planSends({ isLeader: true, memberId: SELF, messages: mixed, willSave: false, proposers: [SELF] }).beforeSave?.options, { deferred: true });
+  const beat = sent([MessageType.MsgApp, MessageType.MsgHeartbeat]);
+  assert.deepEqual(planSends({ isLeader: true, memberId: SELF, messages: beat, willSave: false, proposers: [SELF] }).beforeSave?.options, { deferred: true });
+  // Nothing committed: nobody was answered, nothing lingers.
+  assert.deepEqual(planSends({ isLeader: true, memberId: SELF, messages, willSave: false, proposers: [] }).beforeSave?.options, { deferred: false });
 });
 
 test("leader committing a follower's proposal: the proposer hears first, at once", () => {

@@ -143,6 +143,32 @@ test("send({ deferred }) writes after this turn's ticks and microtasks, and a la
   assert.deepStrictEqual(b.received().map((m) => m.index), [1, 2, 3, 4]);
 });
 
+test("send({ deferred, lingerMs }) waits up to lingerMs for a later send() to take it along", async () => {
+  const { a, b } = await streamingPair();
+  const writes = countSocketWrites();
+  let afterImmediate: number;
+  let takenAlong: number;
+  const lingerMs = 40;
+  try {
+    a.transport.send([app(1, 2, 2)], { deferred: true, lingerMs });
+    await new Promise((r) => setImmediate(r));
+    afterImmediate = writes.count();
+    const before = writes.count();
+    a.transport.send([app(1, 2, 3)], { immediate: true });
+    takenAlong = writes.count() - before;
+  } finally {
+    writes.restore();
+  }
+  assert.equal(afterImmediate, 0, "a lingering message is not written when the turn ends");
+  assert.equal(takenAlong, 1, "the next send writes it with its own, in one write");
+  await waitFor("both messages", () => b.received().length === 3);
+  const sentAt = performance.now();
+  a.transport.send([app(1, 2, 4)], { deferred: true, lingerMs });
+  await waitFor("the lingering message, on its own", () => b.received().length === 4);
+  assert.ok(performance.now() - sentAt >= lingerMs - 1, "with no later send it leaves once lingerMs passed");
+  assert.deepStrictEqual(b.received().map((m) => m.index), [1, 2, 3, 4]);
+});
+
 test("once the peer accepted the stream, a frame is one HTTP chunk in one socket write, not node:http's", async () => {
   const { a, b } = await streamingPair();
   await waitFor("the peer's acceptance", () => a.transport.stats()["2"]!.sent === 1);

@@ -73,6 +73,8 @@ export class PeerTransport {
   /** Peers holding messages queued by a deferred send(), and the turn that writes them. */
   #deferred = new Set<Peer>();
   #deferredFlush: NodeJS.Immediate | undefined;
+  /** The latest moment lingering messages (SendOptions.lingerMs) are written, if any wait. */
+  #lingerFlush: NodeJS.Timeout | undefined;
 
   constructor(opts: PeerTransportOptions) {
     this.#memberId = opts.memberId;
@@ -166,16 +168,26 @@ export class PeerTransport {
     }
     if (opts.deferred === true) {
       for (const p of touched) this.#deferred.add(p);
-      this.#deferredFlush ??= setImmediate(() => this.#flushDeferred());
+      const linger = opts.lingerMs ?? 0;
+      if (linger > 0) this.#lingerFlush ??= setTimeout(() => this.#flushDeferred(), linger);
+      else this.#deferredFlush ??= setImmediate(() => this.#flushDeferred());
       return;
     }
     for (const p of touched) {
       this.#deferred.delete(p);
       p.flush(opts);
     }
+    // Every lingering message went along: the timer would only wake the loop for nothing.
+    if (this.#lingerFlush !== undefined && this.#deferred.size === 0) {
+      clearTimeout(this.#lingerFlush);
+      this.#lingerFlush = undefined;
+    }
   }
 
   #flushDeferred(): void {
+    clearTimeout(this.#lingerFlush);
+    this.#lingerFlush = undefined;
+    clearImmediate(this.#deferredFlush);
     this.#deferredFlush = undefined;
     const peers = [...this.#deferred];
     this.#deferred.clear();
@@ -256,6 +268,8 @@ export class PeerTransport {
     this.#stopped = true;
     clearImmediate(this.#deferredFlush);
     this.#deferredFlush = undefined;
+    clearTimeout(this.#lingerFlush);
+    this.#lingerFlush = undefined;
     this.#deferred.clear();
     const all = [...this.#peers.values(), ...this.#remotes.values()];
     this.#peers.clear();
