@@ -279,6 +279,19 @@ test("tuning, not safety: a lone write's save waits on the loop, after one turn 
   await second;
 });
 
+test("tuning, not safety: a follower's lone save waits on the loop at once, and its acknowledgement leaves in the same turn", async () => {
+  const f = fakeMember({ onLoop: true });
+  const loop = new ReadyLoop(f.host);
+  const ack = message({ type: MessageType.MsgAppResp, to: 2, from: SELF, index: 1 });
+  f.push(ready({ entries: [entry(1)], messages: [ack], mustSync: true }));
+  const done = loop.drain();
+  // No turn of the event loop first: nothing a follower reads could join its save.
+  assert.deepEqual(f.events, ["save 1 on-loop"]);
+  f.finishSave();
+  await done;
+  assert.deepEqual(f.events.slice(1, 4), ["saved", "storage append 1", "send MsgAppResp->2"]);
+});
+
 test("tuning, not safety: an on-loop fdatasync slow only because the thread waited for a CPU keeps the next save on the loop; a slow disk does not", async () => {
   const f = fakeMember({ leader: true, onLoop: true });
   const loop = new ReadyLoop(f.host);
