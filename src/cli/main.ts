@@ -7,7 +7,8 @@
 const argv = process.argv.slice(2);
 
 if (argv[0] === "serve") {
-  const { runServe } = await import("./commands/serve.ts");
+  const { loadServe } = await import("./serve-bundle.ts");
+  const { runServe } = await loadServe(import.meta.url);
   process.exitCode = await runServe(process.argv.slice(3));
 } else {
   const { runCli } = await import("./run.ts");

@@ -1,0 +1,58 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { codeCacheFile, loadServe, runCommonJs, verifiedCache } from "./serve-bundle.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "serve-bundle-"));
+test.after(() => rmSync(dir, { recursive: true, force: true }));
+
+const file = join(dir, "m.cjs");
+const source = `"use strict";\nexports.twice = (n) => 2 * n;\nexports.dir = __dirname;\nexports.path = require("node:path").basename(__filename);\n`;
+
+test("runCommonJs runs a file as Node's loader would: exports, require, __filename, __dirname", () => {
+  const e = runCommonJs(file, source, undefined).exports as { twice(n: number): number; dir: string; path: string };
+  assert.equal(e.twice(21), 42);
+  assert.equal(e.dir, dir);
+  assert.equal(e.path, "m.cjs");
+});
+
+test("a cache made from the source is verified and accepted by V8", () => {
+  const { script } = runCommonJs(file, source, undefined);
+  const cacheFile = codeCacheFile(source, script.createCachedData());
+  const data = verifiedCache(source, cacheFile);
+  assert.ok(data !== undefined);
+  assert.equal(runCommonJs(file, source, data).script.cachedDataRejected, false);
+});
+
+test("a cache is refused for another source of the same length, damaged bytes, a cut file or another format", () => {
+  const { script } = runCommonJs(file, source, undefined);
+  const cacheFile = codeCacheFile(source, script.createCachedData());
+  // V8 would take this one (it checks the length only) and run the old code.
+  assert.equal(verifiedCache(source.replace("2 * n", "3 * n"), cacheFile), undefined);
+  const damaged = Buffer.from(cacheFile);
+  damaged[damaged.length - 10] = (damaged[damaged.length - 10] ?? 0) ^ 0xff;
+  assert.equal(verifiedCache(source, damaged), undefined);
+  assert.equal(verifiedCache(source, cacheFile.subarray(0, cacheFile.length - 1)), undefined);
+  assert.equal(verifiedCache(source, cacheFile.subarray(0, 40)), undefined);
+  assert.equal(verifiedCache(source, Buffer.concat([Buffer.from("x"), cacheFile.subarray(1)])), undefined);
+});
+
+test("loadServe runs serve.cjs beside the main module, with or without a usable cache", async () => {
+  const main = pathToFileURL(join(dir, "main.js")).href;
+  const serve = join(dir, "serve.cjs");
+  const serveSource = `"use strict";\nexports.runServe = async (args) => args.length;\n`;
+  writeFileSync(serve, serveSource);
+  assert.equal(await (await loadServe(main)).runServe(["a", "b"]), 2);
+  writeFileSync(`${serve}.cache`, codeCacheFile(source, Buffer.from("not a V8 cache")));
+  assert.equal(await (await loadServe(main)).runServe(["a"]), 1);
+  writeFileSync(`${serve}.cache`, codeCacheFile(serveSource, runCommonJs(serve, serveSource, undefined).script.createCachedData()));
+  assert.equal(await (await loadServe(main)).runServe([]), 0);
+});
+
+test("without serve.cjs beside it, loadServe imports the ES module", async () => {
+  const mod = await loadServe(pathToFileURL(join(dir, "sub", "main.js")).href);
+  assert.equal(typeof mod.runServe, "function");
+});
