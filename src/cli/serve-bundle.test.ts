@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { codeCacheFile, loadServe, runCommonJs, verifiedCache } from "./serve-bundle.ts";
+import { codeCacheFile, coverageCollected, loadServe, runCommonJs, verifiedCache } from "./serve-bundle.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "serve-bundle-"));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -45,11 +45,22 @@ test("loadServe runs serve.cjs beside the main module, with or without a usable 
   const serve = join(dir, "serve.cjs");
   const serveSource = `"use strict";\nexports.runServe = async (args) => args.length;\n`;
   writeFileSync(serve, serveSource);
-  assert.equal(await (await loadServe(main)).runServe(["a", "b"]), 2);
+  const cjs = { underCoverage: false };
+  assert.equal(await (await loadServe(main, cjs)).runServe(["a", "b"]), 2);
   writeFileSync(`${serve}.cache`, codeCacheFile(source, Buffer.from("not a V8 cache")));
-  assert.equal(await (await loadServe(main)).runServe(["a"]), 1);
+  assert.equal(await (await loadServe(main, cjs)).runServe(["a"]), 1);
   writeFileSync(`${serve}.cache`, codeCacheFile(serveSource, runCommonJs(serve, serveSource, undefined).script.createCachedData()));
-  assert.equal(await (await loadServe(main)).runServe([]), 0);
+  assert.equal(await (await loadServe(main, cjs)).runServe([]), 0);
+});
+
+test("under V8 coverage loadServe imports the ES module even with serve.cjs beside it", async () => {
+  const main = pathToFileURL(join(dir, "main.js")).href;
+  writeFileSync(join(dir, "serve.cjs"), `"use strict";\nexports.runServe = async () => -1;\n`);
+  const esm = await import("./commands/serve.ts");
+  assert.equal((await loadServe(main, { underCoverage: true })).runServe, esm.runServe);
+  assert.equal(coverageCollected({ NODE_V8_COVERAGE: "/tmp/cov" }), true);
+  assert.equal(coverageCollected({ NODE_V8_COVERAGE: "" }), false);
+  assert.equal(coverageCollected({}), false);
 });
 
 test("without serve.cjs beside it, loadServe imports the ES module", async () => {

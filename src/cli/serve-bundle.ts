@@ -59,10 +59,19 @@ function readCache(file: string): Buffer | undefined {
   }
 }
 
-/** `kvctl serve`'s module: the CommonJS bundle beside `mainUrl` if there is one. */
-export async function loadServe(mainUrl: string): Promise<ServeModule> {
+/**
+ * True when V8 coverage is being collected (c8 sets NODE_V8_COVERAGE). Coverage of a script
+ * compiled through vm.Script does not map back to src/: c8 then reported every line of the
+ * server as covered, so under coverage the ES chunks are imported, as before serve.cjs.
+ */
+export function coverageCollected(env: NodeJS.ProcessEnv = process.env): boolean {
+  return (env["NODE_V8_COVERAGE"] ?? "") !== "";
+}
+
+/** `kvctl serve`'s module: the CommonJS bundle beside `mainUrl` if there is one (and no coverage is collected). */
+export async function loadServe(mainUrl: string, opts: { underCoverage?: boolean } = {}): Promise<ServeModule> {
   const file = fileURLToPath(new URL("./serve.cjs", mainUrl));
-  if (!existsSync(file)) return import("./commands/serve.ts");
+  if (!existsSync(file) || (opts.underCoverage ?? coverageCollected())) return import("./commands/serve.ts");
   const source = readFileSync(file, "utf8");
   const cache = readCache(`${file}.cache`);
   return runCommonJs(file, source, cache === undefined ? undefined : verifiedCache(source, cache)).exports as ServeModule;
