@@ -92,7 +92,7 @@ const badImages: BadImage[] = [
   { name: "a user twice", mutate: (i) => (i["users"] = [...(i["users"] as unknown[]), (i["users"] as unknown[])[0]]), message: /appears twice/ },
   { name: "unsorted roles of a user", mutate: (i) => ((i["users"] as Array<Record<string, unknown>>)[2]!["roles"] = ["writer", "reader"]), message: /sorted set/ },
   { name: "a missing hash without noPassword", mutate: (i) => ((i["users"] as Array<Record<string, unknown>>)[2]!["passwordHash"] = null), message: /no password hash/ },
-  { name: "a bad permission type", mutate: (i) => (((i["roles"] as Array<Record<string, unknown>>)[0]!["keyPermissions"] as Array<Record<string, unknown>>)[0]!["permType"] = 7), message: /malformed/ },
+  { name: "a permission type that is no int32", mutate: (i) => (((i["roles"] as Array<Record<string, unknown>>)[0]!["keyPermissions"] as Array<Record<string, unknown>>)[0]!["permType"] = "READ"), message: /malformed/ },
   { name: "a key that is not base64", mutate: (i) => (((i["roles"] as Array<Record<string, unknown>>)[0]!["keyPermissions"] as Array<Record<string, unknown>>)[0]!["key"] = "*"), message: /malformed key/ },
 ];
 

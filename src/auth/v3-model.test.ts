@@ -34,7 +34,7 @@ const malformed: Array<[string, unknown]> = [
   ["a missing name", { kind: "userDelete" }],
   ["a hash with noPassword", { kind: "userAdd", name: "u", passwordHash: "h", noPassword: true }],
   ["no hash without noPassword", { kind: "userAdd", name: "u", passwordHash: null, noPassword: false }],
-  ["a bad permission type", { kind: "roleGrantPermission", name: "r", perm: { permType: 3, key: "", rangeEnd: "" } }],
+  ["a permission type that is no int32", { kind: "roleGrantPermission", name: "r", perm: { permType: 1.5, key: "", rangeEnd: "" } }],
   ["a key that is not base64", { kind: "roleRevokePermission", role: "r", key: "k!", rangeEnd: "" }],
   ["a token prefix with a dot", { kind: "authenticate", name: "u", simpleTokenPrefix: "a.b", time: 0, checkedRevision: 1 }],
   ["a negative time", { kind: "authenticate", name: "u", simpleTokenPrefix: "p", time: -1, checkedRevision: 1 }],

@@ -12,7 +12,12 @@ export const V3_ROOT_ROLE = "root";
 
 /** authpb.Permission.Type (the numbers are the protobuf enum's). */
 export const V3PermType = { READ: 0, WRITE: 1, READWRITE: 2 } as const;
-export type V3PermTypeValue = (typeof V3PermType)[keyof typeof V3PermType];
+/**
+ * A permission's type as a role keeps it: any int32, as etcd stores a Permission whose
+ * type it does not know and lists it in RoleGet. Only the three known types grant anything
+ * (v3-permissions.ts); another number grants nothing.
+ */
+export type V3PermTypeValue = number;
 
 /**
  * One key-range permission. `rangeEnd` follows etcd's range rules: empty = the single key
@@ -169,8 +174,9 @@ function int(o: Record<string, unknown>, field: string): number {
   return v;
 }
 
+/** A protobuf enum number (int32): the known types and the ones etcd keeps without granting. */
 export function isPermType(v: unknown): v is V3PermTypeValue {
-  return v === V3PermType.READ || v === V3PermType.WRITE || v === V3PermType.READWRITE;
+  return typeof v === "number" && Number.isInteger(v) && v >= -0x80000000 && v <= 0x7fffffff;
 }
 
 /**

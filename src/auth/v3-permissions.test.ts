@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { GrpcCode, V3Error, V3Errors } from "../api/v3-errors.ts";
 import type { Compare, RangeRequest, RequestOp, TxnRequest } from "../store/v3/types.ts";
 import { V3AuthState } from "./v3-auth-state.ts";
-import { V3PermType, authOldRevision, encodePermission, type V3AuthInfo, type V3AuthOp, type V3PermTypeValue } from "./v3-model.ts";
+import { V3PermType, authOldRevision, encodePermission, isPermType, parseV3AuthOp, type V3AuthInfo, type V3AuthOp, type V3PermTypeValue } from "./v3-model.ts";
 import { checkDeleteRangeRequest, checkLeaseKeys, checkPutRequest, checkRangeRequest, checkTxnRequest, compareAffine, rangePermitted, unifyIntervals, unifyPermissions, type V3Interval } from "./v3-permissions.ts";
 import { mulberry32 } from "../prng.test-helper.ts";
 
@@ -257,4 +257,35 @@ test("rangePermitted agrees with etcd's interval-tree algorithm on random permis
       assert.equal(rangePermitted(ivs, b(k), b(e)), want, `seed ${seed}: perms ${JSON.stringify(perms)} request [${JSON.stringify(k)}, ${JSON.stringify(e)})`);
     }
   }
+});
+
+test("a permission type etcd does not know is stored, listed, kept by the image and the log, and grants nothing", () => {
+  const s = state();
+  const odd = [9, -1, 0x7fffffff];
+  s.apply({ kind: "userAdd", name: "odd", passwordHash: "h", noPassword: false });
+  s.apply({ kind: "roleAdd", name: "o" });
+  // Through the log's parser, as a member applying the entry reads it.
+  for (const [i, t] of odd.entries()) s.apply(parseV3AuthOp(JSON.parse(JSON.stringify(grant("o", t, `k${i}`, i === 0 ? "\0" : "")))));
+  s.apply({ kind: "userGrantRole", user: "odd", role: "o" });
+  assert.deepEqual(s.getRole("o")?.keyPermissions.map((p) => p.permType), odd);
+  for (const [i] of odd.entries()) {
+    refuses(() => s.isRangePermitted(as(s, "odd"), b(`k${i}`), b("")), V3Errors.permissionDenied());
+    refuses(() => s.isPutPermitted(as(s, "odd"), b(`k${i}`)), V3Errors.permissionDenied());
+    refuses(() => s.isDeleteRangePermitted(as(s, "odd"), b(`k${i}`), b("")), V3Errors.permissionDenied());
+  }
+  refuses(() => s.isRangePermitted(as(s, "odd"), b("zz"), b("")), V3Errors.permissionDenied());
+  assert.deepEqual(unifyPermissions([{ permType: 9, key: b("a"), rangeEnd: b("\0") }]), { read: [], write: [] });
+  // A snapshot or restart keeps the numbers (the image is JSON in the backend).
+  const back = V3AuthState.fromImage(JSON.parse(JSON.stringify(s.toImage())) as unknown);
+  assert.deepEqual(back.getRole("o")?.keyPermissions.map((p) => p.permType), odd);
+  refuses(() => back.isPutPermitted(as(back, "odd"), b("k1")), V3Errors.permissionDenied());
+  // Granting a known type on the same range replaces the unknown one, as etcd's RoleGrantPermission does.
+  s.apply(grant("o", RW, "k1"));
+  s.isPutPermitted(as(s, "odd"), b("k1"));
+  s.isRangePermitted(as(s, "odd"), b("k1"), b(""));
+});
+
+test("isPermType takes any int32 and nothing else", () => {
+  for (const v of [0, 1, 2, 9, -1, -0x80000000, 0x7fffffff]) assert.equal(isPermType(v), true, String(v));
+  for (const v of [2.5, 0x80000000, -0x80000001, "READ", null, undefined, Number.NaN]) assert.equal(isPermType(v), false, String(v));
 });

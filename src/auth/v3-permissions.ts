@@ -72,8 +72,9 @@ export function unifyPermissions(perms: Iterable<V3Permission>): V3UnifiedPermis
   for (const p of perms) {
     const iv = permissionInterval(p);
     if (iv === undefined) continue;
-    if (p.permType !== V3PermType.WRITE) read.push(iv);
-    if (p.permType !== V3PermType.READ) write.push(iv);
+    // By the known types only: a type etcd does not know is stored but grants nothing.
+    if (p.permType === V3PermType.READ || p.permType === V3PermType.READWRITE) read.push(iv);
+    if (p.permType === V3PermType.WRITE || p.permType === V3PermType.READWRITE) write.push(iv);
   }
   return { read: unifyIntervals(read), write: unifyIntervals(write) };
 }

@@ -521,7 +521,7 @@ export class V3Service implements V3Backend {
     await this.authInfo(ctx);
     const { size, inUse } = this.#kv.v3DbSizes();
     const me = this.#kv.membership.get(this.#kv.memberId);
-    const errors = this.#kv.v3.alarms().map((a) => `memberID:${a.memberId} alarm:${a.alarm === AlarmType.NOSPACE ? "NOSPACE" : "CORRUPT"} `);
+    const errors = this.#kv.v3.alarms().map((a) => `memberID:${a.memberId} alarm:${alarmName(a.alarm)} `);
     return {
       version: ETCD_SERVER_VERSION,
       dbSize: size,
@@ -590,6 +590,11 @@ export class V3Service implements V3Backend {
   requestProgress(id: number): boolean {
     return this.#kv.watchHub.requestProgress(id, this.#kv.v3.revision);
   }
+}
+
+/** gogoproto's AlarmType String(): the name, or the number for a type it does not know. */
+function alarmName(alarm: number): string {
+  return alarm === AlarmType.NONE ? "NONE" : alarm === AlarmType.NOSPACE ? "NOSPACE" : alarm === AlarmType.CORRUPT ? "CORRUPT" : String(alarm);
 }
 
 /** Member IDs arrive as decimal uint64 strings; ours fit in 53 bits. */

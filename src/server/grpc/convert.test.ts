@@ -3,12 +3,13 @@
 // gRPC with key "a" present and "zz" absent: test/integration/grpc-decode.test.ts).
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { fromBinary } from "@bufbuild/protobuf";
+import { create, fromBinary } from "@bufbuild/protobuf";
 import type { StoredRecord } from "../../store/v3/key-index.ts";
 import { keyId, spanContains } from "../../store/v3/keys.ts";
 import { applyCompare, type TxnReadView } from "../../store/v3/txn.ts";
-import { rangeRequest, txnRequest } from "./convert.ts";
+import { alarmAction, alarmType, permission, rangeRequest, txnRequest } from "./convert.ts";
 import { decodeRangeRequest } from "./fast-codec.ts";
+import { PermissionSchema, type Permission_Type } from "./gen/etcd/auth/authpb/auth_pb.ts";
 import { RangeRequestSchema, TxnRequestSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
 
 const A = { value: Buffer.from("b"), createRevision: 2, main: 2, version: 1, lease: 0n } as unknown as StoredRecord;
@@ -58,4 +59,12 @@ test("an unknown sort order sorts nothing (key order), whatever the target; both
   // The order may come after the target on the wire.
   const late = decodeRangeRequest(Buffer.from("0a016130022809", "hex"));
   assert.deepEqual([late?.sortOrder, late?.sortTarget], [0, 0]);
+});
+
+test("alarm and permission types etcd does not know are taken as numbers; an unknown alarm action is still refused", () => {
+  assert.equal(alarmType(9), 9);
+  assert.equal(alarmType(-1), -1);
+  assert.equal(permission(create(PermissionSchema, { permType: 9 as Permission_Type, key: Buffer.from("a") })).permType, 9);
+  // etcd 3.4.23 panics on an unknown action (a nil response): kvctl refuses it.
+  assert.throws(() => alarmAction(9), /etcdserver: unknown value 9 for enum etcdserverpb.AlarmRequest_AlarmAction/);
 });

@@ -171,14 +171,20 @@ export function alarmAction(v: number): V3AlarmActionValue {
   return enumIn<V3AlarmActionValue>(v, 2, "etcdserverpb.AlarmRequest_AlarmAction");
 }
 
+/**
+ * Any number, as etcd's applier takes it: an alarm type it does not know is raised, listed
+ * and cleared like the others and changes nothing else (the decoder gives an int32).
+ */
 export function alarmType(v: number): V3AlarmTypeValue {
-  return enumIn<V3AlarmTypeValue>(v, 2, "etcdserverpb.AlarmType");
+  return v;
 }
 
 /** A grant without `perm` is READ on the empty key (etcd 3.4 would dereference nil). */
 export function permission(p: authpb.Permission | undefined): V3Permission {
   if (p === undefined) return { permType: 0, key: EMPTY, rangeEnd: EMPTY };
-  return { permType: enumIn<V3PermTypeValue>(p.permType, 2, "authpb.Permission_Type"), key: buf(p.key), rangeEnd: buf(p.rangeEnd) };
+  // A type etcd does not know is stored as it came and grants nothing (auth/v3-permissions.ts).
+  const permType: V3PermTypeValue = p.permType;
+  return { permType, key: buf(p.key), rangeEnd: buf(p.rangeEnd) };
 }
 
 // --- responses -------------------------------------------------------------------------------

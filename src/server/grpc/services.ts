@@ -220,12 +220,10 @@ export function createRpcTable(gw: V3GatewayContext): RpcTable {
   // --- Maintenance ---
   unary(t, Maintenance.method.alarm, async (m, { ctx }) => {
     const action = cv.alarmAction(m.action);
-    // GET of a type etcd does not know lists that type's alarms: none (etcd's alarmStore.Get),
-    // after the same raft round trip as a GET of all.
-    const unknownGet = action === 0 && (m.alarm < 0 || m.alarm > 2);
-    const alarms = await b.alarm({ action, memberId: m.memberID.toString(), alarm: unknownGet ? 0 : cv.alarmType(m.alarm) }, ctx);
+    // A type etcd does not know is raised, listed (GET of it or of NONE) and cleared like the others.
+    const alarms = await b.alarm({ action, memberId: m.memberID.toString(), alarm: cv.alarmType(m.alarm) }, ctx);
     // etcd answers the alarm RPC without a header.
-    return { alarms: unknownGet ? [] : alarms.map((a) => ({ memberID: BigInt(a.memberId), alarm: a.alarm })) };
+    return { alarms: alarms.map((a) => ({ memberID: BigInt(a.memberId), alarm: a.alarm })) };
   });
   unary(t, Maintenance.method.status, async (_m, { ctx }) => {
     const s = await b.status(ctx);

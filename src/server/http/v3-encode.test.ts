@@ -98,6 +98,13 @@ const cases: Array<{ what: string; got: () => JsonObject; want: unknown }> = [
   },
   { what: "no alarms", got: () => encodeAlarms([]), want: {} },
   { what: "an alarm", got: () => encodeAlarms([{ memberId: "1", alarm: 1 }]), want: { alarms: [{ memberID: "1", alarm: "NOSPACE" }] } },
+  // jsonpb writes an enum number the proto does not know bare, unquoted.
+  { what: "an alarm of a type etcd does not know", got: () => encodeAlarms([{ memberId: "5", alarm: 9 }]), want: { alarms: [{ memberID: "5", alarm: 9 }] } },
+  {
+    what: "a permission of a type etcd does not know",
+    got: () => encodeRolePerms(h, [{ permType: 9, key: Buffer.from("k"), rangeEnd: Buffer.alloc(0) }]),
+    want: { header: H, perm: [{ permType: 9, key: "aw==" }] },
+  },
   {
     what: "role permissions (READ is the zero value)",
     got: () => encodeRolePerms(h, [{ permType: 1, key: Buffer.from("k"), rangeEnd: Buffer.alloc(0) }, { permType: 0, key: Buffer.from("a"), rangeEnd: Buffer.from("b") }]),

@@ -193,6 +193,11 @@ export function encodeStatus(h: V3Header, s: V3Status): JsonObject {
 
 const ALARM_NAMES = ["NONE", "NOSPACE", "CORRUPT"] as const;
 
+/** grpc-gateway's jsonpb: a known enum value by name, one the proto does not know as its bare number. */
+function enumName(names: readonly string[], v: number): string | number {
+  return names[v] ?? v;
+}
+
 /** AlarmResponse: etcd answers it without a header. */
 export function encodeAlarms(alarms: V3AlarmMember[]): JsonObject {
   const o: JsonObject = {};
@@ -202,7 +207,7 @@ export function encodeAlarms(alarms: V3AlarmMember[]): JsonObject {
     alarms.map((a) => {
       const m: JsonObject = {};
       if (a.memberId !== "0") m.memberID = a.memberId;
-      if (a.alarm !== 0) m.alarm = ALARM_NAMES[a.alarm];
+      if (a.alarm !== 0) m.alarm = enumName(ALARM_NAMES, a.alarm);
       return m;
     }),
   );
@@ -240,7 +245,7 @@ export function encodeRolePerms(h: V3Header, perms: V3Permission[]): JsonObject 
     "perm",
     perms.map((p) => {
       const m: JsonObject = {};
-      if (p.permType !== 0) m.permType = PERM_NAMES[p.permType];
+      if (p.permType !== 0) m.permType = enumName(PERM_NAMES, p.permType);
       put(m, "key", p.key);
       put(m, "range_end", p.rangeEnd);
       return m;

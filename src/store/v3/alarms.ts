@@ -8,7 +8,12 @@ import type { MvccBackend } from "./backend.ts";
 
 /** etcd's AlarmType values. */
 export const AlarmType = { NONE: 0, NOSPACE: 1, CORRUPT: 2 } as const;
-export type AlarmTypeValue = (typeof AlarmType)[keyof typeof AlarmType];
+/**
+ * An alarm's type as the table keeps it: any int32, as etcd's alarm store keeps any
+ * AlarmType number a client sends. Only NOSPACE and CORRUPT change what the member does;
+ * another number is just listed (etcd: "unimplemented alarm activation").
+ */
+export type AlarmTypeValue = number;
 
 /** One raised alarm; the member ID is a decimal uint64 string (never a JS number). */
 export interface AlarmMember {

@@ -1,9 +1,10 @@
 // V3KeySpace: leases through the log (grant, attach, overwrite, revoke, renew, expiry,
-// time to live), image round trip and hash including leases.
+// time to live), image round trip and hash including leases; alarms of a type etcd does not know.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { V3Error, V3Errors } from "../../api/v3-errors.ts";
-import { V3KeySpace } from "./key-space.ts";
+import { AlarmTable, AlarmType, type AlarmMember, type AlarmSink } from "./alarms.ts";
+import { AlarmAction, V3KeySpace } from "./key-space.ts";
 import { MAX_LEASE_TTL, MIN_LEASE_TTL } from "./lessor.ts";
 import { EventType } from "./types.ts";
 import { FROM_KEY, delReq, keysOf, opPut, putReq, rangeReq, txnReq } from "./v3.test-helper.ts";
@@ -197,4 +198,37 @@ test("fromImage rejects a key attached to a missing lease", () => {
   img.leases.leases = [];
   assert.throws(() => V3KeySpace.fromImage(img), /unknown lease 7/);
   assert.throws(() => V3KeySpace.fromImage({ ...img, format: "x" as "kvctl-v3/1" }), /unknown format/);
+});
+
+test("an alarm type etcd does not know is raised, listed, kept by the backend and cleared, and caps nothing", () => {
+  const written = new Map<string, AlarmMember>();
+  const sink: AlarmSink = { putAlarm: (a) => written.set(`${a.alarm}/${a.memberId}`, { ...a }), removeAlarm: (a) => written.delete(`${a.alarm}/${a.memberId}`) };
+  const table = new AlarmTable({ sink });
+  const ks = new V3KeySpace();
+  const h0 = ks.hash();
+  for (const t of [table, ks] as const) {
+    const raise = (alarm: number) => (t instanceof AlarmTable ? [t.activate("5", alarm)] : t.alarm({ action: AlarmAction.ACTIVATE, memberId: "5", alarm }));
+    assert.deepEqual(raise(9), [{ memberId: "5", alarm: 9 }]);
+    assert.deepEqual(raise(-1), [{ memberId: "5", alarm: -1 }]);
+  }
+  assert.deepEqual(ks.alarms(), [{ memberId: "5", alarm: 9 }, { memberId: "5", alarm: -1 }]);
+  assert.deepEqual(ks.alarm({ action: AlarmAction.GET, memberId: "0", alarm: 9 }), [{ memberId: "5", alarm: 9 }]);
+  assert.deepEqual(ks.alarms(AlarmType.NOSPACE), []);
+  assert.deepEqual(ks.alarms(AlarmType.CORRUPT), []);
+  assert.notEqual(ks.hash(), h0);
+  // No NOSPACE behaviour: writes and lease grants go on.
+  ks.put(putReq("a", "1"));
+  ks.txn(txnReq({ success: [opPut("b", "2")] }));
+  ks.leaseGrant({ id: 7n, ttl: 10 }, T0);
+  // What the backend was handed is what a restart or a snapshot's restore loads.
+  assert.deepEqual([...written.values()], table.get(AlarmType.NONE));
+  const reloaded = new AlarmTable({ alarms: written.values() });
+  assert.deepEqual(reloaded.get(AlarmType.NONE), [{ memberId: "5", alarm: 9 }, { memberId: "5", alarm: -1 }]);
+  assert.equal(reloaded.has(AlarmType.NOSPACE), false);
+  // DEACTIVATE clears it; a second time answers nothing.
+  assert.deepEqual(ks.alarm({ action: AlarmAction.DEACTIVATE, memberId: "5", alarm: 9 }), [{ memberId: "5", alarm: 9 }]);
+  assert.deepEqual(ks.alarm({ action: AlarmAction.DEACTIVATE, memberId: "5", alarm: 9 }), []);
+  assert.deepEqual(ks.alarms(), [{ memberId: "5", alarm: -1 }]);
+  table.deactivate("5", 9);
+  assert.deepEqual([...written.values()], [{ memberId: "5", alarm: -1 }]);
 });
