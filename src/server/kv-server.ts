@@ -690,7 +690,8 @@ export class KvServer {
   /** etcd's "alarm raised" / "alarm disarmed" lines: every member logs the change it applied. */
   #logAlarm(r: { action: number; memberId: string; alarm: number }): void {
     if (r.action !== AlarmAction.ACTIVATE && r.action !== AlarmAction.DEACTIVATE) return;
-    const alarm = r.alarm === AlarmType.NOSPACE ? "NOSPACE" : r.alarm === AlarmType.CORRUPT ? "CORRUPT" : "NONE";
+    // As Go's String() of the enum: its name, or the number for a type etcd does not know.
+    const alarm = r.alarm === AlarmType.NOSPACE ? "NOSPACE" : r.alarm === AlarmType.CORRUPT ? "CORRUPT" : r.alarm === 0 ? "NONE" : String(r.alarm);
     let from = r.memberId;
     try {
       from = BigInt(r.memberId).toString(16);

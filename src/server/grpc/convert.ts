@@ -7,7 +7,6 @@ import type { GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { GrpcCode, V3Error } from "../../api/v3-errors.ts";
 import type { V3Permission, V3PermTypeValue } from "../../auth/index.ts";
 import {
-  CompareResult,
   CompareTarget,
   type Compare,
   type CompareResultValue,
@@ -26,6 +25,8 @@ import {
   type TxnResponse,
   type V3Event,
   type WatchCreate,
+  compareKnown,
+  unknownCompare,
 } from "../../store/v3/index.ts";
 import type { V3AlarmActionValue, V3AlarmTypeValue, V3Header, V3Member } from "../http/v3-backend.ts";
 import type * as pb from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
@@ -99,8 +100,7 @@ export function deleteRangeRequest(r: pb.DeleteRangeRequest): DeleteRangeRequest
 function compare(c: pb.Compare): Compare {
   const key = buf(c.key);
   const rangeEnd = buf(c.rangeEnd);
-  const known = c.result >= 0 && c.result <= 3 && c.target >= 0 && c.target <= 4;
-  if (!known) return { ...constantCompare(c.result, c.target), key, rangeEnd };
+  if (!compareKnown(c.result, c.target)) return { ...unknownCompare(c.result, c.target), key, rangeEnd };
   const result = c.result as CompareResultValue;
   const target = c.target as Compare["target"];
   const u = c.targetUnion;
@@ -116,22 +116,6 @@ function compare(c: pb.Compare): Compare {
     case CompareTarget.LEASE:
       return { target, lease: u.case === "lease" ? u.value : 0n, result, key, rangeEnd };
   }
-}
-
-/**
- * A Compare whose result or target etcd does not know, as its compareKV evaluates it: an
- * unknown target leaves the comparison at 0 (so EQUAL holds, the others do not) and an
- * unknown result holds whatever the comparison; applyCompare still fails a VALUE compare
- * on a range without keys. Each is a constant over the keys found, written as the known
- * compare that answers the same (the key and range stay, for the permission checks).
- */
-function constantCompare(result: number, target: number): { target: typeof CompareTarget.VERSION; version: number; result: CompareResultValue } {
-  const always = { target: CompareTarget.VERSION, version: -1, result: CompareResult.GREATER } as const;
-  if (result < 0 || result > 3) {
-    // True for every key found; for none, true but on VALUE. Version > 0: true for any key.
-    return target === CompareTarget.VALUE ? { target: CompareTarget.VERSION, version: 0, result: CompareResult.GREATER } : always;
-  }
-  return result === CompareResult.EQUAL ? always : { target: CompareTarget.VERSION, version: -1, result: CompareResult.LESS };
 }
 
 /** An op naming none of the four requests passes as `{}`: validateTxn answers it as etcd. */

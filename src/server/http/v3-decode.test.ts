@@ -88,6 +88,24 @@ test("decodeTxn refuses an unknown enum name with etcd's text", () => {
   });
 });
 
+test("decodeTxn takes an unknown enum number and writes the Compare that answers as etcd's compareKV", () => {
+  const cmp = (c: string) => decodeTxn(fields(`{"compare":[{"key":"YQ==",${c}}]}`)).compare[0];
+  // An unknown result holds for any key found (and, on VALUE, fails for none): version > -1, version > 0.
+  assert.deepEqual(cmp('"result":9,"target":"VERSION","version":"1"'), { target: 0, version: -1, result: 1, key: b("a"), rangeEnd: b("") });
+  assert.deepEqual(cmp('"result":9,"target":"VALUE","value":"eg=="'), { target: 0, version: 0, result: 1, key: b("a"), rangeEnd: b("") });
+  // An unknown target compares as 0: EQUAL holds, the others do not (version < -1).
+  assert.deepEqual(cmp('"result":"EQUAL","target":9'), { target: 0, version: -1, result: 1, key: b("a"), rangeEnd: b("") });
+  assert.deepEqual(cmp('"result":"NOT_EQUAL","target":9'), { target: 0, version: -1, result: 2, key: b("a"), rangeEnd: b("") });
+  assert.throws(() => cmp('"result":2147483648'), GatewayDecodeError);
+});
+
+test("decodeAlarm and decodeRoleGrantPermission take a type etcd does not know (it stores it); an unknown alarm action is refused (etcd crashes)", () => {
+  assert.deepEqual(decodeAlarm(fields('{"action":1,"memberID":"5","alarm":9}')), { action: 1, memberId: "5", alarm: 9 });
+  assert.deepEqual(decodeRoleGrantPermission(fields('{"name":"r","perm":{"permType":9,"key":"YQ=="}}')), { name: "r", perm: { permType: 9, key: b("a"), rangeEnd: b("") } });
+  assert.throws(() => decodeAlarm(fields('{"action":9}')), { message: "unknown value 9 for enum etcdserverpb.AlarmRequest_AlarmAction" });
+  assert.throws(() => decodeAlarm(fields('{"action":1,"alarm":"NOPE"}')), { message: 'unknown value "NOPE" for enum etcdserverpb.AlarmType' });
+});
+
 test("decodeWatchRequest reads create (empty key = \\0, filters, explicit id), cancel and progress", () => {
   assert.deepEqual(decodeWatchRequest(fields('{"create_request":{"filters":["NODELETE",0,7],"watch_id":"7","prevKv":true,"fragment":true}}')), {
     create: { key: b("\0"), rangeEnd: b(""), startRevision: 0, prevKv: true, filters: { noPut: true, noDelete: true }, progressNotify: false },

@@ -16,6 +16,8 @@ import {
   type RequestOp,
   type TxnRequest,
   type WatchCreate,
+  compareKnown,
+  unknownCompare,
 } from "../../store/v3/index.ts";
 import { V3PermType, type V3Permission, type V3PermTypeValue } from "../../auth/index.ts";
 import { V3AlarmAction, V3AlarmType, type V3AlarmActionValue, type V3AlarmRequest, type V3AlarmTypeValue } from "./v3-backend.ts";
@@ -52,8 +54,8 @@ export const PERM_TYPE = enumType(V3PermType, "authpb.Permission_Type");
 const isKnown = (v: number, t: EnumType): boolean => Object.values(t.values).includes(v);
 
 /**
- * An enum number jsonpb accepts but the server cannot act on (etcd would misbehave: an
- * unknown sort target even crashes it). Refused with the gateway's wording for enums.
+ * An enum number jsonpb accepts but the server does not act on as etcd would: an unknown
+ * alarm action crashes etcd 3.4.23. Refused with the gateway's wording for enums.
  */
 function known<T extends number>(v: number, t: EnumType): T {
   if (isKnown(v, t)) return v as T;
@@ -112,10 +114,14 @@ export function decodeDeleteRange(f: Fields | undefined): DeleteRangeRequest {
 
 function decodeCompare(node: JsonNode): Compare {
   const f = messageFields(node);
-  const result = known<Compare["result"]>(enumValue(pick(f, "result"), COMPARE_RESULT), COMPARE_RESULT);
-  const target = known<Compare["target"]>(enumValue(pick(f, "target"), COMPARE_TARGET), COMPARE_TARGET);
+  const resultNumber = enumValue(pick(f, "result"), COMPARE_RESULT);
+  const targetNumber = enumValue(pick(f, "target"), COMPARE_TARGET);
   const key = bytes(pick(f, "key"));
   const rangeEnd = bytes(pick(f, "range_end", "rangeEnd"));
+  // jsonpb takes any int32 as a number: etcd then evaluates the Compare as gRPC's would.
+  if (!compareKnown(resultNumber, targetNumber)) return { ...unknownCompare(resultNumber, targetNumber), key, rangeEnd };
+  const result = resultNumber as Compare["result"];
+  const target = targetNumber as Compare["target"];
   // target_union: the member given last in proto order wins; an operand of another kind
   // than `target` compares as zero, as in etcd (it reads the union only if it matches).
   let union: CompareUnion = { target: CompareTarget.VERSION, version: 0 };
@@ -264,7 +270,8 @@ export function decodeMemberUpdate(f: Fields | undefined): { id: string; peerUrl
 export function decodeAlarm(f: Fields | undefined): V3AlarmRequest {
   const action = known<V3AlarmActionValue>(enumValue(pick(f, "action"), ALARM_ACTION), ALARM_ACTION);
   const memberId = uint64(pick(f, "memberID")).toString();
-  const alarm = known<V3AlarmTypeValue>(enumValue(pick(f, "alarm"), ALARM_TYPE), ALARM_TYPE);
+  // Any int32, as etcd's alarm store keeps any type (only NOSPACE and CORRUPT act).
+  const alarm: V3AlarmTypeValue = enumValue(pick(f, "alarm"), ALARM_TYPE);
   return { action, memberId, alarm };
 }
 
@@ -291,7 +298,8 @@ export function decodeUserAdd(f: Fields | undefined): { name: string; password: 
 export function decodeRoleGrantPermission(f: Fields | undefined): { name: string; perm: V3Permission } {
   const name = string(pick(f, "name"));
   const p = messageFields(pick(f, "perm"));
-  const permType = known<V3PermTypeValue>(enumValue(pick(p, "permType"), PERM_TYPE), PERM_TYPE);
+  // Any int32, as etcd stores it; a type it does not know grants nothing.
+  const permType: V3PermTypeValue = enumValue(pick(p, "permType"), PERM_TYPE);
   return { name, perm: { permType, key: bytes(pick(p, "key")), rangeEnd: bytes(pick(p, "range_end", "rangeEnd")) } };
 }
 

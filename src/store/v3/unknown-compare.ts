@@ -1,0 +1,28 @@
+// A Compare whose result or target etcd 3.4 does not know. Both gRPC (gogoproto keeps any
+// enum number) and the JSON gateway (jsonpb takes any int32 given as a number) hand such a
+// Compare to etcd's compareKV, which evaluates it rather than refusing it: an unknown
+// target leaves the comparison at 0 (so EQUAL holds, GREATER, LESS and NOT_EQUAL do not)
+// and an unknown result holds whatever the comparison; applyCompare still fails a VALUE
+// compare on a range without keys. Each case is a constant over the keys found, so it is
+// written as the known compare that answers the same, and the log and the store keep
+// their types.
+import { CompareResult, CompareTarget, type CompareResultValue } from "./types.ts";
+
+const KNOWN_RESULTS = 3;
+const KNOWN_TARGETS = 4;
+
+/** True when etcd knows both numbers (the Compare needs no rewriting). */
+export function compareKnown(result: number, target: number): boolean {
+  return result >= 0 && result <= KNOWN_RESULTS && target >= 0 && target <= KNOWN_TARGETS;
+}
+
+/** The known Compare (without key and range) that answers as etcd does for these numbers. */
+export function unknownCompare(result: number, target: number): { target: typeof CompareTarget.VERSION; version: number; result: CompareResultValue } {
+  // Version > -1 holds for every key found.
+  const always = { target: CompareTarget.VERSION, version: -1, result: CompareResult.GREATER } as const;
+  if (result < 0 || result > KNOWN_RESULTS) {
+    // True for every key found; for none, true but on VALUE. Version > 0: true for any key.
+    return target === CompareTarget.VALUE ? { target: CompareTarget.VERSION, version: 0, result: CompareResult.GREATER } : always;
+  }
+  return result === CompareResult.EQUAL ? always : { target: CompareTarget.VERSION, version: -1, result: CompareResult.LESS };
+}
