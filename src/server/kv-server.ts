@@ -24,7 +24,7 @@ import { PeerTransport, type PeerTlsClient } from "../transport/index.ts";
 import type { Wal, Snapshotter } from "../wal/index.ts";
 import type { V2Store, V2Event } from "../store/v2/store.ts";
 import { PasswordVerifier, type V2AuthState, type V3AuthState } from "../auth/index.ts";
-import { AlarmAction, AlarmType, WatchHub, type V3KeySpace, type WatchHistory } from "../store/v3/index.ts";
+import { AlarmAction, WatchHub, alarmName, type V3KeySpace, type WatchHistory } from "../store/v3/index.ts";
 import { applyCommand, type ApplyResult } from "./apply.ts";
 import { decodeCommand, peekKeySpaceCommand, type Command, type CommandBody, type KeySpaceCommandHead } from "./request.ts";
 import type { Membership } from "./membership.ts";
@@ -690,8 +690,7 @@ export class KvServer {
   /** etcd's "alarm raised" / "alarm disarmed" lines: every member logs the change it applied. */
   #logAlarm(r: { action: number; memberId: string; alarm: number }): void {
     if (r.action !== AlarmAction.ACTIVATE && r.action !== AlarmAction.DEACTIVATE) return;
-    // As Go's String() of the enum: its name, or the number for a type etcd does not know.
-    const alarm = r.alarm === AlarmType.NOSPACE ? "NOSPACE" : r.alarm === AlarmType.CORRUPT ? "CORRUPT" : r.alarm === 0 ? "NONE" : String(r.alarm);
+    const alarm = alarmName(r.alarm);
     let from = r.memberId;
     try {
       from = BigInt(r.memberId).toString(16);

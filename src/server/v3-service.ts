@@ -30,6 +30,7 @@ import {
 import {
   AlarmAction,
   AlarmType,
+  alarmName,
   MAX_LEASE_TTL,
   hashKV,
   isReadOnlyTxn,
@@ -590,11 +591,6 @@ export class V3Service implements V3Backend {
   requestProgress(id: number): boolean {
     return this.#kv.watchHub.requestProgress(id, this.#kv.v3.revision);
   }
-}
-
-/** gogoproto's AlarmType String(): the name, or the number for a type it does not know. */
-function alarmName(alarm: number): string {
-  return alarm === AlarmType.NONE ? "NONE" : alarm === AlarmType.NOSPACE ? "NOSPACE" : alarm === AlarmType.CORRUPT ? "CORRUPT" : String(alarm);
 }
 
 /** Member IDs arrive as decimal uint64 strings; ours fit in 53 bits. */

@@ -15,6 +15,11 @@ export const AlarmType = { NONE: 0, NOSPACE: 1, CORRUPT: 2 } as const;
  */
 export type AlarmTypeValue = number;
 
+/** Go's String() of an AlarmType (etcd's Status errors and log lines): the name, or the number for a type it does not know. */
+export function alarmName(alarm: AlarmTypeValue): string {
+  return alarm === AlarmType.NONE ? "NONE" : alarm === AlarmType.NOSPACE ? "NOSPACE" : alarm === AlarmType.CORRUPT ? "CORRUPT" : String(alarm);
+}
+
 /** One raised alarm; the member ID is a decimal uint64 string (never a JS number). */
 export interface AlarmMember {
   memberId: string;

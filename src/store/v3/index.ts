@@ -3,7 +3,7 @@
 export * from "./types.ts";
 export { AlarmAction, V3KeySpace } from "./key-space.ts";
 export type { AlarmActionValue } from "./key-space.ts";
-export { AlarmTable, AlarmType } from "./alarms.ts";
+export { AlarmTable, AlarmType, alarmName } from "./alarms.ts";
 export type { AlarmMember, AlarmTypeValue } from "./alarms.ts";
 export type { KeySpaceImage } from "./key-space.ts";
 export { MvccStore } from "./mvcc-store.ts";
