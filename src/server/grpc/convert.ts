@@ -19,13 +19,13 @@ import {
   type RangeResponse,
   type RequestOp,
   type ResponseOp,
-  type SortOrderValue,
-  type SortTargetValue,
   type TxnRequest,
   type TxnResponse,
   type V3Event,
   type WatchCreate,
   compareKnown,
+  sortOrderOf,
+  sortTargetOf,
   unknownCompare,
 } from "../../store/v3/index.ts";
 import type { V3AlarmActionValue, V3AlarmTypeValue, V3Header, V3Member } from "../http/v3-backend.ts";
@@ -51,24 +51,6 @@ function enumIn<T extends number>(v: number, max: number, name: string): T {
 }
 
 // --- requests --------------------------------------------------------------------------------
-
-/**
- * A RangeRequest's sort order as etcd's applierV3backend.Range treats the number: one it
- * does not know is no NONE for the limit (all keys are fetched, then cut) but sorts
- * nothing, so the keys come in key order, as NONE with target KEY gives them.
- */
-export function sortOrderOf(order: number): SortOrderValue {
-  return (order >= 0 && order <= 2 ? order : 0) as SortOrderValue;
-}
-
-/**
- * The sort target to use with sortOrderOf(order): KEY when the order is unknown (nothing
- * is sorted); an unknown target with a known order crashes etcd 3.4.23 (sort.Sort of a nil
- * sorter, even for NONE, which becomes ASCEND for a target other than KEY): here it is KEY.
- */
-export function sortTargetOf(order: number, target: number): SortTargetValue {
-  return (order >= 0 && order <= 2 && target >= 0 && target <= 4 ? target : 0) as SortTargetValue;
-}
 
 export function rangeRequest(r: pb.RangeRequest): RangeRequest {
   return {

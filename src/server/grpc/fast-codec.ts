@@ -8,7 +8,7 @@
 // compares the two.
 import { rangeRequest, type KeyValue, type PutRequest, type PutResponse, type RangeRequest, type RangeResponse, type V3Event } from "../../store/v3/index.ts";
 import type { V3Header } from "../http/v3-backend.ts";
-import { sortOrderOf, sortTargetOf } from "./convert.ts";
+import { sortOrderOf, sortTargetOf } from "../../store/v3/index.ts";
 import { MESSAGE_PREFIX_BYTES } from "./frames.ts";
 import { PutRequestSchema, RangeRequestSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
 import { refuseAsGogo } from "./unmarshal-error.ts";
@@ -508,7 +508,7 @@ export function decodePutRequest(bytes: Uint8Array): PutRequest | undefined {
  * etcdserverpb.RangeRequest: key 1, range_end 2 (bytes); limit 3, revision 4 (int64);
  * sort_order 5, sort_target 6 (enums); serializable 7, keys_only 8, count_only 9 (bool);
  * min/max_mod_revision 10/11, min/max_create_revision 12/13 (int64). Enums out of range
- * read as convert.ts reads them (sortOrderOf, sortTargetOf).
+ * read as convert.ts reads them (sortOrderOf, sortTargetOf in store/v3/unknown-enums.ts).
  */
 export function decodeRangeRequest(bytes: Uint8Array): RangeRequest | undefined {
   const r = new In(bufferOf(bytes));

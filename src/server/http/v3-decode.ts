@@ -17,6 +17,8 @@ import {
   type TxnRequest,
   type WatchCreate,
   compareKnown,
+  sortOrderOf,
+  sortTargetOf,
   unknownCompare,
 } from "../../store/v3/index.ts";
 import { V3PermType, type V3Permission, type V3PermTypeValue } from "../../auth/index.ts";
@@ -69,12 +71,11 @@ export function decodeRange(f: Fields | undefined): RangeRequest {
   const rangeEnd = bytes(pick(f, "range_end", "rangeEnd"));
   const limit = int64Number(pick(f, "limit"));
   const revision = int64Number(pick(f, "revision"));
-  let sortOrder = enumValue(pick(f, "sort_order", "sortOrder"), SORT_ORDER);
-  let sortTarget = enumValue(pick(f, "sort_target", "sortTarget"), SORT_TARGET);
-  // etcd does not sort for an unknown order (key order, as NONE with KEY) and crashes on an
-  // unknown target; both are read as the plain key order here.
-  if (!isKnown(sortOrder, SORT_ORDER)) [sortOrder, sortTarget] = [SortOrder.NONE, SortTarget.KEY];
-  if (!isKnown(sortTarget, SORT_TARGET)) sortTarget = SortTarget.KEY;
+  const order = enumValue(pick(f, "sort_order", "sortOrder"), SORT_ORDER);
+  const target = enumValue(pick(f, "sort_target", "sortTarget"), SORT_TARGET);
+  // etcd does not sort for an unknown order and crashes on an unknown target: key order.
+  const sortOrder = sortOrderOf(order);
+  const sortTarget = sortTargetOf(order, target);
   return {
     key,
     rangeEnd,

@@ -26,4 +26,4 @@ export {
 } from "./txn-check.ts";
 export { prefixEnd, prefixRangeEnd } from "./keys.ts";
 export { isReadOnlyTxn, isSerializableTxn } from "./txn.ts";
-export { compareKnown, unknownCompare } from "./unknown-compare.ts";
+export { compareKnown, sortOrderOf, sortTargetOf, unknownCompare } from "./unknown-enums.ts";

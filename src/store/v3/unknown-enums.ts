@@ -1,12 +1,13 @@
-// A Compare whose result or target etcd 3.4 does not know. Both gRPC (gogoproto keeps any
-// enum number) and the JSON gateway (jsonpb takes any int32 given as a number) hand such a
-// Compare to etcd's compareKV, which evaluates it rather than refusing it: an unknown
+// Enum numbers etcd 3.4 does not know, as it acts on them. Both gRPC (gogoproto keeps any
+// enum number) and the JSON gateway (jsonpb takes any int32 given as a number) hand them on.
+//
+// A Compare whose result or target it does not know goes to etcd's compareKV, which evaluates it rather than refusing it: an unknown
 // target leaves the comparison at 0 (so EQUAL holds, GREATER, LESS and NOT_EQUAL do not)
 // and an unknown result holds whatever the comparison; applyCompare still fails a VALUE
 // compare on a range without keys. Each case is a constant over the keys found, so it is
 // written as the known compare that answers the same, and the log and the store keep
 // their types.
-import { CompareResult, CompareTarget, type CompareResultValue } from "./types.ts";
+import { CompareResult, CompareTarget, type CompareResultValue, type SortOrderValue, type SortTargetValue } from "./types.ts";
 
 const KNOWN_RESULTS = 3;
 const KNOWN_TARGETS = 4;
@@ -25,4 +26,22 @@ export function unknownCompare(result: number, target: number): { target: typeof
     return target === CompareTarget.VALUE ? { target: CompareTarget.VERSION, version: 0, result: CompareResult.GREATER } : always;
   }
   return result === CompareResult.EQUAL ? always : { target: CompareTarget.VERSION, version: -1, result: CompareResult.LESS };
+}
+
+/**
+ * A RangeRequest's sort order as etcd's applierV3backend.Range treats the number: one it
+ * does not know is no NONE for the limit (all keys are fetched, then cut) but sorts
+ * nothing, so the keys come in key order, as NONE with target KEY gives them.
+ */
+export function sortOrderOf(order: number): SortOrderValue {
+  return (order >= 0 && order <= 2 ? order : 0) as SortOrderValue;
+}
+
+/**
+ * The sort target to use with sortOrderOf(order): KEY when the order is unknown (nothing
+ * is sorted); an unknown target with a known order crashes etcd 3.4.23 (sort.Sort of a nil
+ * sorter, even for NONE, which becomes ASCEND for a target other than KEY): here it is KEY.
+ */
+export function sortTargetOf(order: number, target: number): SortTargetValue {
+  return (order >= 0 && order <= 2 && target >= 0 && target <= 4 ? target : 0) as SortTargetValue;
 }
