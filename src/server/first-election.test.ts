@@ -1,27 +1,56 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { firstElectionMode, firstElectionStep } from "./first-election.ts";
+import { firstElectionMode, firstElectionStep, type FirstElectionState } from "./first-election.ts";
 
 const three = [30, 10, 20];
+/** 10 ticks a timeout: etcd's whole fast-forward is 8 ticks, half of it 5. */
+const at = (memberId: number, up: number[], advanced = 0, voters: readonly number[] = three): FirstElectionState => ({ memberId, voters, up, electionTicks: 10, advanced });
 
-test("three members: the lowest id campaigns once one peer is up; the others fast-forward once", () => {
-  assert.equal(firstElectionStep({ memberId: 10, voters: three, peersUp: 0, advanced: false }), "wait");
-  assert.equal(firstElectionStep({ memberId: 10, voters: three, peersUp: 1, advanced: false }), "campaign");
-  assert.equal(firstElectionStep({ memberId: 20, voters: three, peersUp: 1, advanced: false }), "advance");
-  assert.equal(firstElectionStep({ memberId: 20, voters: three, peersUp: 2, advanced: true }), "done");
-  assert.equal(firstElectionStep({ memberId: 30, voters: three, peersUp: 0, advanced: false }), "wait");
+test("three members, all up: the lowest id campaigns; the others fast-forward only to half a timeout and probe on", () => {
+  assert.deepEqual(firstElectionStep(at(10, [])), { do: "wait" });
+  assert.deepEqual(firstElectionStep(at(10, [30])), { do: "campaign" });
+  assert.deepEqual(firstElectionStep(at(20, [10])), { do: "advance", ticks: 5 });
+  assert.deepEqual(firstElectionStep(at(20, [10, 30])), { do: "advance", ticks: 5 });
+  assert.deepEqual(firstElectionStep(at(20, [10, 30], 5)), { do: "wait" });
+  assert.deepEqual(firstElectionStep(at(30, [])), { do: "wait" });
 });
 
-test("five members: the lowest id waits for two peers, fast-forwarding its clock meanwhile", () => {
+test("the lowest id does not answer: etcd's whole fast-forward, then done", () => {
+  assert.deepEqual(firstElectionStep(at(20, [30])), { do: "advance", ticks: 8 });
+  assert.deepEqual(firstElectionStep(at(20, [30], 8)), { do: "done" });
+});
+
+test("probes over time: held back while the lowest id answers, the rest of the advance once it stops; never back", () => {
+  let advanced = 0;
+  const steps: string[] = [];
+  for (const up of [[], [10], [10, 30], [30], [10, 30]]) {
+    const step = firstElectionStep(at(20, up, advanced));
+    if (step.do === "advance") advanced += step.ticks;
+    steps.push(step.do === "advance" ? `advance ${step.ticks}` : step.do);
+  }
+  assert.deepEqual(steps, ["wait", "advance 5", "wait", "advance 3", "done"]);
+  assert.equal(advanced, 8, "etcd's whole fast-forward in all");
+});
+
+test("five members: the lowest id waits for two peers, fast-forwarding its clock meanwhile; the others hold back while it answers", () => {
   const five = [5, 4, 3, 2, 1];
-  assert.equal(firstElectionStep({ memberId: 1, voters: five, peersUp: 1, advanced: false }), "advance");
-  assert.equal(firstElectionStep({ memberId: 1, voters: five, peersUp: 1, advanced: true }), "wait");
-  assert.equal(firstElectionStep({ memberId: 1, voters: five, peersUp: 2, advanced: true }), "campaign");
-  assert.equal(firstElectionStep({ memberId: 3, voters: five, peersUp: 4, advanced: true }), "done");
+  assert.deepEqual(firstElectionStep(at(1, [2], 0, five)), { do: "advance", ticks: 8 });
+  assert.deepEqual(firstElectionStep(at(1, [2], 8, five)), { do: "wait" });
+  assert.deepEqual(firstElectionStep(at(1, [2, 5], 8, five)), { do: "campaign" });
+  assert.deepEqual(firstElectionStep(at(3, [1, 2, 4, 5], 0, five)), { do: "advance", ticks: 5 });
+  assert.deepEqual(firstElectionStep(at(3, [2, 4, 5], 0, five)), { do: "advance", ticks: 8 });
+  assert.deepEqual(firstElectionStep(at(3, [2, 4, 5], 8, five)), { do: "done" });
+});
+
+test("short election timeouts: half is never more than etcd's whole advance", () => {
+  assert.deepEqual(firstElectionStep({ ...at(20, [10]), electionTicks: 3 }), { do: "advance", ticks: 1 });
+  assert.deepEqual(firstElectionStep({ ...at(20, [10]), electionTicks: 2 }), { do: "done" });
+  assert.deepEqual(firstElectionStep({ ...at(20, [10]), electionTicks: 20 }), { do: "advance", ticks: 10 });
+  assert.deepEqual(firstElectionStep({ ...at(20, [30]), electionTicks: 20 }), { do: "advance", ticks: 18 });
 });
 
 test("a member alone never campaigns from here (the server campaigns at once)", () => {
-  assert.equal(firstElectionStep({ memberId: 7, voters: [7], peersUp: 0, advanced: false }), "wait");
+  assert.deepEqual(firstElectionStep(at(7, [], 0, [7])), { do: "wait" });
 });
 
 test("the flags: --initial-election-tick-advance=false turns it all off; without pre-vote only etcd's fast-forward runs", () => {
@@ -31,9 +60,10 @@ test("the flags: --initial-election-tick-advance=false turns it all off; without
   assert.equal(firstElectionMode({ preVote: false, initialElectionTickAdvance: false }), "off");
 });
 
-test("without the early campaign the lowest id behaves like the others: fast-forward once, then done", () => {
-  const s = { memberId: 10, voters: three, earlyCampaign: false };
-  assert.equal(firstElectionStep({ ...s, peersUp: 0, advanced: false }), "wait");
-  assert.equal(firstElectionStep({ ...s, peersUp: 2, advanced: false }), "advance");
-  assert.equal(firstElectionStep({ ...s, peersUp: 2, advanced: true }), "done");
+test("without the early campaign (no pre-vote) every member does etcd's whole fast-forward, the lowest id's answer or not", () => {
+  const s = { ...at(10, []), earlyCampaign: false };
+  assert.deepEqual(firstElectionStep(s), { do: "wait" });
+  assert.deepEqual(firstElectionStep({ ...s, up: [20, 30] }), { do: "advance", ticks: 8 });
+  assert.deepEqual(firstElectionStep({ ...s, up: [20, 30], advanced: 8 }), { do: "done" });
+  assert.deepEqual(firstElectionStep({ ...s, memberId: 20, up: [10] }), { do: "advance", ticks: 8 });
 });

@@ -1,21 +1,27 @@
 // What a member of several does about its first election while its peers come up (see
-// KvServer's #firstElection). Pure: the caller probes the peers and acts.
+// KvServer's #firstElection). Pure: the caller probes the peers, ticks and campaigns.
 //
 // - etcd's adjustTicks: once any peer answers, fast-forward the election clock to two ticks
-//   short of a timeout ("advance"), once.
+//   short of a timeout, so a cluster started together elects in 2..electionTicks+1 ticks
+//   instead of a whole timeout or more.
 // - One step further than etcd: the member with the lowest id campaigns as soon as a
-//   quorum (itself included) answers ("campaign"), instead of waiting out 2-11 more ticks
-//   (200 ms-1.1 s of a cluster's start-up or restart). All members agree on who that is, so
-//   there is no split vote. It is safe whatever the logs hold: campaigning always is in
-//   Raft, and with pre-vote a member whose log is behind, or one that comes back to a
-//   cluster with a live leader (its peers are in their check-quorum lease), is refused
-//   without raising anyone's term; the others then elect on their fast-forwarded clocks,
-//   as they do when the lowest id is down. Without pre-vote (--pre-vote=false) that
-//   argument fails: a member restarting beside a live leader would raise the term and
-//   depose it. So the early campaign runs only with pre-vote; the fast-forward, as etcd's,
-//   runs whenever --initial-election-tick-advance is on (its default).
-
-export type FirstElectionStep = "campaign" | "advance" | "wait" | "done";
+//   quorum (itself included) answers, instead of waiting out more ticks (200 ms-1.1 s of a
+//   cluster's start-up or restart). All members agree on who that is.
+// - Which is why the others hold back while the lowest id answers: with etcd's whole
+//   fast-forward their clocks ran out 2..electionTicks+1 ticks later, on a loaded machine
+//   within the same tens of milliseconds as the lowest id's campaign, and all three became
+//   candidates of one term (a split vote: the leader came seconds later). While the lowest
+//   id answers they fast-forward only to half a timeout, which leaves them at least half an
+//   election timeout for its campaign to win. If it cannot win (its log is behind: its
+//   pre-vote is refused without raising anyone's term) they still elect half a timeout to
+//   1.5 timeouts after that advance; if it stops answering they take the rest of etcd's
+//   fast-forward at the next probe.
+// - It is safe whatever the logs hold: campaigning always is in Raft, and with pre-vote a
+//   member whose log is behind, or one that comes back to a cluster with a live leader (its
+//   peers are in their check-quorum lease), is refused without raising anyone's term.
+//   Without pre-vote (--pre-vote=false) a member restarting beside a live leader would raise
+//   the term and depose it, so the early campaign (and with it the holding back) runs only
+//   with pre-vote; etcd's fast-forward runs whenever --initial-election-tick-advance is on.
 
 /**
  * What a member of several does about its first election, from its flags: "off" with
@@ -31,23 +37,35 @@ export function firstElectionMode(flags: { preVote: boolean; initialElectionTick
   return flags.preVote ? "advance-and-campaign" : "advance";
 }
 
+/** Campaign now; tick the election clock `ticks` more times now; probe again later; stop probing. */
+export type FirstElectionStep = { do: "campaign" } | { do: "advance"; ticks: number } | { do: "wait" } | { do: "done" };
+
 export interface FirstElectionState {
   memberId: number;
   /** Every voter's id, this member's included. */
   voters: readonly number[];
-  /** Voters other than this member that answered the last probe. */
-  peersUp: number;
-  /** The clock was fast-forwarded already. */
-  advanced: boolean;
+  /** The voters other than this member that answered the last probe. */
+  up: readonly number[];
+  /** The election timeout in ticks (--election-timeout / --heartbeat-interval). */
+  electionTicks: number;
+  /** Ticks this policy has had the clock advanced by so far. */
+  advanced: number;
   /** The lowest id may campaign early (firstElectionMode "advance-and-campaign"); default true. */
   earlyCampaign?: boolean;
 }
 
 export function firstElectionStep(s: FirstElectionState): FirstElectionStep {
-  const first = s.earlyCampaign !== false && s.voters.length > 1 && s.memberId === Math.min(...s.voters);
+  if (s.voters.length <= 1) return { do: "wait" };
+  const early = s.earlyCampaign !== false;
+  const lowest = Math.min(...s.voters);
+  const first = early && s.memberId === lowest;
   const quorum = Math.floor(s.voters.length / 2) + 1;
-  if (first && s.peersUp + 1 >= quorum) return "campaign";
-  if (s.peersUp > 0 && !s.advanced) return "advance";
-  // The first member keeps probing until a quorum is up; the others are done once advanced.
-  return first || !s.advanced ? "wait" : "done";
+  if (first && s.up.length + 1 >= quorum) return { do: "campaign" };
+  const whole = Math.max(0, s.electionTicks - 2);
+  const holdBack = early && !first && s.up.includes(lowest);
+  const target = s.up.length === 0 ? 0 : holdBack ? Math.min(whole, Math.floor(s.electionTicks / 2)) : whole;
+  if (target > s.advanced) return { do: "advance", ticks: target - s.advanced };
+  // The lowest id probes until a quorum is up; one holding back probes on, to take the rest
+  // of the advance if the lowest id goes away; the others are done once wholly advanced.
+  return first || s.advanced < whole ? { do: "wait" } : { do: "done" };
 }

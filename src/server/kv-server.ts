@@ -427,15 +427,17 @@ export class KvServer {
    * The first election while the peers come up (first-election.ts): etcd's fast-forward of
    * the election clock once a peer answers, so a cluster started together elects a leader
    * in a fraction of a second instead of after a whole election timeout; and a campaign by
-   * the member with the lowest id once a quorum is up (pre-vote makes it harmless when it
-   * cannot win, so `earlyCampaign` is false without it).
+   * the member with the lowest id once a quorum is up, the others fast-forwarding only half
+   * way while it answers (pre-vote makes the campaign harmless when it cannot win, so
+   * `earlyCampaign` is false without it).
    */
   async #firstElection(earlyCampaign: boolean): Promise<void> {
     // Learners neither vote nor campaign: only voters are probed and counted towards a quorum.
     const voterList = this.membership.list().filter((m) => m.isLearner !== true);
     const voters = voterList.map((m) => m.id);
     const peers = voterList.filter((m) => m.id !== this.#memberId);
-    let advanced = false;
+    const electionTicks = Math.round(this.config.electionTimeout / this.config.heartbeatInterval);
+    let advanced = 0;
     const deadline = Date.now() + 5000;
     while (!this.#stopped && this.#lead === 0 && Date.now() < deadline) {
       const answers = await Promise.all(
@@ -449,22 +451,22 @@ export class KvServer {
         }),
       );
       if (this.#stopped || this.#lead !== 0) return;
-      const peersUp = answers.filter((ok) => ok).length;
-      const step = firstElectionStep({ memberId: this.#memberId, voters, peersUp, advanced, earlyCampaign });
-      if (step === "campaign") {
-        this.#log.info("lowest member id with a quorum up: campaigning", { peersUp });
+      const up = peers.filter((_, i) => answers[i] === true).map((m) => m.id);
+      const state = { memberId: this.#memberId, voters, up, electionTicks, earlyCampaign };
+      let step = firstElectionStep({ ...state, advanced });
+      if (step.do === "campaign") {
+        this.#log.info("lowest member id with a quorum up: campaigning", { peersUp: up.length });
         this.#node.campaign();
         this.#kick();
         return;
       }
-      if (step === "advance") {
-        const ticks = Math.max(0, Math.round(this.config.electionTimeout / this.config.heartbeatInterval) - 2);
-        for (let i = 0; i < ticks; i++) this.#node.tick();
+      if (step.do === "advance") {
+        for (let i = 0; i < step.ticks; i++) this.#node.tick();
         this.#kick();
-        advanced = true;
-        if (firstElectionStep({ memberId: this.#memberId, voters, peersUp, advanced, earlyCampaign }) === "done") return;
+        advanced += step.ticks;
+        step = firstElectionStep({ ...state, advanced });
       }
-      if (step === "done") return;
+      if (step.do === "done") return;
       await new Promise((r) => setTimeout(r, 50));
     }
   }
