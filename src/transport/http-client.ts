@@ -3,8 +3,9 @@
 
 import { createReadStream } from "node:fs";
 import http from "node:http";
-import https from "node:https";
-import tls from "node:tls";
+import type https from "node:https";
+import type tls from "node:tls";
+import { createRequire } from "node:module";
 import { isIP } from "node:net";
 import type { Duplex } from "node:stream";
 import type { AgentOptions } from "node:http";
@@ -23,35 +24,52 @@ export interface PeerTlsClient {
   clientOptions(): Promise<tls.ConnectionOptions>;
 }
 
-/**
- * An https agent whose connections take their TLS options at connect time, so a
- * certificate replaced on disk is used by the next connection without a restart.
- */
-class PeerHttpsAgent extends https.Agent {
-  readonly #tls: PeerTlsClient;
-  constructor(options: https.AgentOptions, peerTls: PeerTlsClient) {
-    super(options);
-    this.#tls = peerTls;
+// node:https and node:tls load with the first https agent or request, that is only with peer
+// TLS (or the proxy's https side): a member without it serves its peers without them.
+const requireBuiltin = createRequire(import.meta.url);
+interface TlsSide {
+  https: typeof https;
+  tls: typeof tls;
+  PeerHttpsAgent: new (options: https.AgentOptions, peerTls: PeerTlsClient) => https.Agent;
+}
+let tlsModules: TlsSide | undefined;
+
+function tlsSide(): TlsSide {
+  if (tlsModules !== undefined) return tlsModules;
+  const httpsModule = requireBuiltin("node:https") as typeof https;
+  const tlsModule = requireBuiltin("node:tls") as typeof tls;
+  /**
+   * An https agent whose connections take their TLS options at connect time, so a
+   * certificate replaced on disk is used by the next connection without a restart.
+   */
+  class PeerHttpsAgent extends httpsModule.Agent {
+    readonly #tls: PeerTlsClient;
+    constructor(options: https.AgentOptions, peerTls: PeerTlsClient) {
+      super(options);
+      this.#tls = peerTls;
+    }
+    override createConnection(options: https.RequestOptions, callback?: (err: Error | null, stream: Duplex) => void): Duplex | null | undefined {
+      const host = String(options.host ?? options.hostname ?? "");
+      this.#tls.clientOptions().then(
+        (extra) => {
+          const socket = tlsModule.connect({
+            ...(options as tls.ConnectionOptions),
+            ...extra,
+            host,
+            port: Number(options.port),
+            // SNI takes a host name, never an IP literal.
+            ...(isIP(host) === 0 ? { servername: host } : {}),
+          });
+          socket.setNoDelay(true);
+          callback?.(null, socket);
+        },
+        (err: unknown) => callback?.(err instanceof Error ? err : new Error(String(err)), undefined as unknown as Duplex),
+      );
+      return undefined;
+    }
   }
-  override createConnection(options: https.RequestOptions, callback?: (err: Error | null, stream: Duplex) => void): Duplex | null | undefined {
-    const host = String(options.host ?? options.hostname ?? "");
-    this.#tls.clientOptions().then(
-      (extra) => {
-        const socket = tls.connect({
-          ...(options as tls.ConnectionOptions),
-          ...extra,
-          host,
-          port: Number(options.port),
-          // SNI takes a host name, never an IP literal.
-          ...(isIP(host) === 0 ? { servername: host } : {}),
-        });
-        socket.setNoDelay(true);
-        callback?.(null, socket);
-      },
-      (err: unknown) => callback?.(err instanceof Error ? err : new Error(String(err)), undefined as unknown as Duplex),
-    );
-    return undefined;
-  }
+  tlsModules = { https: httpsModule, tls: tlsModule, PeerHttpsAgent };
+  return tlsModules;
 }
 
 /** A keep-alive agent: one per transport and per traffic class (messages, snapshots). */
@@ -59,12 +77,12 @@ export function createAgent(options: AgentOptions | undefined, peerTls?: PeerTls
   // noDelay: a Raft message is latency-critical; with Nagle on, the second small write of a
   // request waited for the peer's delayed ACK (a replicated write measured ~2 ms per hop).
   const o: AgentOptions = { keepAlive: true, keepAliveMsecs: 1000, scheduling: "lifo", noDelay: true, ...options };
-  return peerTls === undefined ? new http.Agent(o) : new PeerHttpsAgent(o, peerTls);
+  return peerTls === undefined ? new http.Agent(o) : new (tlsSide().PeerHttpsAgent)(o, peerTls);
 }
 
 /** node:http or node:https, by the URL's scheme. */
 function requestFn(url: URL): typeof http.request {
-  return url.protocol === "https:" ? https.request : http.request;
+  return url.protocol === "https:" ? tlsSide().https.request : http.request;
 }
 
 /** A GET to a peer's peer port (membership probes); the body as text, or an error. */
