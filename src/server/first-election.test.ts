@@ -4,7 +4,7 @@ import { firstElectionMode, firstElectionStep, type FirstElectionState } from ".
 
 const three = [30, 10, 20];
 /** 10 ticks a timeout: etcd's whole fast-forward is 8 ticks, half of it 5. */
-const at = (memberId: number, up: number[], advanced = 0, voters: readonly number[] = three): FirstElectionState => ({ memberId, voters, up, electionTicks: 10, advanced });
+const at = (memberId: number, up: number[], elapsed = 0, voters: readonly number[] = three): FirstElectionState => ({ memberId, voters, up, electionTicks: 10, elapsed });
 
 test("three members, all up: the lowest id campaigns; the others fast-forward only to half a timeout and probe on", () => {
   assert.deepEqual(firstElectionStep(at(10, [])), { do: "wait" });
@@ -21,15 +21,31 @@ test("the lowest id does not answer: etcd's whole fast-forward, then done", () =
 });
 
 test("probes over time: held back while the lowest id answers, the rest of the advance once it stops; never back", () => {
-  let advanced = 0;
+  let elapsed = 0;
   const steps: string[] = [];
   for (const up of [[], [10], [10, 30], [30], [10, 30]]) {
-    const step = firstElectionStep(at(20, up, advanced));
-    if (step.do === "advance") advanced += step.ticks;
+    const step = firstElectionStep(at(20, up, elapsed));
+    if (step.do === "advance") elapsed += step.ticks;
     steps.push(step.do === "advance" ? `advance ${step.ticks}` : step.do);
   }
   assert.deepEqual(steps, ["wait", "advance 5", "wait", "advance 3", "done"]);
-  assert.equal(advanced, 8, "etcd's whole fast-forward in all");
+  assert.equal(elapsed, 8, "etcd's whole fast-forward in all");
+});
+
+test("the clock is advanced TO the mark, counting the ticks it ran, never past it (a late first answer must not campaign at once)", () => {
+  // Answers that come 6 ticks into the clock: etcd's advance BY 8 would reach 14 ticks,
+  // past a randomized timeout of 10-13; to the mark it is 2 more.
+  assert.deepEqual(firstElectionStep(at(20, [30], 6)), { do: "advance", ticks: 2 });
+  assert.deepEqual(firstElectionStep(at(20, [10], 3)), { do: "advance", ticks: 2 });
+  assert.deepEqual(firstElectionStep(at(20, [10], 7)), { do: "wait" }, "past half already: nothing, still probing");
+  assert.deepEqual(firstElectionStep(at(20, [30], 9)), { do: "done" }, "past etcd's mark already: nothing");
+  for (let elapsed = 0; elapsed < 20; elapsed++) {
+    for (const up of [[10], [30], [10, 30]]) {
+      const step = firstElectionStep(at(20, up, elapsed));
+      const after = elapsed + (step.do === "advance" ? step.ticks : 0);
+      assert.ok(after <= Math.max(elapsed, 8), `from ${elapsed} with ${up.join(",")} up: ${after} ticks`);
+    }
+  }
 });
 
 test("five members: the lowest id waits for two peers, fast-forwarding its clock meanwhile; the others hold back while it answers", () => {
@@ -64,6 +80,6 @@ test("without the early campaign (no pre-vote) every member does etcd's whole fa
   const s = { ...at(10, []), earlyCampaign: false };
   assert.deepEqual(firstElectionStep(s), { do: "wait" });
   assert.deepEqual(firstElectionStep({ ...s, up: [20, 30] }), { do: "advance", ticks: 8 });
-  assert.deepEqual(firstElectionStep({ ...s, up: [20, 30], advanced: 8 }), { do: "done" });
+  assert.deepEqual(firstElectionStep({ ...s, up: [20, 30], elapsed: 8 }), { do: "done" });
   assert.deepEqual(firstElectionStep({ ...s, memberId: 20, up: [10] }), { do: "advance", ticks: 8 });
 });

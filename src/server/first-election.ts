@@ -3,19 +3,20 @@
 //
 // - etcd's adjustTicks: once any peer answers, fast-forward the election clock to two ticks
 //   short of a timeout, so a cluster started together elects in 2..electionTicks+1 ticks
-//   instead of a whole timeout or more.
+//   instead of a whole timeout or more. etcd advances right after its clock starts; here
+//   the first probe a peer answers may come seconds later on a loaded machine (members
+//   busy loading code), so the clock is advanced TO two ticks short, counting the ticks it
+//   has run, never BY that many: by that many put it past its randomized timeout and the
+//   member campaigned at once, in the same milliseconds as the lowest id (below), whose
+//   probe the same answers completed (three candidates of one term: a split vote).
 // - One step further than etcd: the member with the lowest id campaigns as soon as a
 //   quorum (itself included) answers, instead of waiting out more ticks (200 ms-1.1 s of a
 //   cluster's start-up or restart). All members agree on who that is.
-// - Which is why the others hold back while the lowest id answers: with etcd's whole
-//   fast-forward their clocks ran out 2..electionTicks+1 ticks later, on a loaded machine
-//   within the same tens of milliseconds as the lowest id's campaign, and all three became
-//   candidates of one term (a split vote: the leader came seconds later). While the lowest
-//   id answers they fast-forward only to half a timeout, which leaves them at least half an
-//   election timeout for its campaign to win. If it cannot win (its log is behind: its
-//   pre-vote is refused without raising anyone's term) they still elect half a timeout to
-//   1.5 timeouts after that advance; if it stops answering they take the rest of etcd's
-//   fast-forward at the next probe.
+// - So the others hold back while the lowest id answers: they advance only to half a
+//   timeout, which leaves its campaign at least half an election timeout to win. If it
+//   cannot win (its log is behind: its pre-vote is refused without raising anyone's term)
+//   they still elect 0.5-1.5 timeouts after their clock reached that half; if it stops
+//   answering they take the rest of etcd's fast-forward at the next probe.
 // - It is safe whatever the logs hold: campaigning always is in Raft, and with pre-vote a
 //   member whose log is behind, or one that comes back to a cluster with a live leader (its
 //   peers are in their check-quorum lease), is refused without raising anyone's term.
@@ -48,8 +49,11 @@ export interface FirstElectionState {
   up: readonly number[];
   /** The election timeout in ticks (--election-timeout / --heartbeat-interval). */
   electionTicks: number;
-  /** Ticks this policy has had the clock advanced by so far. */
-  advanced: number;
+  /**
+   * Ticks the election clock has run since it started, advances included. Never less than
+   * Raft's count (which a vote granted resets), so an advance never overshoots.
+   */
+  elapsed: number;
   /** The lowest id may campaign early (firstElectionMode "advance-and-campaign"); default true. */
   earlyCampaign?: boolean;
 }
@@ -64,8 +68,8 @@ export function firstElectionStep(s: FirstElectionState): FirstElectionStep {
   const whole = Math.max(0, s.electionTicks - 2);
   const holdBack = early && !first && s.up.includes(lowest);
   const target = s.up.length === 0 ? 0 : holdBack ? Math.min(whole, Math.floor(s.electionTicks / 2)) : whole;
-  if (target > s.advanced) return { do: "advance", ticks: target - s.advanced };
+  if (target > s.elapsed) return { do: "advance", ticks: target - s.elapsed };
   // The lowest id probes until a quorum is up; one holding back probes on, to take the rest
-  // of the advance if the lowest id goes away; the others are done once wholly advanced.
-  return first || s.advanced < whole ? { do: "wait" } : { do: "done" };
+  // of the advance if the lowest id goes away; the others are done once at etcd's mark.
+  return first || s.elapsed < whole ? { do: "wait" } : { do: "done" };
 }

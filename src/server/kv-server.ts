@@ -139,6 +139,8 @@ export class KvServer {
   /** The Ready loop: what Raft asks for, persisted, sent and applied in a safe order (ready-loop.ts). */
   #loop!: ReadyLoop<Command | KeySpaceCommandHead>;
   #tickTimer: NodeJS.Timeout | undefined;
+  /** Ticks of the election clock since start, the first election's advances included (first-election.ts). */
+  #ticksRun = 0;
   #syncTimer: NodeJS.Timeout | undefined;
   #progressTimer: NodeJS.Timeout | undefined;
   #compactTimer: NodeJS.Timeout | undefined;
@@ -293,6 +295,7 @@ export class KvServer {
       await this.#loop.drain();
     }
     this.#tickTimer = setInterval(() => {
+      this.#ticksRun++;
       this.#node.tick();
       this.#kick();
     }, this.config.heartbeatInterval);
@@ -425,8 +428,9 @@ export class KvServer {
 
   /**
    * The first election while the peers come up (first-election.ts): etcd's fast-forward of
-   * the election clock once a peer answers, so a cluster started together elects a leader
-   * in a fraction of a second instead of after a whole election timeout; and a campaign by
+   * the election clock to two ticks short of a timeout (counting the ticks it ran) once a
+   * peer answers, so a cluster started together elects a leader in a fraction of a second
+   * instead of after a whole election timeout; and a campaign by
    * the member with the lowest id once a quorum is up, the others fast-forwarding only half
    * way while it answers (pre-vote makes the campaign harmless when it cannot win, so
    * `earlyCampaign` is false without it).
@@ -437,7 +441,6 @@ export class KvServer {
     const voters = voterList.map((m) => m.id);
     const peers = voterList.filter((m) => m.id !== this.#memberId);
     const electionTicks = Math.round(this.config.electionTimeout / this.config.heartbeatInterval);
-    let advanced = 0;
     const deadline = Date.now() + 5000;
     while (!this.#stopped && this.#lead === 0 && Date.now() < deadline) {
       const answers = await Promise.all(
@@ -453,7 +456,7 @@ export class KvServer {
       if (this.#stopped || this.#lead !== 0) return;
       const up = peers.filter((_, i) => answers[i] === true).map((m) => m.id);
       const state = { memberId: this.#memberId, voters, up, electionTicks, earlyCampaign };
-      let step = firstElectionStep({ ...state, advanced });
+      let step = firstElectionStep({ ...state, elapsed: this.#ticksRun });
       if (step.do === "campaign") {
         this.#log.info("lowest member id with a quorum up: campaigning", { peersUp: up.length });
         this.#node.campaign();
@@ -462,9 +465,9 @@ export class KvServer {
       }
       if (step.do === "advance") {
         for (let i = 0; i < step.ticks; i++) this.#node.tick();
+        this.#ticksRun += step.ticks;
         this.#kick();
-        advanced += step.ticks;
-        step = firstElectionStep({ ...state, advanced });
+        step = firstElectionStep({ ...state, elapsed: this.#ticksRun });
       }
       if (step.do === "done") return;
       await new Promise((r) => setTimeout(r, 50));
