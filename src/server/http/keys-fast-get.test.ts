@@ -8,6 +8,7 @@ import { hashPassword } from "../../auth/index.ts";
 import { V2Store } from "../../store/v2/index.ts";
 import type { FastHandler, FastResponse, RequestHead } from "./fast-lane.ts";
 import { keysFastGet, type KeysFastGetHost } from "./keys-fast-get.ts";
+import { V2HttpMetrics } from "../metrics/v2-http-metrics.ts";
 
 const basic = (s: string): string => "Basic " + Buffer.from(s).toString("base64");
 
@@ -32,7 +33,9 @@ async function fakeServer(opts: { hostWhitelist?: string[]; auth?: boolean; clie
     ],
   });
   const counted = { requests: 0 };
+  const v2Http = new V2HttpMetrics();
   const server: KeysFastGetHost = {
+    metrics: { v2Http },
     noteClientRequest: () => void counted.requests++,
     store,
     auth,
@@ -48,7 +51,7 @@ async function fakeServer(opts: { hostWhitelist?: string[]; auth?: boolean; clie
     const head: RequestHead = { method: "GET", target, host: headers.host ?? "127.0.0.1:2379", authorization: headers.authorization, length: 40 };
     return lane(head);
   };
-  return { get, counted };
+  return { get, counted, v2Http };
 }
 
 test("--enable-v2=false and a restricted --cors leave every request to the router", async () => {
@@ -57,12 +60,17 @@ test("--enable-v2=false and a restricted --cors leave every request to the route
 });
 
 test("without access control or whitelist the lane answers plain GETs, found or not", async () => {
-  const { get, counted } = await fakeServer();
+  const { get, counted, v2Http } = await fakeServer();
   assert.equal(status(get("/v2/keys/secret")), 200);
   assert.equal(status(get("/v2/keys/missing")), 404);
   assert.equal(counted.requests, 2, "every answered request is counted (disk-wait.ts needs it)");
   assert.equal(get("/v2/keys/secret?quorum=true"), undefined);
   assert.equal(counted.requests, 2, "a declined one is counted by the router");
+  // etcd_http_*: both received, the 404 failed, the 200 timed; the declined one is the router's.
+  assert.equal(v2Http.receivedTotal.value({ method: "GET" }), 2);
+  assert.equal(v2Http.failedTotal.value({ method: "GET", code: "404" }), 1);
+  assert.equal(v2Http.successfulDuration.count({ method: "GET" }), 1);
+  assert.equal(v2Http.receivedTotal.value({ method: "QGET" }), 0);
 });
 
 test("with a host whitelist the lane answers listed hosts only", async () => {
@@ -75,7 +83,7 @@ test("with a host whitelist the lane answers listed hosts only", async () => {
 });
 
 test("with access control on the lane answers as the router would: the guest, users, refusals", async () => {
-  const { get } = await fakeServer({ auth: true });
+  const { get, v2Http } = await fakeServer({ auth: true });
   // The guest reads /pub/*, not the rest; a recursive read needs a pattern that covers it.
   assert.equal(status(get("/v2/keys/pub/a")), 200);
   assert.equal(status(get("/v2/keys/pub/missing")), 404);
@@ -103,6 +111,11 @@ test("with access control on the lane answers as the router would: the guest, us
   assert.equal(status(get("/v2/keys/secret", alice)), 401);
   // A malformed header is refused.
   assert.equal((await get("/v2/keys/pub/a", { authorization: "Bearer x" }))?.status, 401);
+  // etcd counts a request once authorized: the refusals (401) are neither received nor failed.
+  assert.equal(v2Http.receivedTotal.value({ method: "GET" }), 6);
+  assert.equal(v2Http.failedTotal.value({ method: "GET", code: "404" }), 1);
+  assert.equal(v2Http.failedTotal.value({ method: "GET", code: "401" }), 0);
+  assert.equal(v2Http.successfulDuration.count({ method: "GET" }), 5);
 });
 
 test("with client certificate authentication and no header the lane leaves the request to the router", async () => {

@@ -37,9 +37,11 @@ export function keysFastGet(ctx: KeysFastGetContext): FastHandler {
   // --enable-v2=false and a restricted --cors change every answer: the router gives those.
   const { enableV2, cors } = ctx.server.config;
   if (!enableV2 || !allowsAnyOrigin(cors)) return () => undefined;
+  const counted = ctx.server.metrics.v2Http.of("GET");
   return (head): ReturnType<FastHandler> => {
     const server = ctx.server;
     if (head.method !== "GET") return undefined;
+    const start = performance.now();
     const whitelist = server.config.hostWhitelist;
     if (whitelist.length > 0 && !isHostWhitelisted(whitelist, requestHostname(head.host))) return undefined;
     const target = head.target;
@@ -59,13 +61,20 @@ export function keysFastGet(ctx: KeysFastGetContext): FastHandler {
     const get = kr;
     const answer = (allowed: boolean): FastResponse | undefined => {
       server.noteClientRequest();
+      // Counted as the router counts (keys-handler.ts): a refused caller not at all.
       try {
         if (!allowed) throw deniedKeyAccess();
         const ev = readKey(server, get);
+        counted.received();
+        counted.succeeded(start, performance.now());
         return { status: 200, headers: jsonBase.concat(raftHeaders(ctx, ev.etcdIndex)), body: eventJSON(ev) };
       } catch (err) {
         if (!(err instanceof V2Error)) return undefined;
         const r = v2ErrorParts(err, ctx.clusterId);
+        if (allowed) {
+          counted.received();
+          counted.failed(r.status);
+        }
         return { status: r.status, headers: jsonBase.concat(r.extra), body: r.body };
       }
     };

@@ -47,10 +47,12 @@ function formOf(head: RequestHead, rawQuery: string): FormValues | undefined {
 export function keysFastWrite(ctx: KeysFastGetContext, tracer?: WriteTracer): FastHandler {
   const { enableV2, cors } = ctx.server.config;
   if (!enableV2 || !allowsAnyOrigin(cors)) return () => undefined;
+  const metrics = ctx.server.metrics.v2Http;
   return (head): ReturnType<FastHandler> => {
     const server = ctx.server;
     const method = head.method;
     if (!WRITES.has(method) || server.auth.enabled) return undefined;
+    const start = performance.now();
     const whitelist = server.config.hostWhitelist;
     if (whitelist.length > 0 && !isHostWhitelisted(whitelist, requestHostname(head.host))) return undefined;
     const target = head.target;
@@ -71,16 +73,21 @@ export function keysFastWrite(ctx: KeysFastGetContext, tracer?: WriteTracer): Fa
     if (kr.kind !== "write") return undefined;
     const write = kr;
     server.noteClientRequest();
+    // Counted as the router counts (keys-handler.ts).
+    const counted = metrics.of(method);
+    counted.received();
     const trace = tracer?.begin(method, target);
     const propose = (): Promise<FastResponse> =>
       server.doV2({ t: "v2", time: clock.ms + clock.ns / 1e6, r: write.request }).then(
         (ev) => {
           const answer = writeAnswer(ev, write.noValueOnSuccess);
+          counted.succeeded(start, performance.now());
           return { status: answer.status, headers: jsonBase.concat(raftHeaders(ctx, ev.etcdIndex)), body: answer.body };
         },
         (err: unknown) => {
           // Proposed: answered here whatever happened, never handed to the router (it would propose again).
           const r = proposalErrorParts(err, ctx.clusterId);
+          counted.failed(r.status);
           return { status: r.status, headers: jsonBase.concat(r.extra), body: r.body };
         },
       );

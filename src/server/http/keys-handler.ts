@@ -10,7 +10,8 @@ import { parseKeyRequest } from "./parse-key-request.ts";
 import { wallClockNs } from "../wall-clock.ts";
 import { parseForm } from "./body.ts";
 import { authorizeKeyRequest, type AuthAccessHost, type KeyAccess } from "./auth-access.ts";
-import { jsonBase, methodNotAllowed, sendJson } from "./respond.ts";
+import { jsonBase, methodNotAllowed, proposalErrorParts, sendJson } from "./respond.ts";
+import { v2MetricMethod, type V2HttpMetrics } from "../metrics/v2-http-metrics.ts";
 
 /** etcd closes an idle long-poll watch after 5 minutes with 200 and an empty body. */
 export const WATCH_TIMEOUT_MS = 5 * 60 * 1000;
@@ -47,6 +48,13 @@ export interface V2KeysHost extends AuthAccessHost {
   doV2(body: Extract<CommandBody, { t: "v2" }>): Promise<V2Event>;
   /** The ReadIndex barrier of a quorum read. */
   linearizableRead(): Promise<void>;
+  /** Where the v2 API's requests are counted (etcd_http_*). */
+  readonly metrics: { readonly v2Http: V2HttpMetrics };
+}
+
+/** The status a failed v2 request is answered with, as etcd_http_failed_total labels it. */
+export function failedStatus(err: unknown): number {
+  return proposalErrorParts(err, "").status;
 }
 
 export interface KeysContext {
@@ -71,6 +79,8 @@ export function raftHeaders(ctx: KeysContext, index: number): string[] {
 }
 
 export async function handleKeys(req: IncomingMessage, res: ServerResponse, keyPath: string, rawQuery: string, ctx: KeysContext): Promise<void> {
+  // etcd times a request from before its body is read (etcd_http_successful_duration_seconds).
+  const start = performance.now();
   const method = req.method ?? "GET";
   if (!KEYS_METHODS.has(method)) {
     req.resume();
@@ -87,29 +97,37 @@ export async function handleKeys(req: IncomingMessage, res: ServerResponse, keyP
   // v2 access control: after parameter errors, before the log, the store or a watch.
   const access = await authorizeKeyRequest(req, { server, key: keyPath, recursive: kr.kind === "write" ? kr.request.recursive : kr.recursive });
 
-  switch (kr.kind) {
-    case "write": {
-      const ev = await server.doV2({ t: "v2", time: now, r: kr.request });
-      const answer = writeAnswer(ev, kr.noValueOnSuccess);
-      sendJson(res, answer.status, raftHeaders(ctx, ev.etcdIndex), answer.body);
-      return;
-    }
-    case "get": {
-      if (kr.quorum) await server.linearizableRead();
-      const ev = readKey(server, kr);
-      if (kr.head) {
-        // HEAD: the GET's status and headers, no body (and no length of a body never sent).
-        res.writeHead(200, jsonBase.concat(raftHeaders(ctx, ev.etcdIndex)));
-        res.end();
-      } else {
-        sendJson(res, 200, raftHeaders(ctx, ev.etcdIndex), eventJSON(ev));
+  const counted = server.metrics.v2Http.of(kr.kind === "get" ? v2MetricMethod(method, kr.quorum) : method);
+  if (kr.kind === "write" || (kr.kind === "get" && !kr.wait)) counted.received();
+  try {
+    switch (kr.kind) {
+      case "write": {
+        const ev = await server.doV2({ t: "v2", time: now, r: kr.request });
+        const answer = writeAnswer(ev, kr.noValueOnSuccess);
+        sendJson(res, answer.status, raftHeaders(ctx, ev.etcdIndex), answer.body);
+        break;
       }
-      return;
+      case "get": {
+        if (kr.quorum) await server.linearizableRead();
+        const ev = readKey(server, kr);
+        if (kr.head) {
+          // HEAD: the GET's status and headers, no body (and no length of a body never sent).
+          res.writeHead(200, jsonBase.concat(raftHeaders(ctx, ev.etcdIndex)));
+          res.end();
+        } else {
+          sendJson(res, 200, raftHeaders(ctx, ev.etcdIndex), eventJSON(ev));
+        }
+        break;
+      }
+      case "watch":
+        handleWatch(req, res, kr, ctx, access);
+        return;
     }
-    case "watch":
-      handleWatch(req, res, kr, ctx, access);
-      return;
+  } catch (err) {
+    counted.failed(failedStatus(err));
+    throw err;
   }
+  counted.succeeded(start, performance.now());
 }
 
 /** A read from the local store; a V2Error (key not found) carries the store's index. */

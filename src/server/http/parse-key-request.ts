@@ -7,7 +7,7 @@ import { first, parseGoBool, parseGoUint64, type FormValues } from "./form.ts";
 
 export type KeyRequest =
   | { kind: "write"; request: V2Request; noValueOnSuccess: boolean }
-  | { kind: "get"; path: string; recursive: boolean; sorted: boolean; quorum: boolean; head: boolean }
+  | { kind: "get"; path: string; recursive: boolean; sorted: boolean; quorum: boolean; head: boolean; wait: boolean }
   | { kind: "watch"; path: string; recursive: boolean; stream: boolean; sinceIndex: number };
 
 function paramError(code: number, cause: string): V2Error {
@@ -97,7 +97,7 @@ export function parseKeyRequest(method: string, keyPath: string, form: FormValue
   if (method === "GET" || method === "HEAD") {
     // quorum wins over wait: etcd turns the request into a QGET that answers at once.
     if (wait && !quorum) return { kind: "watch", path: keyPath, recursive, stream, sinceIndex: waitIndex };
-    return { kind: "get", path: keyPath, recursive, sorted, quorum, head: method === "HEAD" };
+    return { kind: "get", path: keyPath, recursive, sorted, quorum, head: method === "HEAD", wait };
   }
 
   const request: V2Request = {

@@ -59,7 +59,8 @@ class Series<T> {
   #unlabelled: T | undefined;
 
   constructor(labelNames: readonly string[], init: () => T) {
-    this.#labelNames = labelNames;
+    // Sorted: client_golang orders a family's metrics by their label values taken in label name order.
+    this.#labelNames = [...labelNames].sort();
     this.#init = init;
   }
 
@@ -217,6 +218,18 @@ export class Histogram implements Family {
     if (i >= 0) s.counts[i] = (s.counts[i] ?? 0) + 1;
     s.sum += v;
     s.count++;
+  }
+
+  /** An observer of one series (WithLabelValues kept by the caller): no label key per event. Creates the series. */
+  observer(labels: LabelValues): (v: number) => void {
+    const s = this.#series.get(labels);
+    const buckets = this.buckets;
+    return (v) => {
+      const i = buckets.findIndex((b) => v <= b);
+      if (i >= 0) s.counts[i] = (s.counts[i] ?? 0) + 1;
+      s.sum += v;
+      s.count++;
+    };
   }
 
   count(labels: LabelValues = {}): number {

@@ -10,6 +10,7 @@ import type { ApplyResult } from "../apply.ts";
 import { v3ResultOf } from "../v3-results.ts";
 import type { RequestOp, TxnRequest, TxnResponse } from "../../store/v3/index.ts";
 import { Counter, Gauge, Histogram, exponentialBuckets } from "./registry.ts";
+import { V2HttpMetrics } from "./v2-http-metrics.ts";
 
 /** etcd's warnApplyDuration: an apply slower than this counts as slow. */
 export const SLOW_APPLY_MS = 100;
@@ -76,6 +77,8 @@ export class ServerMetrics {
    * keeps a series for each, 0 but for the current one (member-metrics.ts).
    */
   readonly clusterVersionsApplied = new Set<string>();
+  /** The v2 HTTP API's requests (the keys handler and the fast lane count them). */
+  readonly v2Http = new V2HttpMetrics();
 
   /** A proposal entered propose(); pair with proposalEnded. */
   proposalStarted(): void {
@@ -187,6 +190,7 @@ export class ServerMetrics {
       this.peerRoundTrip,
       this.grpcSentBytes,
       this.grpcReceivedBytes,
+      ...this.v2Http.families(),
     ];
   }
 }
