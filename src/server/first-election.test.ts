@@ -11,7 +11,7 @@ test("three members, all up: the lowest id campaigns; the others fast-forward on
   assert.deepEqual(firstElectionStep(at(10, [30])), { do: "campaign" });
   assert.deepEqual(firstElectionStep(at(20, [10])), { do: "advance", ticks: 5 });
   assert.deepEqual(firstElectionStep(at(20, [10, 30])), { do: "advance", ticks: 5 });
-  assert.deepEqual(firstElectionStep(at(20, [10, 30], 5)), { do: "wait" });
+  assert.deepEqual(firstElectionStep(at(20, [10, 30], 5)), { do: "hold" });
   assert.deepEqual(firstElectionStep(at(30, [])), { do: "wait" });
 });
 
@@ -28,7 +28,7 @@ test("probes over time: held back while the lowest id answers, the rest of the a
     if (step.do === "advance") elapsed += step.ticks;
     steps.push(step.do === "advance" ? `advance ${step.ticks}` : step.do);
   }
-  assert.deepEqual(steps, ["wait", "advance 5", "wait", "advance 3", "done"]);
+  assert.deepEqual(steps, ["wait", "advance 5", "hold", "advance 3", "done"]);
   assert.equal(elapsed, 8, "etcd's whole fast-forward in all");
 });
 
@@ -37,7 +37,8 @@ test("the clock is advanced TO the mark, counting the ticks it ran, never past i
   // past a randomized timeout of 10-13; to the mark it is 2 more.
   assert.deepEqual(firstElectionStep(at(20, [30], 6)), { do: "advance", ticks: 2 });
   assert.deepEqual(firstElectionStep(at(20, [10], 3)), { do: "advance", ticks: 2 });
-  assert.deepEqual(firstElectionStep(at(20, [10], 7)), { do: "wait" }, "past half already: nothing, still probing");
+  assert.deepEqual(firstElectionStep(at(20, [10], 7)), { do: "hold" }, "past half already: nothing, still probing");
+  assert.deepEqual(firstElectionStep(at(20, [], 7)), { do: "wait" }, "nobody answers: nothing yet");
   assert.deepEqual(firstElectionStep(at(20, [30], 9)), { do: "done" }, "past etcd's mark already: nothing");
   for (let elapsed = 0; elapsed < 20; elapsed++) {
     for (const up of [[10], [30], [10, 30]]) {

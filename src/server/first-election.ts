@@ -38,8 +38,12 @@ export function firstElectionMode(flags: { preVote: boolean; initialElectionTick
   return flags.preVote ? "advance-and-campaign" : "advance";
 }
 
-/** Campaign now; tick the election clock `ticks` more times now; probe again later; stop probing. */
-export type FirstElectionStep = { do: "campaign" } | { do: "advance"; ticks: number } | { do: "wait" } | { do: "done" };
+/**
+ * Campaign now; tick the election clock `ticks` more times now; probe again soon; hold back
+ * (probe again, but only to notice the lowest id going away: no hurry, and the probes cost
+ * CPU to members that are still starting); stop probing.
+ */
+export type FirstElectionStep = { do: "campaign" } | { do: "advance"; ticks: number } | { do: "wait" } | { do: "hold" } | { do: "done" };
 
 export interface FirstElectionState {
   memberId: number;
@@ -71,5 +75,7 @@ export function firstElectionStep(s: FirstElectionState): FirstElectionStep {
   if (target > s.elapsed) return { do: "advance", ticks: target - s.elapsed };
   // The lowest id probes until a quorum is up; one holding back probes on, to take the rest
   // of the advance if the lowest id goes away; the others are done once at etcd's mark.
-  return first || s.elapsed < whole ? { do: "wait" } : { do: "done" };
+  if (first) return { do: "wait" };
+  if (s.elapsed >= whole) return { do: "done" };
+  return holdBack ? { do: "hold" } : { do: "wait" };
 }

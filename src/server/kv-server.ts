@@ -470,7 +470,7 @@ export class KvServer {
         step = firstElectionStep({ ...state, elapsed: this.#ticksRun });
       }
       if (step.do === "done") return;
-      await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, step.do === "hold" ? Math.max(50, this.config.electionTimeout / 4) : 50));
     }
   }
 
