@@ -379,8 +379,9 @@ describe("--initial-election-tick-advance", () => {
     // (KvServer.start(), then the peer listener). Two of three (a quorum) can talk once the
     // second of them serves its peers; as in etcd, the advance applies from then. The first
     // campaign is counted from there, so a slow process start on a loaded machine does not
-    // count, nor a split vote after it (the lowest id's early campaign can meet a member
-    // whose advanced clock ran out at the same time; the retry then waits ticks again).
+    // count, nor a split vote after it (rare since the others hold back for the lowest id
+    // and advance to a mark rather than by a count, first-election.ts, but a member whose
+    // clock ran out on its own can still meet the lowest id's campaign).
     const serving = fast.members.map((m) => at(m, SERVING_PEERS, "served its peers")).sort((a, b) => a - b);
     const quorumTalks = serving[1]!;
     const firstCampaign = Math.min(...fast.members.map((m) => firstAt(m, CAMPAIGNS) ?? Infinity));
