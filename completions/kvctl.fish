@@ -183,7 +183,7 @@ complete -c kvctl -n '__fish_seen_subcommand_from serve' -l version -d 'print th
 
 # kvctl v3 (etcdctl v3's commands)
 complete -c kvctl -n __kvctl_no_command -f -a v3 -d 'etcdctl v3 commands through the v3 JSON gateway'
-set -l v3_cmds get range put del txn compaction compact watch lease user role auth alarm defrag snapshot
+set -l v3_cmds get range put del txn compaction compact watch lease user role auth alarm defrag snapshot endpoint member move-leader lock elect version
 complete -c kvctl -n "__fish_seen_subcommand_from v3; and not __fish_seen_subcommand_from $v3_cmds" -f -a "$v3_cmds"
 complete -c kvctl -n '__fish_seen_subcommand_from v3' -s w -l write-out -x -a 'simple json fields protobuf table' -d 'output format'
 complete -c kvctl -n '__fish_seen_subcommand_from v3' -l hex -d 'print byte strings as hex'
@@ -223,7 +223,7 @@ complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from role; and not __fish_seen_subcommand_from add delete get list grant-permission revoke-permission' -f -a 'add delete get list grant-permission revoke-permission'
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from auth' -f -a 'enable disable'
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from alarm; and not __fish_seen_subcommand_from list disarm' -f -a 'list disarm'
-complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from defrag' -l cluster -d 'use all endpoints from the cluster member list'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from defrag endpoint' -l cluster -d 'use all endpoints from the cluster member list'
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from snapshot; and not __fish_seen_subcommand_from save status restore' -f -a 'save status restore'
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from restore' -l name -x -d 'member name'
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from restore' -l data-dir -r -d 'new data directory'
@@ -231,3 +231,10 @@ complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from restore' -l initial-cluster-token -x -d 'initial cluster token'
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from restore' -l initial-advertise-peer-urls -x -d 'peer URLs to advertise'
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from restore' -l skip-hash-check -d 'ignore the sha256'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from endpoint; and not __fish_seen_subcommand_from health status hashkv' -f -a 'health status hashkv'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from hashkv' -l rev -x -d 'maximum revision to hash'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from member; and not __fish_seen_subcommand_from add remove update list promote' -f -a 'add remove update list promote'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from member; and __fish_seen_subcommand_from add update' -l peer-urls -x -d 'comma separated peer URLs'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from member; and __fish_seen_subcommand_from add' -l learner -d 'add as a raft learner'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from lock' -l ttl -x -d 'session TTL in seconds'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from elect' -s l -l listen -d 'observation mode'

@@ -238,6 +238,35 @@ export const v3Commands: readonly V3CommandSpec[] = [
   { name: "defrag", args: "", description: "Defragments the storage of the etcd members with given endpoints", flags: [
     { name: "cluster", type: "bool", description: "use all endpoints from the cluster member list" },
   ] },
+  { name: "endpoint", args: "<subcommand>", description: "Endpoint related commands", flags: [
+    { name: "cluster", type: "bool", description: "use all endpoints from the cluster member list" },
+  ], subcommands: [
+    { name: "health", args: "", description: "Checks the healthiness of endpoints specified in `--endpoints` flag", flags: [] },
+    { name: "status", args: "", description: "Prints out the status of endpoints specified in `--endpoints` flag", flags: [] },
+    { name: "hashkv", args: "", description: "Prints the KV history hash for each endpoint in --endpoints (needs gRPC: refused over the gateway)", flags: [
+      { name: "rev", type: "int", default: "0", description: "maximum revision to hash (default: all revisions)" },
+    ] },
+  ] },
+  { name: "member", args: "<subcommand>", description: "Membership related commands", flags: [], subcommands: [
+    { name: "add", args: "<memberName> [options]", description: "Adds a member into the cluster", flags: [
+      { name: "peer-urls", type: "string", default: "", description: "comma separated peer URLs for the new member." },
+      { name: "learner", type: "bool", description: "indicates if the new member is raft learner" },
+    ] },
+    { name: "remove", args: "<memberID>", description: "Removes a member from the cluster", flags: [] },
+    { name: "update", args: "<memberID> [options]", description: "Updates a member in the cluster", flags: [
+      { name: "peer-urls", type: "string", default: "", description: "comma separated peer URLs for the updated member." },
+    ] },
+    { name: "list", args: "", description: "Lists all members in the cluster", flags: [] },
+    { name: "promote", args: "<memberID>", description: "Promotes a non-voting member in the cluster", flags: [] },
+  ] },
+  { name: "move-leader", args: "<transferee-member-id>", description: "Transfers leadership to another etcd cluster member.", flags: [] },
+  { name: "lock", args: "<lockname> [exec-command arg1 arg2 ...]", description: "Acquires a named lock", flags: [
+    { name: "ttl", type: "int", default: "10", description: "timeout for session" },
+  ] },
+  { name: "elect", args: "<election-name> [proposal]", description: "Observes and participates in leader election", flags: [
+    { name: "listen", aliases: ["l"], type: "bool", description: "observation mode" },
+  ] },
+  { name: "version", args: "", description: "Prints the version of etcdctl", flags: [] },
   { name: "snapshot", args: "<subcommand>", description: "Manages etcd node snapshots", flags: [], subcommands: [
     { name: "save", args: "<filename>", description: "Stores an etcd node backend snapshot to a given file", flags: [] },
     { name: "restore", args: "<filename> [options]", description: "Restores an etcd member snapshot to an etcd directory (a kvctl data dir, offline)", flags: [
@@ -256,7 +285,7 @@ export const v3Commands: readonly V3CommandSpec[] = [
 export const v3Command: V3CommandSpec = {
   name: "v3",
   args: "<command>",
-  description: "etcdctl v3 commands through the v3 JSON gateway (put, get, del, txn, watch, lease, user, role, auth, alarm, defrag, snapshot …)",
+  description: "etcdctl v3 commands through the v3 JSON gateway (put, get, del, txn, watch, lease, user, role, auth, alarm, defrag, snapshot, endpoint, member, lock, elect …)",
   flags: v3Flags,
   subcommands: v3Commands,
 };

@@ -237,8 +237,9 @@ function envValue(env: NodeJS.ProcessEnv, name: string): string | undefined {
 export function parseV3Argv(argv: readonly string[], env: NodeJS.ProcessEnv, opts: { commandFlagsOnly?: boolean } = {}): V3Invocation {
   const { specs, positions } = findPath(argv);
   const tokens = argv.filter((_t, i) => !positions.includes(i));
-  const last = specs[specs.length - 1];
-  const parsed = parseFlags(tokens, last?.flags ?? [], opts.commandFlagsOnly !== true);
+  // A group's flags are cobra persistent flags of its subcommands (endpoint --cluster).
+  const own = specs.flatMap((s) => s.flags);
+  const parsed = parseFlags(tokens, own, opts.commandFlagsOnly !== true);
   const g: Record<string, V3FlagValue> = {};
   for (const f of v3Flags) {
     const given = parsed.globals[f.name];
@@ -246,7 +247,7 @@ export function parseV3Argv(argv: readonly string[], env: NodeJS.ProcessEnv, opt
     g[f.name] = convert(f, given ?? fromEnv, `--${f.name}`);
   }
   const flags: Record<string, V3FlagValue> = {};
-  for (const f of last?.flags ?? []) flags[f.name] = convert(f, parsed.flags[f.name], `--${f.name}`);
+  for (const f of own) flags[f.name] = convert(f, parsed.flags[f.name], `--${f.name}`);
   const str = (n: string): string | undefined => {
     const v = g[n];
     return typeof v === "string" && v !== "" ? v : undefined;

@@ -94,3 +94,12 @@ export function parseDecInt64(s: string): { ok: true; value: number } | { ok: fa
   }
   return { ok: true, value: Number(n) };
 }
+
+/** strconv.ParseUint(s, 16, 64) as a decimal string (member IDs), or the Go error text. */
+export function parseHexUint64(s: string): { ok: true; value: string } | { ok: false; error: string } {
+  const q = goQuote(Buffer.from(s));
+  if (!/^[0-9a-fA-F]+$/.test(s)) return { ok: false, error: `strconv.ParseUint: parsing ${q}: invalid syntax` };
+  const n = BigInt(`0x${s}`);
+  if (n > 0xffffffffffffffffn) return { ok: false, error: `strconv.ParseUint: parsing ${q}: value out of range` };
+  return { ok: true, value: n.toString() };
+}

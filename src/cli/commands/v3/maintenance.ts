@@ -6,17 +6,12 @@
 // (or, with --cluster, each member's client URLs), because defragmentation is per member:
 // a client that moved on to another endpoint would defragment the wrong database.
 
-import type { WireInt, WireHeader } from "../../../client/v3-types.ts";
 import { CliExit } from "../../exit-codes.ts";
 import type { Io } from "../../io.ts";
 import type { V3Invocation } from "./argv.ts";
 import { createV3Context, printOut, v3ErrorText, v3Fail, V3Exit, withV3Context, type V3Context } from "./context.ts";
+import { endpointsFromCluster } from "./cluster-endpoints.ts";
 import { alarmNumber, printAlarms, type WireAlarmResponse } from "./printers-maintenance.ts";
-
-interface WireMemberListResponse {
-  header?: WireHeader;
-  members?: { ID?: WireInt; name?: string; clientURLs?: string[] }[];
-}
 
 const alarmList = (ctx: V3Context): Promise<WireAlarmResponse> =>
   ctx.request((signal) => ctx.client.call<WireAlarmResponse>("/v3/maintenance/alarm", { action: "GET" }, { signal }));
@@ -33,25 +28,9 @@ async function alarmDisarm(ctx: V3Context): Promise<WireAlarmResponse> {
   return alarms.length === 0 ? {} : { alarms };
 }
 
-/** etcdctl's endpointsFromCluster: --endpoints, or every member's client URLs with --cluster. */
-async function defragEndpoints(inv: V3Invocation, io: Io): Promise<string[]> {
-  if (inv.flags["cluster"] !== true) return inv.globals.endpoints;
-  // MemberList needs no authentication: etcdctl does not ask for a password here.
-  const noAuth: V3Invocation = { ...inv, globals: { ...inv.globals, user: undefined, password: undefined } };
-  const ctx = await createV3Context(noAuth, io);
-  try {
-    const r = await ctx.request((signal) => ctx.client.call<WireMemberListResponse>("/v3/cluster/member/list", {}, { signal }), {
-      wrap: (m) => `failed to fetch endpoints from etcd cluster member list: ${m}`,
-    });
-    return (r.members ?? []).flatMap((m) => m.clientURLs ?? []);
-  } finally {
-    ctx.close();
-  }
-}
-
 async function defrag(inv: V3Invocation, io: Io): Promise<number> {
   let failures = 0;
-  for (const ep of await defragEndpoints(inv, io)) {
+  for (const ep of await endpointsFromCluster(inv, io)) {
     const ctx = await createV3Context({ ...inv, globals: { ...inv.globals, endpoints: [ep] } }, io);
     try {
       await ctx.request((signal) => ctx.client.call("/v3/maintenance/defragment", {}, { signal }));

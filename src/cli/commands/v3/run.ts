@@ -24,13 +24,19 @@ const loaders: Readonly<Record<string, () => Promise<V3Module>>> = {
   alarm: () => import("./maintenance.ts"),
   defrag: () => import("./maintenance.ts"),
   snapshot: () => import("./snapshot.ts"),
+  endpoint: () => import("./endpoint.ts"),
+  member: () => import("./member.ts"),
+  "move-leader": () => import("./move-leader.ts"),
+  lock: () => import("./lock.ts"),
+  elect: () => import("./elect.ts"),
+  version: () => import("./version.ts"),
 };
 
 /** Runs `kvctl v3 <argv>`; returns the exit code. */
 export async function runV3(argv: readonly string[], io: Io, env: NodeJS.ProcessEnv): Promise<number> {
   try {
     const inv = parseV3Argv(argv, env);
-    const needsSub = inv.path.length === 1 && ["lease", "user", "role", "auth", "alarm", "snapshot"].includes(inv.path[0] ?? "");
+    const needsSub = inv.path.length === 1 && ["lease", "user", "role", "auth", "alarm", "snapshot", "endpoint", "member"].includes(inv.path[0] ?? "");
     if (inv.help || inv.path.length === 0 || needsSub) {
       const { helpText } = await import("../../yargs-app.ts");
       io.stdout(await helpText(["v3", ...inv.path]));
