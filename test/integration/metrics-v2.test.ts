@@ -101,8 +101,13 @@ async function mix(url: string, p: string, headers: Record<string, string>): Pro
 test("etcd_http_*: etcd 3.4's counts for a known mix, the fast lane and the router alike, auth refusals uncounted", async () => {
   const srv = await startServer();
   after(() => srv.stop());
-  const before = httpSamples(await scrape(srv.url));
+  const start = await scrape(srv.url);
+  const before = httpSamples(start);
   assert.equal(before.size, 0, "no series before the first v2 request, as etcd");
+  const watchRequests = async (): Promise<number> => (await scrape(srv.url)).get("etcd_debugging_store_watch_requests_total")!.samples[0]!.value;
+  assert.equal(start.get("etcd_debugging_store_watch_requests_total")?.samples[0]?.value, 0);
+  // The v3 auth store's revision: 1 from the start, as etcd commits it.
+  assert.equal(start.get("etcd_debugging_auth_revision")?.samples[0]?.value, 1);
 
   // A long poll open across the scrapes counts nowhere.
   const port = Number(new URL(srv.url).port);
@@ -118,6 +123,9 @@ test("etcd_http_*: etcd 3.4's counts for a known mix, the fast lane and the rout
   assert.deepEqual(new Map([...two].sort()), new Map(PER_RUN.map(([k, v]) => [k, 2 * v] as [string, number]).sort()), "the router counts as the lane");
   poll.socket.destroy();
   await poll.closed;
+  // Watches taken by the v2 store, as etcd's watcher hub counts them: the long poll and each
+  // run's watch answered from history; the quorum GET with wait=true is no watch.
+  assert.equal(await watchRequests(), 3);
 
   // Timed in etcd's buckets, from 0.5 ms on; the sum is real time.
   const fam = (await scrape(srv.url)).get("etcd_http_successful_duration_seconds")!;

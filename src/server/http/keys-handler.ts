@@ -157,6 +157,7 @@ function handleWatch(
     ctx.watches.delete(res);
     if (!res.writableEnded) res.end();
   };
+  ctx.server.metrics.v2Http.storeWatchRequests.inc();
   // Throws V2Error 401 (history cleared) before anything is written: answered as an error.
   const watcher = ctx.server.store.watch(kr.path, { recursive: kr.recursive, stream: kr.stream, sinceIndex: kr.sinceIndex }, (ev) => {
     if (finished) return;

@@ -36,6 +36,7 @@ export interface MemberMetricsHost {
   readonly v3: Pick<V3KeySpace, "revision" | "compactRevision" | "range">;
   readonly watchHub: Pick<WatchHub, "size">;
   readonly store: Pick<V2Store, "statsJSON">;
+  readonly v3auth: { readonly authRevision: number };
   v3DbSizes(): { size: number; inUse: number };
 }
 
@@ -120,6 +121,8 @@ export class MemberMetrics {
         return s.getsSuccess > 0 ? [{ labels: { action: "get" }, value: s.getsSuccess }] : [];
       }),
     );
+    // etcd: auth/metrics.go, the v3 auth store's revision (1 from the start).
+    g("etcd_debugging_auth_revision", "The current revision of auth store.", () => kv.v3auth.authRevision);
     r.register(counterFunc("etcd_debugging_store_expires_total", "Total number of expired keys.", () => store().expireCount));
     g("etcd_debugging_store_watchers", "Count of currently active watchers.", () => store().watchers);
 

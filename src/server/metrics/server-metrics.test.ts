@@ -37,12 +37,22 @@ test("nested txns count their inner branch; read-only txns count their ranges", 
 
 test("slow applies, leases, proposals, disk latencies in seconds", () => {
   const m = new ServerMetrics();
-  m.applied(v3({ k: "leaseGrant", id: 1n, ttl: 5 }), ok(), SLOW_APPLY_MS + 1);
+  // The TTL observed is the one granted (the store raised 1 to its minimum), as etcd's lessor observes it.
+  m.applied(v3({ k: "leaseGrant", id: 1n, ttl: 1 }), ok({ revision: 1, id: 1n, ttl: 2 }), SLOW_APPLY_MS + 1);
+  m.applied(v3({ k: "leaseGrant", id: 2n, ttl: 100000 }), ok({ revision: 1, id: 2n, ttl: 100000 }), 1);
   m.applied(v3({ k: "leaseRevoke", id: 1n }), ok(), 1);
   m.applied({ t: "sync", m: 1, id: 1, time: 0 }, ok(), 2);
   assert.equal(m.slowApply.value(), 1);
-  assert.equal(m.leaseGranted.value(), 1);
+  assert.equal(m.leaseGranted.value(), 2);
   assert.equal(m.leaseRevoked.value(), 1);
+  assert.equal(m.leaseTtl.count(), 2);
+  const ttl = (suffix: string, le?: string): number | undefined => m.leaseTtl.samples().find((s) => s.suffix === suffix && s.labels["le"] === le)?.value;
+  assert.equal(ttl("_sum"), 100002);
+  assert.equal(ttl("_bucket", "1"), 0);
+  assert.equal(ttl("_bucket", "2"), 1);
+  assert.equal(ttl("_bucket", "65536"), 1);
+  assert.equal(ttl("_bucket", "131072"), 2);
+  assert.equal(ttl("_bucket", "8.388608e+06"), 2, "24 buckets: 1 s to 97 days");
   m.proposalStarted();
   m.proposalStarted();
   assert.equal(m.proposalsPending.value(), 2);

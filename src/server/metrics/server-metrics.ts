@@ -60,6 +60,8 @@ export class ServerMetrics {
   readonly leaseGranted = new Counter("etcd_debugging_lease_granted_total", "The total number of granted leases.");
   readonly leaseRevoked = new Counter("etcd_debugging_lease_revoked_total", "The total number of revoked leases.");
   readonly leaseRenewed = new Counter("etcd_debugging_lease_renewed_total", "The number of renewed leases seen by the leader.");
+  // etcd: lease/metrics.go, observed at the lessor's Grant with the TTL granted (after the minimum TTL); 1 s to 3 months.
+  readonly leaseTtl = new Histogram("etcd_debugging_lease_ttl_total", "Bucketed histogram of lease TTLs.", exponentialBuckets(1, 2, 24));
 
   // etcd: rafthttp/metrics.go; the round trip buckets are ExponentialBuckets(0.0001, 2, 16).
   readonly peerSentBytes = new Counter("etcd_network_peer_sent_bytes_total", "The total number of bytes sent to peers.", ["To"]);
@@ -139,6 +141,7 @@ export class ServerMetrics {
       }
       case "leaseGrant":
         this.leaseGranted.inc();
+        this.leaseTtl.observe(v3ResultOf(op, result).ttl);
         break;
       case "leaseRevoke":
         this.leaseRevoked.inc();
@@ -185,6 +188,7 @@ export class ServerMetrics {
       this.leaseGranted,
       this.leaseRevoked,
       this.leaseRenewed,
+      this.leaseTtl,
       this.peerSentBytes,
       this.peerReceivedBytes,
       this.peerRoundTrip,

@@ -44,6 +44,12 @@ export class V2HttpMetrics {
     exponentialBuckets(0.0005, 2, 13),
     ["method"],
   );
+  /**
+   * The v2 store's watch requests (etcd: v2store/metrics.go, counted as its watcher hub
+   * takes a watch, before the history is scanned: a refused one counts too). Counted by the
+   * keys handler, the only caller of the store's watch.
+   */
+  readonly storeWatchRequests = new Counter("etcd_debugging_store_watch_requests_total", "Total number of incoming watch requests (new or reestablished).");
   readonly #byMethod = new Map<string, V2MethodSeries>();
 
   /** The series of a method (as v2MetricMethod names it); created lazily, series and all, on first use. */
@@ -68,6 +74,6 @@ export class V2HttpMetrics {
   }
 
   families(): Array<Counter | Histogram> {
-    return [this.receivedTotal, this.failedTotal, this.successfulDuration];
+    return [this.receivedTotal, this.failedTotal, this.successfulDuration, this.storeWatchRequests];
   }
 }
