@@ -251,6 +251,8 @@ export class KvServer {
           this.#kick();
         },
         appliedIndex: () => this.#appliedIndex,
+        slowReadIndex: () => this.metrics.slowReadIndexes.inc(),
+        readIndexFailed: () => this.metrics.readIndexesFailed.inc(),
       },
       this.requestTimeoutMs,
     );

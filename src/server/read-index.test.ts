@@ -7,10 +7,18 @@ import { ReadIndexBatcher } from "./read-index.ts";
 function host() {
   const sent: string[] = [];
   let applied = 0;
+  // etcd_server_slow_read_indexes_total and etcd_server_read_indexes_failed_total.
+  const counts = { slow: 0, failed: 0 };
   return {
     sent,
+    counts,
     setApplied: (n: number) => (applied = n),
-    h: { requestReadIndex: (ctx: Uint8Array) => void sent.push(Buffer.from(ctx).toString()), appliedIndex: () => applied },
+    h: {
+      requestReadIndex: (ctx: Uint8Array) => void sent.push(Buffer.from(ctx).toString()),
+      appliedIndex: () => applied,
+      slowReadIndex: () => void counts.slow++,
+      readIndexFailed: () => void counts.failed++,
+    },
   };
 }
 
@@ -50,29 +58,32 @@ test("ReadIndexBatcher resolves a read only once the read index is applied", asy
 });
 
 test("ReadIndexBatcher re-sends an unanswered request and fails only at the deadline", async () => {
-  const { sent, h } = host();
+  const { sent, h, counts } = host();
   const b = new ReadIndexBatcher(h, 120, 30);
   const r = b.read();
   await assert.rejects(r, /request timed out/);
   assert.ok(sent.length >= 3, `expected retries, sent ${sent.join(",")}`);
+  assert.deepEqual(counts, { slow: 1, failed: 0 }, "a timed-out round is one slow read index; its re-sends are not");
 });
 
 test("ReadIndexBatcher ignores answers to superseded requests", async () => {
-  const { sent, h, setApplied } = host();
+  const { sent, h, setApplied, counts } = host();
   const b = new ReadIndexBatcher(h, 5000, 20);
   const r = b.read();
   await until(() => sent.length >= 2, "the request sent again");
   b.onReadState(3, Buffer.from("r1")); // a late answer to the first try: ignored
+  assert.equal(counts.slow, 1, "an ignored out-of-date answer is a slow read index, as etcd counts it");
   setApplied(100);
   b.release();
   b.onReadState(4, Buffer.from(sent.at(-1)!));
   b.release();
   await r;
+  assert.deepEqual(counts, { slow: 1, failed: 0 });
   b.failAll(new Error("stop"));
 });
 
 test("a new leader fails the unanswered round's reads that ask for it ('leader changed') and sends the others again", async () => {
-  const { sent, h, setApplied } = host();
+  const { sent, h, setApplied, counts } = host();
   const b = new ReadIndexBatcher(h, 5000, 1000);
   const answered = b.read({ failOnLeaderChange: true });
   const v3 = b.read({ failOnLeaderChange: true });
@@ -89,6 +100,7 @@ test("a new leader fails the unanswered round's reads that ask for it ('leader c
   await Promise.all([answered, v2, next]);
   b.leaderChanged(); // nothing in flight: nothing to do
   assert.deepEqual(sent, ["r1", "r2", "r3"]);
+  assert.deepEqual(counts, { slow: 0, failed: 1 }, "one failed read index: the round cut by the new leader");
 });
 
 test("a read that arrives while a round is sent again waits for the next round, and a new leader does not fail it", async () => {

@@ -27,6 +27,10 @@ export interface ReadIndexHost {
   /** Asks Raft for a read index; the answer comes back through onReadState. */
   requestReadIndex(ctx: Uint8Array): void;
   appliedIndex(): number;
+  /** A read state not for the round in flight was ignored, or a round timed out (etcd_server_slow_read_indexes_total). */
+  slowReadIndex?(): void;
+  /** A round in flight was cut by a new leader (etcd_server_read_indexes_failed_total). */
+  readIndexFailed?(): void;
 }
 
 /**
@@ -61,7 +65,11 @@ export class ReadIndexBatcher {
   /** A ReadState from Raft: `index` must be applied before the round's reads may run. */
   onReadState(index: number, ctx: Uint8Array): void {
     const f = this.#inFlight;
-    if (!f || f.ctx !== Buffer.from(ctx).toString()) return;
+    if (!f || f.ctx !== Buffer.from(ctx).toString()) {
+      // etcd's "ignored out-of-date read index response": an answer to a send already given up.
+      this.#host.slowReadIndex?.();
+      return;
+    }
     clearTimeout(f.timer);
     this.#inFlight = undefined;
     this.#awaitingApply.push({ index, batch: f.batch });
@@ -90,6 +98,7 @@ export class ReadIndexBatcher {
     if (!f) return;
     clearTimeout(f.timer);
     this.#inFlight = undefined;
+    this.#host.readIndexFailed?.();
     const again = f.batch.filter((r) => !r.failOnLeaderChange);
     for (const r of f.batch) if (r.failOnLeaderChange) r.reject(new LeaderChangedError());
     this.#pending = again.concat(this.#pending);
@@ -124,6 +133,7 @@ export class ReadIndexBatcher {
       if (this.#inFlight?.ctx !== ctx) return;
       this.#inFlight = undefined;
       if (Date.now() >= deadline) {
+        this.#host.slowReadIndex?.();
         for (const r of batch) r.reject(new ServerUnavailableError("etcdserver: request timed out"));
         this.#startRound();
       } else {

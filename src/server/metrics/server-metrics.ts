@@ -42,6 +42,12 @@ export class ServerMetrics {
     "etcd_server_heartbeat_send_failures_total",
     "The total number of leader heartbeat send failures (likely overloaded from slow disk).",
   );
+  // etcd: etcdserver/metrics.go, counted by its linearizable read loop (read-index.ts here).
+  readonly slowReadIndexes = new Counter(
+    "etcd_server_slow_read_indexes_total",
+    "The total number of pending read indexes not in sync with leader's or timed out read index requests.",
+  );
+  readonly readIndexesFailed = new Counter("etcd_server_read_indexes_failed_total", "The total number of failed read indexes seen.");
   readonly healthSuccess = new Counter("etcd_server_health_success", "The total number of successful health checks");
   readonly healthFailures = new Counter("etcd_server_health_failures", "The total number of failed health checks");
 
@@ -177,6 +183,8 @@ export class ServerMetrics {
       this.proposalsFailed,
       this.slowApply,
       this.heartbeatSendFailures,
+      this.slowReadIndexes,
+      this.readIndexesFailed,
       this.healthSuccess,
       this.healthFailures,
       this.walFsync,
