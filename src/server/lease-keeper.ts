@@ -82,6 +82,8 @@ export interface LeaseKeeperHost {
   readonly membership: Membership;
   readonly transport: { request(url: string, body: Uint8Array, timeoutMs: number): Promise<{ status: number; body: Buffer }> };
   propose(body: CommandBody): Promise<ApplyResult>;
+  /** etcd_debugging_server_lease_expired_total: expired leases this leader revoked. */
+  readonly metrics: { readonly leaseExpired: { inc(): void } };
 }
 
 /** Why a forwarded request is not served: this member does not lead, or is not the primary lessor yet. */
@@ -408,7 +410,9 @@ export class LeaseKeeper {
       const op: V3Op = { k: "leaseRevoke", id };
       this.#host.propose({ t: "v3", time: Date.now(), op }).then(
         (r) => {
-          if (!r.ok && !(r.error instanceof V3Error && r.error.code === V3Errors.leaseNotFound().code)) {
+          // Counted as etcd counts it: once the revocation applied (not for a lease already gone).
+          if (r.ok) this.#host.metrics.leaseExpired.inc();
+          else if (!(r.error instanceof V3Error && r.error.code === V3Errors.leaseNotFound().code)) {
             this.#log.warn("failed to revoke an expired lease", { leaseId: id.toString(16), error: r.error.message });
           }
         },

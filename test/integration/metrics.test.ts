@@ -165,6 +165,14 @@ test("one member: etcd's families, names, types and labels; counters move with w
     assert.ok(value(g, "etcd_network_client_grpc_sent_bytes_total") > 0);
   }
 
+  // A lease left to expire: the leader revokes it and counts it; its TTL is in the histogram.
+  assert.equal(value(after1, "etcd_debugging_server_lease_expired_total"), 0);
+  await v3(srv.url, "/v3/lease/grant", { TTL: 2 });
+  await until(async () => value(await scrape(srv.url), "etcd_debugging_server_lease_expired_total") === 1, 10_000, "the expired lease counted");
+  const leased = await scrape(srv.url);
+  assert.equal(value(leased, "etcd_debugging_lease_ttl_total", {}, "etcd_debugging_lease_ttl_total_sum"), 2);
+  assert.equal(value(leased, "etcd_debugging_lease_revoked_total"), 1);
+
   // --listen-metrics-urls: /metrics and /health, nothing else.
   const viaMetricsUrl = await scrape(metricsUrl);
   assert.equal(value(viaMetricsUrl, "etcd_server_has_leader"), 1);

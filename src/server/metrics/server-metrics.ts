@@ -66,6 +66,8 @@ export class ServerMetrics {
   readonly leaseGranted = new Counter("etcd_debugging_lease_granted_total", "The total number of granted leases.");
   readonly leaseRevoked = new Counter("etcd_debugging_lease_revoked_total", "The total number of revoked leases.");
   readonly leaseRenewed = new Counter("etcd_debugging_lease_renewed_total", "The number of renewed leases seen by the leader.");
+  /** etcd: etcdserver/metrics.go, counted by the leader once its revocation of an expired lease applied (lease-keeper.ts). */
+  readonly leaseExpired = new Counter("etcd_debugging_server_lease_expired_total", "The total number of expired leases.");
   // etcd: lease/metrics.go, observed at the lessor's Grant with the TTL granted (after the minimum TTL); 1 s to 3 months.
   readonly leaseTtl = new Histogram("etcd_debugging_lease_ttl_total", "Bucketed histogram of lease TTLs.", exponentialBuckets(1, 2, 24));
 
@@ -196,6 +198,7 @@ export class ServerMetrics {
       this.leaseGranted,
       this.leaseRevoked,
       this.leaseRenewed,
+      this.leaseExpired,
       this.leaseTtl,
       this.peerSentBytes,
       this.peerReceivedBytes,
