@@ -343,6 +343,8 @@ export class KvServer {
       proposals: () => this.#proposals,
       applyToRaft: (cc) => this.#node.applyConfChange(cc),
       removed: () => this.#removedFromCluster(),
+      isLeader: () => this.isLeader,
+      metrics: this.metrics,
     });
     this.#snapshots = new SnapshotFlow(
       {

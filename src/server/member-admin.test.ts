@@ -53,8 +53,9 @@ test("apply-time validation refuses what etcd's ValidateConfigurationChange refu
 });
 
 /** A MemberAdmin over a real membership, v2 store and Proposals; Raft is the list of what reaches it. */
-function member(memberId: number, membership: Membership) {
+function member(memberId: number, membership: Membership, opts: { leader?: boolean } = {}) {
   const store = new V2Store();
+  const metrics = new ServerMetrics();
   const proposed: ConfChange[] = [];
   const toRaft: ConfChange[] = [];
   const transport: string[] = [];
@@ -89,8 +90,10 @@ function member(memberId: number, membership: Membership) {
       return { voters: [], learners: [] };
     },
     removed: () => void removedSelf++,
+    isLeader: () => opts.leader === true,
+    metrics,
   });
-  return { admin, membership, store, proposed, toRaft, transport, removedSelf: () => removedSelf };
+  return { admin, membership, store, proposed, toRaft, transport, metrics, removedSelf: () => removedSelf };
 }
 
 test("two removals of one member both reach the log; the later one is refused on every member alike", async () => {
@@ -165,4 +168,19 @@ test("a new cluster's bootstrap entries (no context) apply to the members it sta
   assert.equal(m.store.index, before + 2);
   assert.deepEqual(m.toRaft.map((c) => c.nodeId), [0xa, 0xb]);
   assert.deepEqual(m.membership.list(), [a, b]);
+});
+
+test("a promotion counts in etcd_server_learner_promote_successes on the leader only, as etcd's leader counts it", async () => {
+  const leader = member(0xa, new Membership(1, [a, b, learner]), { leader: true });
+  const follower = member(0xb, new Membership(1, [a, b, learner]));
+  const done = follower.admin.promote(learner.id);
+  for (const m of [leader, follower]) for (const c of follower.proposed) m.admin.apply(c);
+  await done;
+  assert.equal(leader.metrics.learnerPromoteSuccesses.value(), 1);
+  assert.equal(follower.metrics.learnerPromoteSuccesses.value(), 0, "the follower that took the request does not count it");
+  // An add of a voter is no promotion.
+  const add = leader.admin.add(["http://127.0.0.1:2690"]);
+  for (const c of leader.proposed) leader.admin.apply(c);
+  await add;
+  assert.equal(leader.metrics.learnerPromoteSuccesses.value(), 1);
 });

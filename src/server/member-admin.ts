@@ -42,6 +42,10 @@ export interface MemberAdminHost {
   applyToRaft(cc: ConfChange): ConfState;
   /** This member is no longer part of the cluster. */
   removed(): void;
+  /** Whether this member leads now: a promotion it applies as leader is one etcd's leader counts. */
+  isLeader(): boolean;
+  /** etcd_server_learner_promote_successes. */
+  readonly metrics: { readonly learnerPromoteSuccesses: { inc(): void } };
 }
 
 const hex = (id: number): string => (Number.isFinite(id) ? id.toString(16) : String(id));
@@ -178,6 +182,9 @@ export class MemberAdmin {
           // A promotion (validated above): the member as the membership has it, now a voter.
           const { isLearner: _learner, ...voter } = existing;
           membership.add(voter);
+          // etcd counts a promotion on the leader, whose PromoteMember returns once it applied
+          // (a follower forwards the request there); here the leader counts it as it applies it.
+          if (host.isLeader()) host.metrics.learnerPromoteSuccesses.inc();
         } else if (existing === undefined && ctx?.member) {
           membership.add(ctx.member);
           if (cc.nodeId !== host.memberId) host.transport().addPeer(cc.nodeId, ctx.member.peerUrls);

@@ -48,6 +48,11 @@ export class ServerMetrics {
     "The total number of pending read indexes not in sync with leader's or timed out read index requests.",
   );
   readonly readIndexesFailed = new Counter("etcd_server_read_indexes_failed_total", "The total number of failed read indexes seen.");
+  /** etcd: etcdserver/metrics.go; counted by the leader as it applies a promotion (member-admin.ts). */
+  readonly learnerPromoteSuccesses = new Counter(
+    "etcd_server_learner_promote_successes",
+    "The total number of successful learner promotions while this member is leader.",
+  );
   readonly healthSuccess = new Counter("etcd_server_health_success", "The total number of successful health checks");
   readonly healthFailures = new Counter("etcd_server_health_failures", "The total number of failed health checks");
 
@@ -187,6 +192,7 @@ export class ServerMetrics {
       this.heartbeatSendFailures,
       this.slowReadIndexes,
       this.readIndexesFailed,
+      this.learnerPromoteSuccesses,
       this.healthSuccess,
       this.healthFailures,
       this.walFsync,
