@@ -53,6 +53,12 @@ export class ServerMetrics {
     "etcd_server_learner_promote_successes",
     "The total number of successful learner promotions while this member is leader.",
   );
+  /** etcd: etcdserver/metrics.go; a refused promotion, by etcd's error text, on the leader that refused it (member-admin.ts). */
+  readonly learnerPromoteFailures = new Counter(
+    "etcd_server_learner_promote_failures",
+    "The total number of failed learner promotions (likely learner not ready) while this member is leader.",
+    ["Reason"],
+  );
   readonly healthSuccess = new Counter("etcd_server_health_success", "The total number of successful health checks");
   readonly healthFailures = new Counter("etcd_server_health_failures", "The total number of failed health checks");
 
@@ -193,6 +199,7 @@ export class ServerMetrics {
       this.slowReadIndexes,
       this.readIndexesFailed,
       this.learnerPromoteSuccesses,
+      this.learnerPromoteFailures,
       this.healthSuccess,
       this.healthFailures,
       this.walFsync,
