@@ -12,6 +12,7 @@
 //   cluster IDs are decimal strings (uint64 as the gateway prints them);
 // - the response header is `header(result revision)`; a result revision of 0 or none means
 //   "the current revision" (etcd's header.fill).
+import type { WatchStreamCounts } from "../metrics/watch-metrics.ts";
 import type {
   CompactionRequest,
   DeleteRangeRequest,
@@ -212,4 +213,6 @@ export interface V3GatewayContext {
   streamBufferBytes?: number;
   /** Open stream responses (watch, keepalive, snapshot), so shutdown can end them. */
   streams?: Set<ServerResponse>;
+  /** The member's watch families (etcd_debugging_mvcc_watch_stream_total and the rest). */
+  watchMetrics?: WatchStreamCounts;
 }

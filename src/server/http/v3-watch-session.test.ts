@@ -9,6 +9,7 @@ import { putReq } from "../../store/v3/v3.test-helper.ts";
 import type { V3GatewayContext, V3Header } from "./v3-backend.ts";
 import { FakeV3Backend } from "./v3-fake-backend.test-helper.ts";
 import type { WatchCreateMsg } from "./v3-decode.ts";
+import { WatchMetrics } from "../metrics/watch-metrics.ts";
 import { DUPLICATE_WATCH_ID, WatchSession, slowReaderReason, type WatchControl, type WatchWire } from "./v3-watch-session.ts";
 
 type Sent = { control: WatchControl } | { events: { revision: number; watchId: number; events: readonly V3Event[]; fragment: boolean } };
@@ -285,4 +286,57 @@ test("a catch-up step with the wire over its limit pauses the watcher until the 
   const revs = wire.sent.flatMap((s) => ("events" in s ? s.events.events.map((e) => e.kv.modRevision) : []));
   assert.deepEqual(revs, [2, 1002, 2002]);
   session.close();
+});
+
+test("watch counts: the stream open until closed, events once as taken, pending while held for created, a compacted watcher until canceled", async () => {
+  const metrics = new WatchMetrics();
+  const backend = new FakeV3Backend();
+  const wire = new RecordingWire();
+  const session = new WatchSession({ backend, maxRequestBytes: 1 << 20, maxTxnOps: 128, streamBufferBytes: 1000, watchMetrics: metrics }, { token: undefined }, wire);
+  const counts = (): number[] => [metrics.streams, metrics.events.value(), metrics.pending, metrics.compacted];
+  assert.deepEqual(counts(), [1, 0, 0, 0]);
+  await put(backend, "a", "1");
+  await put(backend, "a", "2");
+  // The registration waits: the replayed events are held for `created`, pending until it goes out.
+  let open: () => void = () => {};
+  const gate = new Promise<void>((r) => (open = r));
+  const watch = backend.watch.bind(backend);
+  backend.watch = async (...args) => {
+    const reg = await watch(...args);
+    await gate;
+    return reg;
+  };
+  session.enqueue(create("a", { startRevision: 1 }));
+  await flush();
+  assert.deepEqual(counts(), [1, 2, 2, 0]);
+  open();
+  await flush();
+  assert.deepEqual(counts(), [1, 2, 0, 0]);
+  await put(backend, "a", "3");
+  await put(backend, "b", "1");
+  assert.deepEqual(counts(), [1, 3, 0, 0], "a live event counts once; one no watcher takes counts nothing");
+  backend.compactRevision = 2;
+  session.enqueue(create("a", { startRevision: 1 }));
+  await flush();
+  assert.deepEqual(counts(), [1, 3, 0, 1]);
+  session.enqueue({ cancel: 1 });
+  await flush();
+  assert.deepEqual(counts(), [1, 3, 0, 0]);
+  // Held events of a create in flight are dropped with the stream: no longer pending.
+  let open2: () => void = () => {};
+  const gate2 = new Promise<void>((r) => (open2 = r));
+  backend.watch = async (...args) => {
+    const reg = await watch(...args);
+    await gate2;
+    return reg;
+  };
+  session.enqueue(create("a", { startRevision: 3 })); // a=2 (revision 3) and a=3 (4) replayed
+  await flush();
+  assert.deepEqual(counts(), [1, 5, 2, 0]);
+  session.close();
+  session.close();
+  assert.deepEqual(counts(), [0, 5, 0, 0]);
+  open2();
+  await flush();
+  assert.deepEqual(counts(), [0, 5, 0, 0]);
 });

@@ -44,6 +44,7 @@ import type { V3CallContext, V3GatewayContext, V3Header, V3WatchRegistration } f
 import type { WatchCreateMsg, WatchRequestMsg } from "./v3-decode.ts";
 import { eventSize, varintLen } from "./v3-proto-size.ts";
 import { catchUpQueue, type CatchUpQueue } from "./catch-up-queue.ts";
+import type { WatchStreamCounts } from "../metrics/watch-metrics.ts";
 
 export const DEFAULT_STREAM_BUFFER_BYTES = 8 << 20;
 
@@ -120,9 +121,10 @@ interface Watcher {
   readonly fragment: boolean;
   /** Set once the backend registered it; undefined while in flight. */
   reg: V3WatchRegistration | undefined;
-  /** Messages the hub delivered before `created` went out, and their events' bytes. */
+  /** Messages the hub delivered before `created` went out, their events' bytes and count. */
   held: WatchMessage[] | undefined;
   heldBytes: number;
+  heldEvents: number;
   /** Its sink refused events: the hub holds it until `reg.resume()`. */
   paused: boolean;
   /** The hub sent its final message (compaction): the ID stays taken until canceled, as in etcd. */
@@ -145,6 +147,7 @@ export class WatchSession {
   /** A progress request waits for every watcher to catch up. */
   #progressDeferred = false;
   readonly #steps: Pick<CatchUpQueue, "push">;
+  readonly #counts: WatchStreamCounts | undefined;
 
   constructor(gw: V3GatewayContext, ctx: V3CallContext, wire: WatchWire, opts: { steps?: Pick<CatchUpQueue, "push"> } = {}) {
     this.#gw = gw;
@@ -152,6 +155,8 @@ export class WatchSession {
     this.#wire = wire;
     this.#limit = gw.streamBufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES;
     this.#steps = opts.steps ?? catchUpQueue;
+    this.#counts = gw.watchMetrics;
+    this.#counts?.streamOpened();
   }
 
   /** Watchers currently registered (tests, metrics). */
@@ -179,8 +184,12 @@ export class WatchSession {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    for (const w of this.#watchers.values()) w.reg?.cancel();
+    for (const w of this.#watchers.values()) {
+      w.reg?.cancel();
+      this.#forget(w);
+    }
     this.#watchers.clear();
+    this.#counts?.streamClosed();
   }
 
   async #handle(msg: WatchRequestMsg): Promise<void> {
@@ -206,7 +215,7 @@ export class WatchSession {
       this.#control({ header: backend.header(), watchId: -1, created: true, canceled: true, cancelReason: DUPLICATE_WATCH_ID });
       return;
     }
-    const w: Watcher = { id, fragment: m.fragment, reg: undefined, held: [], heldBytes: 0, paused: false, done: false, stepping: false };
+    const w: Watcher = { id, fragment: m.fragment, reg: undefined, held: [], heldBytes: 0, heldEvents: 0, paused: false, done: false, stepping: false };
     this.#watchers.set(id, w);
     if (auto) this.#nextId++;
     let reg: V3WatchRegistration;
@@ -214,6 +223,7 @@ export class WatchSession {
       reg = await backend.watch(m.create, { send: (msg) => this.#onMessage(w, msg), more: () => this.#onMore(w) }, this.#ctx);
     } catch (err) {
       // Refused before anything was registered: the ID is not used up (etcd checks first).
+      if (this.#watchers.get(id) === w) this.#forget(w);
       this.#watchers.delete(id);
       if (auto) this.#nextId = id;
       this.#control({ header: backend.header(), watchId: -1, created: true, canceled: true, cancelReason: refusedWatchReason(err) });
@@ -221,12 +231,14 @@ export class WatchSession {
     }
     if (this.#closed || this.#watchers.get(id) !== w) {
       reg.cancel();
-      return;
+      return; // close() or #cancel() forgot w
     }
     w.reg = reg;
     this.#control({ header: backend.header(), watchId: id, created: true });
     const held = w.held ?? [];
     w.held = undefined;
+    this.#counts?.pendingChanged(-w.heldEvents);
+    w.heldEvents = 0;
     for (const msg of held) if (this.#watchers.get(id) === w) this.#deliver(w, msg);
     if (w.paused) this.#waitDrain();
     else if (w.stepping) this.#steps.push(() => this.#step(w));
@@ -236,6 +248,7 @@ export class WatchSession {
     const w = this.#watchers.get(id);
     if (w === undefined) return; // etcd: an unknown ID gets no answer
     w.reg?.cancel();
+    this.#forget(w);
     this.#watchers.delete(id);
     this.#control({ header: this.#gw.backend.header(), watchId: id, canceled: true });
     this.#answerProgress();
@@ -290,6 +303,11 @@ export class WatchSession {
       }
       w.held.push(msg);
       w.heldBytes += bytes;
+      if (events) {
+        w.heldEvents += msg.events.length;
+        this.#counts?.eventsTaken(msg.events.length);
+        this.#counts?.pendingChanged(msg.events.length);
+      }
       return true;
     }
     if (msg.canceled !== true && this.#full()) {
@@ -299,8 +317,20 @@ export class WatchSession {
       this.#waitDrain();
       return false;
     }
+    if (events) this.#counts?.eventsTaken(msg.events.length);
     this.#deliver(w, msg);
     return true;
+  }
+
+  /**
+   * `w` leaves the stream: what it held for `created` is dropped (etcd counts such events
+   * as received when its stream closes: eventsTaken already did), and a compacted one no
+   * longer counts as a watcher.
+   */
+  #forget(w: Watcher): void {
+    this.#counts?.pendingChanged(-w.heldEvents);
+    w.heldEvents = 0;
+    if (w.done) this.#counts?.compactedHeld(-1);
   }
 
   /** Events must wait: the stream, or the connection it shares, holds too much unsent. */
@@ -337,6 +367,7 @@ export class WatchSession {
     if (msg.canceled === true) {
       // etcd's compaction answer has no header revision (the response's Revision is 0).
       w.done = true;
+      this.#counts?.compactedHeld(1);
       const header = { ...this.#gw.backend.header(msg.revision), revision: 0 };
       this.#control({ header, watchId: w.id, canceled: true, compactRevision: msg.compactRevision ?? 0 });
       return;

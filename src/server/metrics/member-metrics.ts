@@ -34,8 +34,8 @@ export interface MemberMetricsHost {
   readonly stats: Pick<ServerStats, "leaderChanges">;
   readonly membership: Pick<Membership, "get" | "version">;
   readonly v3: Pick<V3KeySpace, "revision" | "compactRevision" | "range">;
-  readonly watchHub: Pick<WatchHub, "size">;
-  readonly store: Pick<V2Store, "statsJSON">;
+  readonly watchHub: Pick<WatchHub, "size" | "behind">;
+  readonly store: Pick<V2Store, "statsJSON" | "reads">;
   readonly v3auth: { readonly authRevision: number };
   v3DbSizes(): { size: number; inUse: number };
 }
@@ -89,7 +89,11 @@ export class MemberMetrics {
     g("etcd_debugging_mvcc_keys_total", "Total number of keys.", () => this.#keyCount());
     g("etcd_debugging_mvcc_current_revision", "The current revision of store.", () => kv.v3.revision);
     g("etcd_debugging_mvcc_compact_revision", "The revision of the last compaction in store.", () => kv.v3.compactRevision);
-    g("etcd_debugging_mvcc_watcher_total", "Total number of watchers.", () => kv.watchHub.size);
+    // watch-metrics.ts says how each of these follows etcd's count.
+    g("etcd_debugging_mvcc_watch_stream_total", "Total number of watch streams.", () => m.watch.streams);
+    g("etcd_debugging_mvcc_watcher_total", "Total number of watchers.", () => kv.watchHub.size + m.watch.compacted);
+    g("etcd_debugging_mvcc_slow_watcher_total", "Total number of unsynced slow watchers.", () => kv.watchHub.behind);
+    g("etcd_debugging_mvcc_pending_events_total", "Total number of pending events to be sent.", () => m.watch.pending);
     // etcd counts the same operations twice, under the debugging names too.
     for (const [c, name] of [
       [m.mvccPut, "etcd_debugging_mvcc_put_total"],
@@ -116,9 +120,13 @@ export class MemberMetrics {
       }),
     );
     r.register(
+      // As etcd's store Get counts them: failed gets too, a recursive one under its own label.
       counterFunc("etcd_debugging_store_reads_total", "Total number of reads action by (get/getRecursive), local to this member.", () => {
-        const s = store();
-        return s.getsSuccess > 0 ? [{ labels: { action: "get" }, value: s.getsSuccess }] : [];
+        const r = kv.store.reads();
+        return [
+          { labels: { action: "get" }, value: r.get },
+          { labels: { action: "getRecursive" }, value: r.getRecursive },
+        ].filter((x) => x.value > 0);
       }),
     );
     // etcd: auth/metrics.go, the v3 auth store's revision (1 from the start).

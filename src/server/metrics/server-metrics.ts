@@ -11,6 +11,7 @@ import { v3ResultOf } from "../v3-results.ts";
 import type { RequestOp, TxnRequest, TxnResponse } from "../../store/v3/index.ts";
 import { Counter, Gauge, Histogram, exponentialBuckets } from "./registry.ts";
 import { V2HttpMetrics } from "./v2-http-metrics.ts";
+import { WatchMetrics } from "./watch-metrics.ts";
 
 /** etcd's warnApplyDuration: an apply slower than this counts as slow. */
 export const SLOW_APPLY_MS = 100;
@@ -35,6 +36,8 @@ function countTxn(req: TxnRequest, res: TxnResponse | undefined): { ranges: numb
 }
 
 export class ServerMetrics {
+  /** The v3 watch streams' counts (watch-metrics.ts), kept by the streams of both transports. */
+  readonly watch = new WatchMetrics();
   readonly proposalsPending = new Gauge("etcd_server_proposals_pending", "The current number of pending proposals to commit.");
   readonly proposalsFailed = new Counter("etcd_server_proposals_failed_total", "The total number of failed proposals seen.");
   readonly slowApply = new Counter("etcd_server_slow_apply_total", "The total number of slow apply requests (likely overloaded from slow disk).");
@@ -219,6 +222,7 @@ export class ServerMetrics {
       this.grpcSentBytes,
       this.grpcReceivedBytes,
       ...this.v2Http.families(),
+      this.watch.events,
     ];
   }
 }

@@ -84,3 +84,15 @@ test("stats render in etcd's field order and start at zero", () => {
     '{"getsSuccess":0,"getsFail":0,"setsSuccess":0,"setsFail":0,"deleteSuccess":0,"deleteFail":0,"updateSuccess":0,"updateFail":0,"createSuccess":0,"createFail":0,"compareAndSwapSuccess":0,"compareAndSwapFail":0,"compareAndDeleteSuccess":0,"compareAndDeleteFail":0,"expireCount":0,"watchers":0}',
   );
 });
+
+test("reads count gets by kind, failed ones included (etcd_debugging_store_reads_total)", () => {
+  const s = seeded();
+  assert.deepEqual({ ...s.reads() }, { get: 0, getRecursive: 0 });
+  s.get("/f", {}, T0);
+  assert.throws(() => s.get("/nope", {}, T0));
+  s.get("/d", { recursive: true }, T0);
+  assert.throws(() => s.get("/nope", { recursive: true }, T0));
+  s.get("/d", { recursive: false }, T0);
+  s.countGet(true);
+  assert.deepEqual({ ...s.reads() }, { get: 4, getRecursive: 2 });
+});

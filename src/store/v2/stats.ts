@@ -28,6 +28,17 @@ export class V2Stats {
     this.#c[counter]++;
   }
 
+  /**
+   * Gets by kind, failed ones included (etcd's etcd_debugging_store_reads_total{action},
+   * which its store's Get counts on success and failure alike).
+   */
+  readonly reads = { get: 0, getRecursive: 0 };
+
+  read(recursive: boolean): void {
+    if (recursive) this.reads.getRecursive++;
+    else this.reads.get++;
+  }
+
   /** The wire object, in etcd's field order; `watchers` is a gauge read from the hub. */
   toJSON(watchers: number): V2StoreStatsJSON {
     const c = this.#c;

@@ -79,6 +79,7 @@ export class V2Store {
   }
 
   get(path: string, opts: { recursive?: boolean | undefined; sorted?: boolean | undefined }, now: number): V2Event {
+    this.#stats.read(opts.recursive === true);
     const found = this.#lookup(cleanPath(path));
     if (!(found instanceof V2Node)) this.#fail("getsFail", this.#error(found));
     const stale = this.#staleOnPath(found, now);
@@ -283,8 +284,14 @@ export class V2Store {
   }
 
   /** Counts a get the server answered itself (e.g. a HEAD or quorum GET not run here). */
-  countGet(ok: boolean): void {
+  countGet(ok: boolean, recursive = false): void {
+    this.#stats.read(recursive);
     this.#stats.inc(ok ? "getsSuccess" : "getsFail");
+  }
+
+  /** Gets by kind, failed ones included (etcd_debugging_store_reads_total). */
+  reads(): { readonly get: number; readonly getRecursive: number } {
+    return this.#stats.reads;
   }
 
   /**

@@ -380,11 +380,13 @@ test("a sink that refuses pauses its watcher; resume catches it up from the stor
   apply(store.txn(txnReq({ success: [opPut("k", "d"), opPut("other", "x")] }))); // 5
   assert.equal(r.state.refused, 1);
   assert.equal(hub.isPaused(req.id), true);
+  assert.equal(hub.behind, 1, "a paused watcher is behind (etcd's slow_watcher_total)");
   hub.progress(store.revision); // a paused watcher is behind: no progress
   assert.equal(hub.resume(req.id + 1000), false);
   r.state.full = false;
   assert.equal(hub.resume(req.id), true);
   assert.equal(hub.resume(req.id), false, "not paused any more");
+  assert.equal(hub.behind, 0);
   apply(store.put(putReq("k", "e"))); // 6: live again
   assert.deepEqual(r.lines(), ["2: PUT k=a", "5: PUT k=b PUT k=c PUT k=d", "6: PUT k=e"]);
 });
@@ -485,6 +487,7 @@ test("a sink with more() is caught up in steps of at most catchUpStepRevisions s
   assert.equal(more, 1, "the first step ended at its budget");
   assert.equal(scanned(), step);
   assert.equal(hub.isPaused(req.id), true);
+  assert.equal(hub.behind, 1, "catching up is behind (etcd's unsynced group)");
   // Live writes while it catches up: the matching one must come after the replay, once.
   apply(store.put(putReq("idle/live1", "L1"))); // 9002
   hub.progress(store.revision); // still catching up: no progress
@@ -501,6 +504,7 @@ test("a sink with more() is caught up in steps of at most catchUpStepRevisions s
     if (steps === 3) apply(store.put(putReq("idle/live2", "L2")));
   }
   assert.equal(steps, Math.ceil(store.revision / step));
+  assert.equal(hub.behind, 0, "caught up: synced");
   apply(store.put(putReq("idle/live3", "L3")));
   const keys = msgs.flatMap((m) => m.events.map((e) => `${e.kv.modRevision}:${e.kv.key}`));
   // The i-th put is revision i + 2 (the store begins at revision 1).

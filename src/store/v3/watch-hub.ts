@@ -136,6 +136,16 @@ export class WatchHub {
     return this.#watchers.size;
   }
 
+  /**
+   * Watchers held behind: catching up from history, or paused by their sink (etcd's
+   * unsynced watchers and victims, its slow_watcher_total). Walks the watchers: for scrapes.
+   */
+  get behind(): number {
+    let n = 0;
+    for (const w of this.#watchers.values()) if (w.paused) n++;
+    return n;
+  }
+
   has(id: number): boolean {
     return this.#watchers.has(id);
   }

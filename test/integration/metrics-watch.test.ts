@@ -1,0 +1,239 @@
+// The v3 watch families (etcd_debugging_mvcc_watch_stream_total, watcher_total,
+// events_total, pending_events_total, slow_watcher_total) and the v2 store's
+// etcd_debugging_store_reads_total after a known sequence. The expected values were taken
+// from etcd 3.4.23 (`etcd --enable-v2=true`, one member) given the same requests: run this
+// file with KVCTL_TEST_SERVER=etcd to see them again. A gRPC stream (raw HTTP/2) and a
+// gateway stream (POST /v3/watch) each count as a watch stream; a watcher whose start
+// revision was compacted counts until it is canceled; events count once each as they reach
+// a client; gets count failed ones too, a recursive one under getRecursive (a quorum GET
+// and a HEAD are gets).
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import http from "node:http";
+import http2 from "node:http2";
+import { startServer } from "../helpers/server.ts";
+import { agent, gatewayPost, http as httpReq, until } from "../helpers/http.ts";
+import { parseExposition } from "../helpers/prometheus.ts";
+
+after(() => agent.destroy());
+
+const againstEtcd = process.env["KVCTL_TEST_SERVER"] === "etcd";
+const b64 = (s: string): string => Buffer.from(s).toString("base64");
+
+async function values(url: string): Promise<Map<string, number>> {
+  const res = await fetch(`${url}/metrics`);
+  assert.equal(res.status, 200);
+  const out = new Map<string, number>();
+  for (const [name, fam] of parseExposition(await res.text())) {
+    if (!name.startsWith("etcd_debugging_mvcc_") && name !== "etcd_debugging_store_reads_total") continue;
+    for (const s of fam.samples) out.set(s.labels["action"] === undefined ? s.name : `${s.name}{${s.labels["action"]}}`, s.value);
+  }
+  return out;
+}
+
+function watchFamilies(v: Map<string, number>): Record<string, number | undefined> {
+  return {
+    streams: v.get("etcd_debugging_mvcc_watch_stream_total"),
+    watchers: v.get("etcd_debugging_mvcc_watcher_total"),
+    slow: v.get("etcd_debugging_mvcc_slow_watcher_total"),
+    pending: v.get("etcd_debugging_mvcc_pending_events_total"),
+    events: v.get("etcd_debugging_mvcc_events_total"),
+  };
+}
+
+// --- protobuf, only what a WatchRequest / WatchResponse needs -------------------------
+
+function varint(n: number): number[] {
+  const out: number[] = [];
+  while (n > 0x7f) {
+    out.push((n & 0x7f) | 0x80);
+    n = Math.floor(n / 128);
+  }
+  out.push(n);
+  return out;
+}
+
+function field(no: number, bytes: number[] | Buffer): number[] {
+  return [...varint((no << 3) | 2), ...varint(bytes.length), ...bytes];
+}
+
+function varintField(no: number, n: number): number[] {
+  return [...varint(no << 3), ...varint(n)];
+}
+
+/** WatchRequest{create_request{key, start_revision}} or {cancel_request{watch_id}}. */
+function createRequest(key: string, startRevision = 0): Buffer {
+  const create = [...field(1, Buffer.from(key)), ...(startRevision > 0 ? varintField(3, startRevision) : [])];
+  return Buffer.from(field(1, create));
+}
+
+function cancelRequest(watchId: number): Buffer {
+  return Buffer.from(field(2, varintField(1, watchId)));
+}
+
+interface WatchResponse {
+  watchId: number;
+  created: boolean;
+  canceled: boolean;
+  events: number;
+}
+
+function decodeResponse(b: Buffer): WatchResponse {
+  const r: WatchResponse = { watchId: 0, created: false, canceled: false, events: 0 };
+  let i = 0;
+  const readVarint = (): number => {
+    let n = 0;
+    let mul = 1;
+    for (;;) {
+      const byte = b[i++]!;
+      n += (byte & 0x7f) * mul;
+      if ((byte & 0x80) === 0) return n;
+      mul *= 128;
+    }
+  };
+  while (i < b.length) {
+    const tag = readVarint();
+    const no = tag >> 3;
+    if ((tag & 7) === 0) {
+      const v = readVarint();
+      if (no === 2) r.watchId = v;
+      if (no === 3) r.created = v === 1;
+      if (no === 4) r.canceled = v === 1;
+    } else {
+      const len = readVarint();
+      if (no === 11) r.events++;
+      i += len;
+    }
+  }
+  return r;
+}
+
+/** A gRPC Watch stream over HTTP/2: requests framed in, responses decoded. */
+function grpcWatch(url: string): { responses: WatchResponse[]; send(msg: Buffer): void; close(): void } {
+  const session = http2.connect(url);
+  session.on("error", () => undefined);
+  const stream = session.request({ ":method": "POST", ":path": "/etcdserverpb.Watch/Watch", "content-type": "application/grpc", te: "trailers" });
+  stream.on("error", () => undefined);
+  const responses: WatchResponse[] = [];
+  let buf = Buffer.alloc(0);
+  stream.on("data", (chunk: Buffer) => {
+    buf = Buffer.concat([buf, chunk]);
+    while (buf.length >= 5 && buf.length >= 5 + buf.readUInt32BE(1)) {
+      const len = buf.readUInt32BE(1);
+      responses.push(decodeResponse(buf.subarray(5, 5 + len)));
+      buf = buf.subarray(5 + len);
+    }
+  });
+  return {
+    responses,
+    send(msg) {
+      const head = Buffer.alloc(5);
+      head.writeUInt32BE(msg.length, 1);
+      stream.write(Buffer.concat([head, msg]));
+    },
+    close() {
+      stream.close(http2.constants.NGHTTP2_CANCEL);
+      session.close();
+    },
+  };
+}
+
+/** A gateway watch stream: `{"result":...}` lines kept. */
+function gatewayWatch(url: string, key: string): { results: Array<Record<string, unknown>>; close(): void } {
+  const results: Array<Record<string, unknown>> = [];
+  const req = http.request(`${url}/v3/watch`, { method: "POST" });
+  let buf = "";
+  req.on("response", (res) => {
+    res.setEncoding("utf8");
+    res.on("data", (chunk: string) => {
+      buf += chunk;
+      let nl: number;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, nl).trim();
+        buf = buf.slice(nl + 1);
+        if (line !== "") results.push((JSON.parse(line) as { result: Record<string, unknown> }).result);
+      }
+    });
+  });
+  req.on("error", () => undefined);
+  // The whole body (etcd's gateway reads a request whole before it opens the stream); the
+  // stream stays open after the client's side ends, in etcd and kvctl alike.
+  req.end(JSON.stringify({ create_request: { key: b64(key) } }));
+  return { results, close: () => req.destroy() };
+}
+
+const gatewayEvents = (results: Array<Record<string, unknown>>): number =>
+  results.reduce((n, r) => n + (Array.isArray(r["events"]) ? r["events"].length : 0), 0);
+
+test("v3 watch families: streams of both transports, watchers (a compacted one until canceled), events as they reach clients", { timeout: 60_000 }, async () => {
+  const srv = await startServer();
+  after(() => srv.stop());
+  const scrape = async (): Promise<Record<string, number | undefined>> => watchFamilies(await values(srv.url));
+  assert.deepEqual(await scrape(), { streams: 0, watchers: 0, slow: 0, pending: 0, events: 0 });
+
+  const g = grpcWatch(srv.url);
+  after(() => g.close());
+  g.send(createRequest("w"));
+  await until(() => g.responses.some((r) => r.created), 5000, "gRPC watch created");
+  const gw = gatewayWatch(srv.url, "w");
+  after(() => gw.close());
+  await until(() => gw.results.some((r) => r["created"] === true), 5000, "gateway watch created");
+  assert.deepEqual(await scrape(), { streams: 2, watchers: 2, slow: 0, pending: 0, events: 0 });
+
+  await gatewayPost(srv.url, "/v3/kv/put", { key: b64("w"), value: b64("1") });
+  await gatewayPost(srv.url, "/v3/kv/put", { key: b64("w"), value: b64("2") });
+  await gatewayPost(srv.url, "/v3/kv/put", { key: b64("other"), value: b64("x") });
+  const del = await gatewayPost(srv.url, "/v3/kv/deleterange", { key: b64("w") });
+  await until(() => gatewayEvents(gw.results) === 3 && g.responses.reduce((n, r) => n + r.events, 0) === 3, 5000, "3 events on each stream");
+  // Each stream's watcher got 3 events (two puts and the delete; "other" matches none).
+  await until(async () => (await scrape())["events"] === 6, 5000, "events_total 6");
+  assert.deepEqual(await scrape(), { streams: 2, watchers: 2, slow: 0, pending: 0, events: 6 });
+
+  // A watcher from a compacted revision is answered canceled and still counts, as etcd's,
+  // until its stream cancels it.
+  const rev = Number((del["header"] as { revision: string }).revision);
+  await gatewayPost(srv.url, "/v3/kv/compaction", { revision: String(rev), physical: true });
+  g.send(createRequest("w", 1));
+  await until(() => g.responses.some((r) => r.canceled && r.watchId === 1), 5000, "compacted watcher canceled");
+  await until(async () => (await scrape())["watchers"] === 3, 5000, "the compacted watcher counted");
+  g.send(cancelRequest(1));
+  await until(async () => (await scrape())["watchers"] === 2, 5000, "the compacted watcher canceled");
+
+  gw.close();
+  await until(async () => (await scrape())["streams"] === 1, 5000, "gateway stream closed");
+  assert.deepEqual(await scrape(), { streams: 1, watchers: 1, slow: 0, pending: 0, events: 6 });
+  g.close();
+  await until(async () => (await scrape())["streams"] === 0, 5000, "gRPC stream closed");
+  assert.deepEqual(await scrape(), { streams: 0, watchers: 0, slow: 0, pending: 0, events: 6 });
+});
+
+test("etcd_debugging_store_reads_total: gets and recursive gets, failed ones included", { timeout: 30_000 }, async () => {
+  const srv = await startServer();
+  after(() => srv.stop());
+  const reads = async (): Promise<Record<string, number | undefined>> => {
+    const v = await values(srv.url);
+    return { get: v.get("etcd_debugging_store_reads_total{get}"), getRecursive: v.get("etcd_debugging_store_reads_total{getRecursive}") };
+  };
+  // etcd also counts its own reads of the state it keeps in the v2 store: every v2 keys
+  // request reads /2/enabled (v2 auth), every /health is a QGET of "/" applied by every
+  // member, a conf change's validation reads the members recursively. kvctl keeps those
+  // elsewhere (auth state, ReadIndex health check, membership) and reads no store there, so
+  // it counts the gets clients asked for: the moves from a start taken after /health, and
+  // etcd's one more per v2 request when this file runs against it.
+  const base = await reads();
+  const k = `${srv.url}/v2/keys`;
+  const expect = async (method: string, target: string, status: number, form?: Record<string, string>): Promise<void> => {
+    const r = await httpReq(method, target, form);
+    assert.equal(r.status, status, `${method} ${target}: ${r.body}`);
+  };
+  await expect("PUT", `${k}/r/a`, 201, { value: "1" });
+  await expect("GET", `${k}/r/a`, 200);
+  await expect("GET", `${k}/r/missing`, 404);
+  await expect("GET", `${k}/r?recursive=true`, 200);
+  await expect("GET", `${k}/none?recursive=true`, 404);
+  await expect("GET", `${k}/r/a?quorum=true`, 200);
+  await expect("HEAD", `${k}/r/a`, 200);
+  await expect("GET", `${k}/r`, 200);
+  const now = await reads();
+  assert.deepEqual({ get: (now.get ?? 0) - (base.get ?? 0), getRecursive: (now.getRecursive ?? 0) - (base.getRecursive ?? 0) }, { get: 5 + (againstEtcd ? 8 : 0), getRecursive: 2 });
+});
