@@ -254,7 +254,8 @@ export function createRpcTable(gw: V3GatewayContext): RpcTable {
   });
   unary(t, Maintenance.method.moveLeader, async (m, { ctx }) => {
     await b.moveLeader(m.targetID.toString(), ctx);
-    return { header: hdr(b) };
+    // etcd 3.4 answers an empty MoveLeaderResponse (no header), as it does Defragment.
+    return {};
   });
   streaming(t, Maintenance.method.snapshot, (s, { ctx }) => {
     s.onMessage(() => {
