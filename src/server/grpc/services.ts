@@ -1,8 +1,9 @@
-// etcd 3.4's v3 RPCs (rpc.proto: KV, Watch, Lease, Cluster, Maintenance, Auth) and
-// grpc.health.v1, each mapped onto ONE call of the V3Backend the JSON gateway uses. The
-// checks run in etcd's order, as the gateway's (http/v3-handlers.ts): the gRPC receive
-// limit (server.ts, on the raw message), v3rpc's request checks, the raft request size for
-// writes, then the backend (token, permission, propose/apply).
+// etcd 3.4's v3 RPCs (rpc.proto: KV, Watch, Lease, Cluster, Maintenance, Auth), its Lock
+// and Election services (concurrency.ts) and grpc.health.v1, each mapped onto ONE call of
+// the V3Backend the JSON gateway uses (Lock and Election: onto a few). The checks run in
+// etcd's order, as the gateway's (http/v3-handlers.ts): the gRPC receive limit (server.ts,
+// on the raw message), v3rpc's request checks, the raft request size for writes, then the
+// backend (token, permission, propose/apply).
 import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import type { DescMethodBiDiStreaming, DescMethodServerStreaming, DescMethodUnary } from "@bufbuild/protobuf";
 import { GrpcCode, V3Error, V3Errors } from "../../api/v3-errors.ts";
@@ -20,6 +21,7 @@ import { statusOf } from "./server.ts";
 import { installRawStrings, isValidUtf8 } from "./raw-strings.ts";
 import { gogoAccepts, gogoUnmarshalError, streamUnmarshalError, unmarshalError } from "./unmarshal-error.ts";
 import { serveWatch } from "./watch.ts";
+import { registerConcurrency } from "./concurrency.ts";
 
 export type RpcTable = Map<string, Rpc>;
 
@@ -287,6 +289,9 @@ export function createRpcTable(gw: V3GatewayContext): RpcTable {
   unary(t, Auth.method.roleDelete, (m, { ctx }) => done(b.roleDelete(m.role, ctx)));
   unary(t, Auth.method.roleGrantPermission, (m, { ctx }) => done(b.roleGrantPermission({ name: m.name, perm: cv.permission(m.perm) }, ctx)));
   unary(t, Auth.method.roleRevokePermission, (m, { ctx }) => done(b.roleRevokePermission({ role: m.role, key: cv.buf(m.key), rangeEnd: cv.buf(m.rangeEnd) }, ctx)));
+
+  // --- v3lockpb.Lock, v3electionpb.Election (concurrency.ts) ---
+  registerConcurrency(t, gw, decodeRequest);
 
   // --- grpc.health.v1: etcd registers the empty service name as SERVING ---
   const healthOf = (service: string): HealthCheckResponse_ServingStatus => {

@@ -14,17 +14,18 @@ import { readRequestBody } from "./v3-json.ts";
 import { sendV3Json } from "./v3-respond.ts";
 import { serveKeepAlive, serveSnapshot } from "./v3-streams.ts";
 import { serveWatch } from "./v3-watch-stream.ts";
+import { CONCURRENCY_ROUTES, serveConcurrency, serveObserve } from "./v3-concurrency-handlers.ts";
 import { GatewayDecodeError, messageFields, type Fields } from "./v3-wire.ts";
 
 const STREAM_ROUTES = ["watch", "lease/keepalive", "maintenance/snapshot"] as const;
 
 /**
  * Every route etcd 3.4's gateway serves under /v3/ (KV, Watch, Lease, Cluster, Maintenance,
- * Auth). Not here, as in etcd: `maintenance/hashkv` (its pattern duplicates
- * `maintenance/hash`, which wins), `auth/status` (3.5). The lock and election services
- * (`lock/*`, `election/*`) are not served by kvctl.
+ * Auth, and the Lock and Election services: `lock/*`, `election/*`). Not here, as in etcd:
+ * `maintenance/hashkv` (its pattern duplicates `maintenance/hash`, which wins),
+ * `auth/status` (3.5).
  */
-export const V3_ROUTES: ReadonlySet<string> = new Set([...UNARY_ROUTES.keys(), ...STREAM_ROUTES]);
+export const V3_ROUTES: ReadonlySet<string> = new Set([...UNARY_ROUTES.keys(), ...STREAM_ROUTES, ...CONCURRENCY_ROUTES]);
 
 /** The gateway route of a path under /v3/ or /v3beta/, or undefined when it is not a v3 path. */
 export function v3Route(path: string): string | undefined {
@@ -128,7 +129,16 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, route: string
       await serveSnapshot(res, gw, callContext(req));
       return;
     }
+    case "election/observe":
+      // A server-streaming call: its one request message, then its answers as they come.
+      await serveObserve(unaryFields(await readUnaryBody(req, gw)), res, gw, callContext(req));
+      return;
     default:
+      if (CONCURRENCY_ROUTES.has(route)) {
+        const out = await serveConcurrency(route, unaryFields(await readUnaryBody(req, gw)), res, gw, callContext(req));
+        if (out !== undefined) sendV3Json(res, out);
+        return;
+      }
       await serveUnary(req, res, route, gw);
   }
 }
