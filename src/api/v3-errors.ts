@@ -82,6 +82,7 @@ export const V3Errors = {
   memberBadURLs: e(GrpcCode.InvalidArgument, "etcdserver: given member URLs are invalid"),
   memberNotFound: e(GrpcCode.NotFound, "etcdserver: member not found"),
   memberNotLearner: e(GrpcCode.FailedPrecondition, "etcdserver: can only promote a learner member"),
+  learnerNotReady: e(GrpcCode.FailedPrecondition, "etcdserver: can only promote a learner member which is in sync with leader"),
   tooManyLearners: e(GrpcCode.FailedPrecondition, "etcdserver: too many learner members in cluster"),
   requestTooLarge: e(GrpcCode.InvalidArgument, "etcdserver: request is too large"),
   rootUserNotExist: e(GrpcCode.FailedPrecondition, "etcdserver: root user does not exist"),

@@ -344,6 +344,9 @@ export class KvServer {
       applyToRaft: (cc) => this.#node.applyConfChange(cc),
       removed: () => this.#removedFromCluster(),
       isLeader: () => this.isLeader,
+      leaderId: () => this.#lead,
+      raftStatus: () => this.#node.status(),
+      requestTimeoutMs: this.requestTimeoutMs,
       metrics: this.metrics,
     });
     this.#snapshots = new SnapshotFlow(

@@ -1,11 +1,13 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ConfChangeType, type ConfChange, type ConfState } from "../raft/index.ts";
+import { ConfChangeType, type ConfChange, type ConfState, type ProgressStatus } from "../raft/index.ts";
 import type { PeerTransport } from "../transport/index.ts";
 import { V2Store } from "../store/v2/store.ts";
-import { MemberError, MemberErrorKind } from "./errors.ts";
+import { MemberError, MemberErrorKind, ServerUnavailableError } from "./errors.ts";
+import { LearnerNotReadyError, encodeMembers } from "./member-promote-wire.ts";
+import { ReconfigCheckError } from "./reconfig-check.ts";
 import { silentLogger } from "./logger.ts";
-import { MemberAdmin, validateConfChange } from "./member-admin.ts";
+import { MemberAdmin, learnerReadiness, validateConfChange } from "./member-admin.ts";
 import { Membership, type Member } from "./membership.ts";
 import { Proposals, type ConfChangeContext } from "./proposals.ts";
 import { ServerMetrics } from "./metrics/server-metrics.ts";
@@ -52,13 +54,24 @@ test("apply-time validation refuses what etcd's ValidateConfigurationChange refu
   assert.equal(kindOf(m, ConfChangeType.AddNode, 0xc, { member: promoted, promote: false }), MemberErrorKind.idExists);
 });
 
-/** A MemberAdmin over a real membership, v2 store and Proposals; Raft is the list of what reaches it. */
-function member(memberId: number, membership: Membership, opts: { leader?: boolean } = {}) {
+type PeerAnswer = { status: number; body: Buffer };
+
+/**
+ * A MemberAdmin over a real membership, v2 store and Proposals; Raft is the list of what
+ * reaches it. A leader's Raft progress has every member at `match` (10 unless given); a
+ * follower's requests to the leader's peer port go to `peer`.
+ */
+function member(
+  memberId: number,
+  membership: Membership,
+  opts: { leader?: boolean; leaderId?: number; match?: Record<number, number>; strict?: boolean; requestTimeoutMs?: number; peer?: (url: string) => Promise<PeerAnswer> } = {},
+) {
   const store = new V2Store();
   const metrics = new ServerMetrics();
   const proposed: ConfChange[] = [];
   const toRaft: ConfChange[] = [];
   const transport: string[] = [];
+  const requests: string[] = [];
   let removedSelf = 0;
   const proposals = new Proposals(
     {
@@ -74,7 +87,7 @@ function member(memberId: number, membership: Membership, opts: { leader?: boole
   );
   const admin = new MemberAdmin({
     memberId,
-    strictReconfigCheck: false,
+    strictReconfigCheck: opts.strict === true,
     log: silentLogger,
     membership: () => membership,
     store: () => store,
@@ -83,6 +96,12 @@ function member(memberId: number, membership: Membership, opts: { leader?: boole
         addPeer: (id: number) => void transport.push(`add ${id.toString(16)}`),
         updatePeer: (id: number) => void transport.push(`update ${id.toString(16)}`),
         removePeer: (id: number) => void transport.push(`remove ${id.toString(16)}`),
+        activeSince: () => 0,
+        request: async (url: string) => {
+          requests.push(url);
+          if (opts.peer === undefined) throw new Error("connect ECONNREFUSED");
+          return opts.peer(url);
+        },
       }) as unknown as PeerTransport,
     proposals: () => proposals,
     applyToRaft: (c): ConfState => {
@@ -91,9 +110,16 @@ function member(memberId: number, membership: Membership, opts: { leader?: boole
     },
     removed: () => void removedSelf++,
     isLeader: () => opts.leader === true,
+    leaderId: () => (opts.leader === true ? memberId : (opts.leaderId ?? 0)),
+    raftStatus: () => {
+      if (opts.leader !== true) return { id: memberId };
+      const progress = new Map(membership.ids().map((id) => [id, { match: opts.match?.[id] ?? 10 } as ProgressStatus]));
+      return { id: memberId, progress };
+    },
+    requestTimeoutMs: opts.requestTimeoutMs ?? 5000,
     metrics,
   });
-  return { admin, membership, store, proposed, toRaft, transport, metrics, removedSelf: () => removedSelf };
+  return { admin, membership, store, proposed, toRaft, transport, requests, metrics, removedSelf: () => removedSelf };
 }
 
 test("two removals of one member both reach the log; the later one is refused on every member alike", async () => {
@@ -136,7 +162,7 @@ test("an add whose peer URL another add took meanwhile is refused at apply; the 
 });
 
 test("an update of a member removed meanwhile is refused; an applied one changes only the peer URLs", async () => {
-  const m = member(0xa, new Membership(1, [a, b, learner]));
+  const m = member(0xa, new Membership(1, [a, b, learner]), { leader: true });
   const update = m.admin.update(0xb, ["http://127.0.0.1:2490"]);
   const promote = m.admin.promote(0xc);
   const remove = m.admin.remove(0xc);
@@ -172,15 +198,90 @@ test("a new cluster's bootstrap entries (no context) apply to the members it sta
 
 test("a promotion counts in etcd_server_learner_promote_successes on the leader only, as etcd's leader counts it", async () => {
   const leader = member(0xa, new Membership(1, [a, b, learner]), { leader: true });
-  const follower = member(0xb, new Membership(1, [a, b, learner]));
-  const done = follower.admin.promote(learner.id);
-  for (const m of [leader, follower]) for (const c of follower.proposed) m.admin.apply(c);
-  await done;
+  // The follower's request reaches the leader's peer route, which promotes there.
+  const follower = member(0xb, new Membership(1, [a, b, learner]), {
+    leaderId: 0xa,
+    peer: async () => {
+      const members = leader.admin.promote(learner.id);
+      for (const m of [leader, follower]) for (const c of leader.proposed) m.admin.apply(c);
+      return { status: 200, body: Buffer.from(encodeMembers(await members)) };
+    },
+  });
+  const members = await follower.admin.promote(learner.id);
+  assert.deepEqual(follower.requests, ["http://127.0.0.1:2380/members/promote/12"]);
+  assert.equal(follower.proposed.length, 0, "a follower proposes no promotion");
+  assert.deepEqual(members.map((m) => [m.id, m.isLearner === true]), [[0xa, false], [0xb, false], [0xc, false]]);
   assert.equal(leader.metrics.learnerPromoteSuccesses.value(), 1);
   assert.equal(follower.metrics.learnerPromoteSuccesses.value(), 0, "the follower that took the request does not count it");
   // An add of a voter is no promotion.
   const add = leader.admin.add(["http://127.0.0.1:2690"]);
-  for (const c of leader.proposed) leader.admin.apply(c);
+  for (const c of leader.proposed.slice(1)) leader.admin.apply(c);
   await add;
   assert.equal(leader.metrics.learnerPromoteSuccesses.value(), 1);
+});
+
+test("etcd's isLearnerReady: only the leader knows; a learner below 90 % of the leader's match is not ready", () => {
+  assert.equal(learnerReadiness({ id: 0xa }, 0xc), "notLeader");
+  const status = (learnerMatch: number) => ({ id: 0xa, progress: new Map([[0xa, { match: 100 } as ProgressStatus], [0xc, { match: learnerMatch } as ProgressStatus]]) });
+  assert.equal(learnerReadiness(status(0), 0xc), "notReady");
+  assert.equal(learnerReadiness(status(89), 0xc), "notReady");
+  assert.equal(learnerReadiness(status(90), 0xc), undefined);
+  assert.equal(learnerReadiness(status(100), 0xc), undefined);
+  // An id Raft does not track (unknown, removed) is left to apply to refuse.
+  assert.equal(learnerReadiness(status(0), 0xe), undefined);
+});
+
+const failures = (metrics: ServerMetrics): Array<[string | undefined, number]> => metrics.learnerPromoteFailures.samples().map((x) => [x.labels.Reason, x.value]);
+
+const NOT_READY = "etcdserver: can only promote a learner member which is in sync with leader";
+
+test("the leader refuses a learner not in sync, proposing nothing, and counts the refusal by etcd's text", async () => {
+  const m = member(0xa, new Membership(1, [a, b, learner]), { leader: true, match: { 0xa: 20, 0xb: 20, 0xc: 0 } });
+  await assert.rejects(m.admin.promote(learner.id), (err: unknown) => err instanceof LearnerNotReadyError && err.message === NOT_READY);
+  assert.equal(m.proposed.length, 0);
+  assert.equal(m.membership.get(learner.id)?.isLearner, true);
+  // An unknown id is proposed (etcd checks it at apply) and refused there: counted under etcd's text too.
+  const unknown = m.admin.promote(0xe);
+  for (const c of m.proposed) m.admin.apply(c);
+  await assert.rejects(unknown, (err: unknown) => err instanceof MemberError && err.kind === MemberErrorKind.notFound);
+  assert.deepEqual(failures(m.metrics), [
+    [NOT_READY, 1],
+    ["membership: ID not found", 1],
+  ]);
+  assert.equal(m.metrics.learnerPromoteSuccesses.value(), 0);
+});
+
+test("with --strict-reconfig-check the leader refuses a promotion that leaves fewer started voters than a quorum", async () => {
+  // Two voters never started (no name) and one that did: with the learner, 2 started of 4.
+  const unstarted = (id: number, port: number): Member => ({ id, name: "", peerUrls: [`http://127.0.0.1:${port}`], clientUrls: [] });
+  const m = member(0xa, new Membership(1, [a, unstarted(0xd, 2780), unstarted(0xe, 2880), learner]), { leader: true, strict: true });
+  await assert.rejects(m.admin.promote(learner.id), (err: unknown) => err instanceof ReconfigCheckError && err.kind === "notEnoughStarted");
+  assert.equal(m.proposed.length, 0);
+  const ok = member(0xa, new Membership(1, [a, b, learner]), { leader: true, strict: true });
+  const done = ok.admin.promote(learner.id);
+  for (const c of ok.proposed) ok.admin.apply(c);
+  await done;
+});
+
+test("a follower returns the leader's refusals as they are, asks again after other answers, and counts nothing", async () => {
+  const answers: PeerAnswer[] = [
+    { status: 500, body: Buffer.from("etcdserver: request timed out\n") },
+    { status: 412, body: Buffer.from(`${NOT_READY}\n`) },
+  ];
+  const f = member(0xb, new Membership(1, [a, b, learner]), { leaderId: 0xa, peer: async () => answers.shift() ?? { status: 599, body: Buffer.alloc(0) } });
+  await assert.rejects(f.admin.promote(learner.id), (err: unknown) => err instanceof LearnerNotReadyError);
+  assert.equal(f.requests.length, 2, "a timeout on the leader is asked again, the refusal returned");
+  const voter = member(0xb, new Membership(1, [a, b, learner]), { leaderId: 0xa, peer: async () => ({ status: 412, body: Buffer.from("membership: can only promote a learner member\n") }) });
+  await assert.rejects(voter.admin.promote(0xa), (err: unknown) => err instanceof MemberError && err.kind === MemberErrorKind.notLearner);
+  const unknown = member(0xb, new Membership(1, [a, b, learner]), { leaderId: 0xa, peer: async () => ({ status: 404, body: Buffer.from("membership: ID not found\n") }) });
+  await assert.rejects(unknown.admin.promote(0xe), (err: unknown) => err instanceof MemberError && err.kind === MemberErrorKind.notFound);
+  for (const x of [f, voter, unknown]) assert.deepEqual(failures(x.metrics), []);
+});
+
+test("a follower that cannot reach a leader gives up at the request timeout: no leader, or timed out", async () => {
+  const noLeader = member(0xb, new Membership(1, [a, b, learner]), { requestTimeoutMs: 150 });
+  await assert.rejects(noLeader.admin.promote(learner.id), (err: unknown) => err instanceof ServerUnavailableError && err.message === "etcdserver: no leader");
+  const unreachable = member(0xb, new Membership(1, [a, b, learner]), { leaderId: 0xa, requestTimeoutMs: 150 });
+  await assert.rejects(unreachable.admin.promote(learner.id), (err: unknown) => err instanceof ServerUnavailableError && err.message === "etcdserver: request timed out");
+  assert.ok(unreachable.requests.length >= 1);
 });

@@ -20,14 +20,23 @@
 // - A removed id stays removed (Membership keeps it, in snapshots too): changing or removing
 //   it again is refused as etcd refuses it (ErrIDRemoved), not as an unknown id.
 // - A member that applies its own removal stops (onRemoved), once.
+// - A promotion is decided by the leader, the only member that knows (from its Raft progress)
+//   whether the learner caught up: its log must be within 10 % of the leader's (etcd's
+//   isLearnerReady, readyPercent 0.9). A follower forwards the request to the leader's peer
+//   port (member-promote-wire.ts) and returns its answer. The id itself is checked at apply,
+//   as etcd checks it. The leader counts each refusal in etcd_server_learner_promote_failures
+//   under etcd's error text; a follower counts nothing, as etcd's.
 import { ConfChangeType, type ConfChange, type ConfState } from "../raft/index.ts";
 import type { PeerTransport } from "../transport/index.ts";
 import type { V2Store } from "../store/v2/store.ts";
 import { memberIdFor, type Member, type Membership } from "./membership.ts";
 import { MemberError, MemberErrorKind } from "./errors.ts";
-import { ReconfigCheckError, checkAddMember, checkRemoveMember, reconfigViewOf, type ReconfigRefusal, type ReconfigView } from "./reconfig-check.ts";
+import { ReconfigCheckError, checkAddMember, checkPromoteMember, checkRemoveMember, reconfigViewOf, type ReconfigRefusal, type ReconfigView } from "./reconfig-check.ts";
 import type { ConfChangeContext, Proposals } from "./proposals.ts";
 import type { Logger } from "./logger.ts";
+import { LearnerNotReadyError, PEER_PROMOTE_PREFIX, etcdErrorText, readPromoteAnswer } from "./member-promote-wire.ts";
+import { ServerUnavailableError } from "./errors.ts";
+import type { Status } from "../raft/index.ts";
 
 /** What membership administration needs of its member. */
 export interface MemberAdminHost {
@@ -44,9 +53,37 @@ export interface MemberAdminHost {
   removed(): void;
   /** Whether this member leads now: a promotion it applies as leader is one etcd's leader counts. */
   isLeader(): boolean;
-  /** etcd_server_learner_promote_successes. */
-  readonly metrics: { readonly learnerPromoteSuccesses: { inc(): void } };
+  /** The known leader's id, 0 if none. */
+  leaderId(): number;
+  /** Raft's status: its progress (each member's match) is there only on the leader. */
+  raftStatus(): Pick<Status, "id" | "progress">;
+  /** etcd's request timeout: how long a follower keeps asking the leader to promote. */
+  readonly requestTimeoutMs: number;
+  /** etcd_server_learner_promote_successes and _failures{Reason}. */
+  readonly metrics: { readonly learnerPromoteSuccesses: { inc(): void }; readonly learnerPromoteFailures: { inc(labels: { Reason: string }): void } };
 }
+
+/** etcd's readyPercent: a learner may be promoted once its log holds this share of the leader's. */
+const READY_PERCENT = 0.9;
+
+/**
+ * etcd's isLearnerReady: "notLeader" without Raft progress (only the leader has it),
+ * "notReady" when the member's match is below 90 % of the leader's, else undefined. An id
+ * without progress (unknown, removed) passes: apply refuses it.
+ */
+export function learnerReadiness(status: Pick<Status, "id" | "progress">, id: number): "notLeader" | "notReady" | undefined {
+  const progress = status.progress;
+  if (progress === undefined) return "notLeader";
+  const member = progress.get(id);
+  if (member === undefined) return undefined;
+  const leaderMatch = progress.get(status.id)?.match ?? 0;
+  return member.match < leaderMatch * READY_PERCENT ? "notReady" : undefined;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** The local promotion's answer when this member does not lead (etcd's ErrNotLeader, never returned to a client). */
+const NOT_LEADER = Symbol("not leader");
 
 const hex = (id: number): string => (Number.isFinite(id) ? id.toString(16) : String(id));
 
@@ -133,14 +170,72 @@ export class MemberAdmin {
     return member;
   }
 
-  /** Makes a learner a voter (etcd's member promote). */
-  async promote(id: number): Promise<void> {
-    const m = this.#host.membership().get(id);
-    if (this.#host.membership().isRemoved(id)) throw removedError(id);
-    if (!m) throw notFound(id);
-    if (m.isLearner !== true) throw new MemberError(MemberErrorKind.notLearner, "etcdserver: can only promote a learner member");
+  /**
+   * Makes a learner a voter (etcd's PromoteMember): on the leader, or forwarded to it.
+   * Resolves with the members once the promotion applied on the member that decided it.
+   */
+  async promote(id: number): Promise<Member[]> {
+    const deadline = performance.now() + this.#host.requestTimeoutMs;
+    for (;;) {
+      let local: Member[] | typeof NOT_LEADER;
+      try {
+        local = await this.#promoteAsLeader(id);
+      } catch (err) {
+        this.#host.metrics.learnerPromoteFailures.inc({ Reason: etcdErrorText(err) });
+        throw err;
+      }
+      if (local !== NOT_LEADER) return local;
+      const forwarded = await this.#forwardPromote(id, deadline);
+      if (forwarded !== "leader") return forwarded;
+      // This member leads now: decide here.
+    }
+  }
+
+  async #promoteAsLeader(id: number): Promise<Member[] | typeof NOT_LEADER> {
+    const host = this.#host;
+    const readiness = learnerReadiness(host.raftStatus(), id);
+    if (readiness === "notLeader") return NOT_LEADER;
+    if (readiness === "notReady") throw new LearnerNotReadyError();
+    if (host.strictReconfigCheck) this.#refuseIf(checkPromoteMember(this.#reconfigView()), { promote: hex(id) });
+    // etcd's context names the id only: apply promotes the member as the membership has it.
+    const m = host.membership().get(id) ?? { id, name: "", peerUrls: [], clientUrls: [] };
     const { isLearner: _learner, ...voter } = m;
-    await this.#host.proposals().proposeConfChange(ConfChangeType.AddNode, id, voter, { promote: true });
+    await host.proposals().proposeConfChange(ConfChangeType.AddNode, id, voter, { promote: true });
+    return host.membership().list();
+  }
+
+  /**
+   * etcd's forwarding loop: the leader's peer URLs in turn until one answers with something
+   * asking again would not change, or the request times out. "leader" when this member
+   * became the leader meanwhile.
+   */
+  async #forwardPromote(id: number, deadline: number): Promise<Member[] | "leader"> {
+    const host = this.#host;
+    for (;;) {
+      const left = deadline - performance.now();
+      if (left <= 0) throw new ServerUnavailableError(host.leaderId() === 0 ? "etcdserver: no leader" : "etcdserver: request timed out");
+      const leaderId = host.leaderId();
+      if (leaderId === host.memberId && host.raftStatus().progress !== undefined) return "leader";
+      const leader = leaderId === 0 ? undefined : host.membership().get(leaderId);
+      for (const url of leaderId === host.memberId ? [] : (leader?.peerUrls ?? [])) {
+        const remaining = deadline - performance.now();
+        if (remaining <= 0) break;
+        let answer: ReturnType<typeof readPromoteAnswer>;
+        try {
+          const res = await host.transport().request(new URL(PEER_PROMOTE_PREFIX + BigInt(id).toString(), url).href, new Uint8Array(0), remaining);
+          answer = readPromoteAnswer(res.status, res.body.toString("utf8"));
+        } catch (err) {
+          // Unreachable, or an answer cut short: the next URL, then the leader again.
+          host.log.debug("promote request to the leader failed", { url, error: String(err) });
+          continue;
+        }
+        if (answer === "again") continue;
+        if ("error" in answer) throw answer.error;
+        return answer.members;
+      }
+      // No leader known, or none of its URLs gave an answer: wait a moment, as etcd's waitLeader.
+      await sleep(Math.min(Math.max(deadline - performance.now(), 0), 100));
+    }
   }
 
   async remove(id: number): Promise<void> {

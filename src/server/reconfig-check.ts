@@ -1,4 +1,4 @@
-// --strict-reconfig-check: etcd refuses a member add or remove that would leave the cluster
+// --strict-reconfig-check: etcd refuses a member add, remove or promotion that would leave the cluster
 // without a quorum of started members, or that breaks the quorum this member is actually
 // connected to (etcdserver/server.go mayAddMember / mayRemoveMember, membership's
 // IsReadyToAddVotingMember / IsReadyToRemoveVotingMember). Pure: the caller passes the
@@ -80,6 +80,17 @@ export function checkRemoveMember(v: ReconfigView, id: number): ReconfigRefusal 
   const active = vs.filter((m) => connected(v, m.id)).length;
   if (active - 1 < 1 + Math.floor((vs.length - 1) / 2)) return "unhealthy";
   return undefined;
+}
+
+/**
+ * etcd's IsReadyToPromoteMember: undefined when promoting a learner may go ahead. The
+ * learner counts as a started voter already; the links are not checked.
+ */
+export function checkPromoteMember(v: ReconfigView): ReconfigRefusal | undefined {
+  const vs = voters(v);
+  const started = vs.filter((m) => m.started).length + 1;
+  const members = vs.length + 1;
+  return started < Math.floor(members / 2) + 1 ? "notEnoughStarted" : undefined;
 }
 
 /** What a member shows of itself to build a view: its id, the members, its peer links. */

@@ -69,6 +69,7 @@ import type { Deadline } from "./deadline.ts";
 import type { ServerConfig } from "./config.ts";
 import type { Membership } from "./membership.ts";
 import type { MemberAdmin } from "./member-admin.ts";
+import { LearnerNotReadyError } from "./member-promote-wire.ts";
 import type { LeaseKeeper } from "./lease-keeper.ts";
 import type { ServerMetrics } from "./metrics/server-metrics.ts";
 
@@ -492,10 +493,11 @@ export class V3Service implements V3Backend {
     return this.#members();
   }
 
+  /** The members as the member that decided the promotion (the leader) had them once applied. */
   async memberPromote(id: string, ctx: V3CallContext): Promise<V3Member[]> {
     await this.#admin(ctx);
-    await this.#membership(() => this.#kv.members.promote(parseMemberId(id)));
-    return this.#members();
+    const members = await this.#membership(() => this.#kv.members.promote(parseMemberId(id)));
+    return members.map((m) => this.#member(m));
   }
 
   /** Member administration's errors in the v3 API's terms. */
@@ -505,6 +507,7 @@ export class V3Service implements V3Backend {
     } catch (err) {
       // etcd 3.4 returns ErrNotEnoughStartedMembers as a plain error (code Unknown, the
       // gateway's 500), while ErrUnhealthy is its gRPC status (Unavailable, 503).
+      if (err instanceof LearnerNotReadyError) throw V3Errors.learnerNotReady();
       if (err instanceof ReconfigCheckError) throw err.kind === "unhealthy" ? V3Errors.unhealthy() : new V3Error(GrpcCode.Unknown, err.message);
       if (err instanceof MemberError) {
         // etcd's gRPC table maps ErrIDRemoved to the same ErrGRPCMemberNotFound.
