@@ -22,10 +22,24 @@ export const COMPACTION_PAUSE_MS = 10;
 
 interface Job {
   readonly revision: number;
+  /** performance.now() when its first batch began (undefined until then). */
+  startedAt?: number;
   /** (main, sub) pairs, flat. */
   readonly dropped: readonly number[];
   /** Index in `dropped` of the next pair to delete. */
   next: number;
+}
+
+/**
+ * Timings of the deletions, as etcd's scheduleCompaction observes them (its
+ * etcd_debugging_mvcc_db_compaction_* families), in whole milliseconds as Go's
+ * Duration / time.Millisecond gives them.
+ */
+export interface CompactionObserver {
+  /** A batch other than its job's last: from its start to its commit (etcd's pause duration). */
+  batch(ms: number): void;
+  /** A job whose last batch committed: from its first batch's start, and the records it deleted. */
+  job(ms: number, records: number): void;
 }
 
 export interface CompactionsOptions {
@@ -34,6 +48,7 @@ export interface CompactionsOptions {
   pauseMs?: number;
   /** Writes the deletions of one batch ((main, sub) pairs) and, on a job's last, the revision finished; resolves once committed. */
   write(batch: readonly number[], finished: number | undefined): Promise<unknown>;
+  observer?: CompactionObserver | undefined;
 }
 
 export class Compactions {
@@ -51,11 +66,14 @@ export class Compactions {
   #waiters: { revision: number; resolve: () => void }[] = [];
   #batches = 0;
   #deleted = 0;
+  /** Set when the database is opened for a member whose metrics it reports to. */
+  observer: CompactionObserver | undefined;
 
   constructor(opts: CompactionsOptions) {
     this.#limit = opts.limit !== undefined && opts.limit > 0 ? Math.trunc(opts.limit) : DEFAULT_COMPACTION_BATCH_LIMIT;
     this.#pauseMs = opts.pauseMs ?? COMPACTION_PAUSE_MS;
     this.#write = opts.write;
+    this.observer = opts.observer;
   }
 
   /** Records deleted per transaction. */
@@ -141,11 +159,16 @@ export class Compactions {
       const batch = job.dropped.slice(job.next, end);
       job.next = end;
       const last = end === job.dropped.length;
+      const start = performance.now();
+      job.startedAt ??= start;
       this.#batch = this.#write(batch, last ? job.revision : undefined);
       await this.#batch;
       this.#batch = undefined;
       this.#batches++;
       this.#deleted += batch.length / 2;
+      const now = performance.now();
+      if (last) this.observer?.job(Math.trunc(now - job.startedAt), job.dropped.length / 2);
+      else this.observer?.batch(Math.trunc(now - start));
       if (last) {
         this.#jobs.shift();
         this.#wake();

@@ -31,7 +31,7 @@ import type { StoredRecord } from "../store/v3/key-index.ts";
 import type { LeaseId } from "../store/v3/types.ts";
 import type { AlarmMember } from "../store/v3/alarms.ts";
 import { encodeRecord, parseRevisionKey, recordHeadBytes, recordValue, revisionKey, revisionOf, decodeRecordHead, type RecordHead } from "./record-codec.ts";
-import { Compactions } from "./compactions.ts";
+import { Compactions, type CompactionObserver } from "./compactions.ts";
 
 // lmdb ships CommonJS too: require() skips Node's ESM export scan of it (start-up).
 const require = createRequire(import.meta.url);
@@ -95,6 +95,8 @@ export interface MvccDbOptions {
   persistLeaseCheckpoints?: boolean;
   /** Records a compaction deletes per transaction (--experimental-compaction-batch-limit; 0 or less: 1000). */
   compactionBatchLimit?: number;
+  /** Where the compaction deletions report their timings (the member's metrics). */
+  compactionObserver?: CompactionObserver | undefined;
 }
 
 /** A lease's row in the lease table (older files have no remainingTtl). */
@@ -209,7 +211,11 @@ export class MvccDb implements MvccBackend {
     this.#commitDelayMs = opts.commitDelayMs ?? 0;
     this.#commitLimit = opts.commitLimit ?? 0;
     this.#persistLeaseCheckpoints = opts.persistLeaseCheckpoints ?? false;
-    this.#compactions = new Compactions({ ...(opts.compactionBatchLimit === undefined ? {} : { limit: opts.compactionBatchLimit }), write: (batch, finished) => this.#deleteCompacted(batch, finished) });
+    this.#compactions = new Compactions({
+      ...(opts.compactionBatchLimit === undefined ? {} : { limit: opts.compactionBatchLimit }),
+      write: (batch, finished) => this.#deleteCompacted(batch, finished),
+      observer: opts.compactionObserver,
+    });
   }
 
   /** The file (it changes when moveTo gives the file another name). */
@@ -492,6 +498,11 @@ export class MvccDb implements MvccBackend {
     const tables = [this.#records, this.#headRows, this.#leases, this.#meta, this.#alarms].map((t) => pages(t.getStats()));
     const used = 2 + pages(root) + tables.reduce((a, b) => a + b, 0);
     return { size, inUse: Math.min(size, used * pageSize) };
+  }
+
+  /** Where the compaction deletions report their timings, for a database opened before the member's metrics were given. */
+  set compactionObserver(o: CompactionObserver | undefined) {
+    this.#compactions.observer = o;
   }
 
   /** The file's size as of the last commit, without a system call (etcd's backend Size). */

@@ -222,7 +222,9 @@ export class KvServer {
     this.#wal = m.wal;
     this.#snapshotter = m.snapshotter;
     this.#storage = m.storage;
-    this.#state = new StateStorage(m, { db: v3DbOptions(this.config), dataDir: this.config.dataDir, quotaBackendBytes: this.config.quotaBackendBytes, logger: this.#log });
+    // The compaction deletions report to this member's metrics, in a database received later too.
+    m.v3db.compactionObserver = this.metrics.compactionObserver;
+    this.#state = new StateStorage(m, { db: { ...v3DbOptions(this.config), compactionObserver: this.metrics.compactionObserver }, dataDir: this.config.dataDir, quotaBackendBytes: this.config.quotaBackendBytes, logger: this.#log });
     this.#memberId = m.memberId;
     this.#appliedIndex = m.appliedIndex;
     this.#confState = m.confState;
@@ -547,7 +549,15 @@ export class KvServer {
 
   /** etcd's Defragment of this member's v3 database (applies wait meanwhile). */
   async defragment(): Promise<void> {
-    await this.#state.defragment(() => this.#kick());
+    // As etcd's backend: in flight throughout, the duration observed when it succeeded.
+    const start = performance.now();
+    this.metrics.defragInflight.set(1);
+    try {
+      await this.#state.defragment(() => this.#kick());
+      this.metrics.defragDuration.observe((performance.now() - start) / 1000);
+    } finally {
+      this.metrics.defragInflight.set(0);
+    }
   }
 
   /** A backup of the whole replicated state at the applied index (kvctl v3 snapshot save); release() removes its file. */

@@ -237,3 +237,30 @@ test("etcd_debugging_store_reads_total: gets and recursive gets, failed ones inc
   const now = await reads();
   assert.deepEqual({ get: (now.get ?? 0) - (base.get ?? 0), getRecursive: (now.getRecursive ?? 0) - (base.getRecursive ?? 0) }, { get: 5 + (againstEtcd ? 8 : 0), getRecursive: 2 });
 });
+
+test("compaction and defragmentation: keys deleted, a total per compaction, a defrag observed and no longer in flight", { timeout: 30_000 }, async () => {
+  const srv = await startServer();
+  after(() => srv.stop());
+  const read = async (): Promise<Record<string, number | undefined>> => {
+    const res = await fetch(`${srv.url}/metrics`);
+    const f = parseExposition(await res.text());
+    const v = (name: string, sample = name): number | undefined => f.get(name)?.samples.find((s) => s.name === sample)?.value;
+    return {
+      keys: v("etcd_debugging_mvcc_db_compaction_keys_total"),
+      totals: v("etcd_debugging_mvcc_db_compaction_total_duration_milliseconds", "etcd_debugging_mvcc_db_compaction_total_duration_milliseconds_count"),
+      pauses: v("etcd_debugging_mvcc_db_compaction_pause_duration_milliseconds", "etcd_debugging_mvcc_db_compaction_pause_duration_milliseconds_count"),
+      defrags: v("etcd_disk_backend_defrag_duration_seconds", "etcd_disk_backend_defrag_duration_seconds_count"),
+      inflight: v("etcd_disk_defrag_inflight"),
+    };
+  };
+  assert.deepEqual(await read(), { keys: 0, totals: 0, pauses: 0, defrags: 0, inflight: 0 });
+  for (const v of ["1", "2", "3"]) await gatewayPost(srv.url, "/v3/kv/put", { key: b64("c"), value: b64(v) });
+  const last = await gatewayPost(srv.url, "/v3/kv/put", { key: b64("d"), value: b64("1") });
+  const rev = (last["header"] as { revision: string }).revision;
+  await gatewayPost(srv.url, "/v3/kv/compaction", { revision: rev, physical: true });
+  // c's first two revisions go; its last and d's stay. One batch: a total, no pause.
+  await until(async () => (await read())["totals"] === 1, 5000, "the compaction's total observed");
+  assert.deepEqual(await read(), { keys: 2, totals: 1, pauses: 0, defrags: 0, inflight: 0 });
+  await gatewayPost(srv.url, "/v3/maintenance/defragment", {});
+  assert.deepEqual(await read(), { keys: 2, totals: 1, pauses: 0, defrags: 1, inflight: 0 });
+});

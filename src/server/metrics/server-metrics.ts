@@ -73,6 +73,34 @@ export class ServerMetrics {
     exponentialBuckets(0.001, 2, 14),
   );
 
+  // etcd: mvcc/backend/metrics.go; observed when a defragmentation succeeded, in flight meanwhile.
+  readonly defragDuration = new Histogram(
+    "etcd_disk_backend_defrag_duration_seconds",
+    "The latency distribution of backend defragmentation.",
+    exponentialBuckets(0.1, 2, 13),
+  );
+  readonly defragInflight = new Gauge("etcd_disk_defrag_inflight", "Whether or not defrag is active on the member. 1 means active, 0 means not.");
+  // etcd: mvcc/metrics.go, observed by scheduleCompaction (backend/compactions.ts here), whole ms.
+  readonly dbCompactionPause = new Histogram(
+    "etcd_debugging_mvcc_db_compaction_pause_duration_milliseconds",
+    "Bucketed histogram of db compaction pause duration.",
+    exponentialBuckets(1, 2, 13),
+  );
+  readonly dbCompactionTotal = new Histogram(
+    "etcd_debugging_mvcc_db_compaction_total_duration_milliseconds",
+    "Bucketed histogram of db compaction total duration.",
+    exponentialBuckets(100, 2, 14),
+  );
+  readonly dbCompactionKeys = new Counter("etcd_debugging_mvcc_db_compaction_keys_total", "Total number of db keys compacted.");
+  /** What the v3 database's compaction deletions report to (backend/compactions.ts). */
+  readonly compactionObserver = {
+    batch: (ms: number): void => this.dbCompactionPause.observe(ms),
+    job: (ms: number, records: number): void => {
+      this.dbCompactionTotal.observe(ms);
+      this.dbCompactionKeys.inc({}, records);
+    },
+  };
+
   readonly mvccPut = new Counter("etcd_mvcc_put_total", "Total number of puts seen by this member.");
   readonly mvccRange = new Counter("etcd_mvcc_range_total", "Total number of ranges seen by this member.");
   readonly mvccDelete = new Counter("etcd_mvcc_delete_total", "Total number of deletes seen by this member.");
@@ -207,6 +235,11 @@ export class ServerMetrics {
       this.healthFailures,
       this.walFsync,
       this.backendCommit,
+      this.defragDuration,
+      this.defragInflight,
+      this.dbCompactionPause,
+      this.dbCompactionTotal,
+      this.dbCompactionKeys,
       this.mvccPut,
       this.mvccRange,
       this.mvccDelete,
