@@ -37,6 +37,21 @@ export function etcdErrorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** etcd's auth errors as their Error() reads, by the gRPC text the client gets for each. */
+const AUTH_TEXT: Record<string, string> = {
+  "etcdserver: user name is empty": "auth: user name is empty",
+  "etcdserver: user name not found": "auth: user not found",
+  "etcdserver: permission denied": "auth: permission denied",
+  "etcdserver: invalid auth token": "auth: invalid auth token",
+  "etcdserver: revision of auth store is old": "auth: revision in header is old",
+};
+
+/** What etcd's err.Error() says for a caller refused before the promotion (the label etcd counts it under). */
+export function authErrorText(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  return AUTH_TEXT[text] ?? text;
+}
+
 /** The leader's answer to a forwarded promotion: status and text body (http.Error's, newline included). */
 export function promoteErrorAnswer(err: unknown): { status: number; body: string } {
   if (err instanceof MemberError && err.kind === MemberErrorKind.notFound) return { status: 404, body: `${MEMBERSHIP_TEXT.notFound}\n` };

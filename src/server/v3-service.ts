@@ -69,7 +69,7 @@ import type { Deadline } from "./deadline.ts";
 import type { ServerConfig } from "./config.ts";
 import type { Membership } from "./membership.ts";
 import type { MemberAdmin } from "./member-admin.ts";
-import { LearnerNotReadyError } from "./member-promote-wire.ts";
+import { LearnerNotReadyError, authErrorText } from "./member-promote-wire.ts";
 import type { LeaseKeeper } from "./lease-keeper.ts";
 import type { ServerMetrics } from "./metrics/server-metrics.ts";
 
@@ -93,7 +93,7 @@ export interface V3ServiceHost {
   readonly members: Pick<MemberAdmin, "add" | "remove" | "update" | "promote">;
   readonly leases: Pick<LeaseKeeper, "renew" | "timeToLive">;
   readonly watchHub: Pick<WatchHub, "watch" | "cancel" | "resume" | "requestProgress">;
-  readonly metrics: Pick<ServerMetrics, "ranged" | "readOnlyTxn">;
+  readonly metrics: Pick<ServerMetrics, "ranged" | "readOnlyTxn" | "learnerPromoteFailures">;
   propose(body: CommandBody, deadline?: Deadline): Promise<ApplyResult>;
   linearizableRead(opts?: ReadOptions): Promise<void>;
   /** --quota-backend-bytes: would a write of this cost fit? */
@@ -495,7 +495,13 @@ export class V3Service implements V3Backend {
 
   /** The members as the member that decided the promotion (the leader) had them once applied. */
   async memberPromote(id: string, ctx: V3CallContext): Promise<V3Member[]> {
-    await this.#admin(ctx);
+    try {
+      await this.#admin(ctx);
+    } catch (err) {
+      // etcd's PromoteMember checks the caller first and counts a refusal there, on any member.
+      this.#kv.metrics.learnerPromoteFailures.inc({ Reason: authErrorText(err) });
+      throw err;
+    }
     const members = await this.#membership(() => this.#kv.members.promote(parseMemberId(id)));
     return members.map((m) => this.#member(m));
   }

@@ -10,6 +10,7 @@
 //     one success; promoting it again is refused as a voter's promotion, on both paths.
 // MoveLeader, the one Maintenance/Cluster answer whose header differed from etcd 3.4.23's
 // (compared over gRPC with etcdctl -w json and over the gateway), answers {} on both.
+// A caller refused by auth is counted by the member it asked, as etcd's PromoteMember counts it.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { startCluster, type ClusterMember, type TestCluster } from "../helpers/cluster.ts";
@@ -126,4 +127,23 @@ test("MoveLeader answers an empty response over gRPC and the gateway, as etcd 3.
   assert.deepEqual([r.code, r.stdout], [0, "{}\n"], r.stderr);
   await eventually(async () => ((await cluster.leader()) === target ? true : undefined), "the new leader", 10_000);
   assert.deepEqual(await gateway(target, "maintenance/transfer-leadership", { targetID: await idOf(leader) }), { status: 200, body: {} });
+});
+
+test("a caller refused before the promotion is counted where it asked, under etcd's auth error text", async () => {
+  const leader = await eventually(() => cluster.leader(), "a leader", 10_000);
+  const follower = cluster.members.find((m) => m !== leader)!;
+  for (const [path, body] of [["auth/user/add", { name: "root", password: "pw" }], ["auth/user/grant", { user: "root", role: "root" }], ["auth/enable", {}]] as const) {
+    const r = await gateway(leader, path, body);
+    assert.equal(r.status, 200, `${path}: ${JSON.stringify(r.body)}`);
+  }
+  const before = await promoteSeries(follower);
+  const anonymous = await gateway(follower, "cluster/member/promote", { ID: "1" });
+  assert.deepEqual(anonymous, { status: 400, body: { error: "etcdserver: user name is empty", message: "etcdserver: user name is empty", code: 3 } });
+  const res = await fetch(`${follower.clientUrl}/v3/cluster/member/promote`, { method: "POST", headers: { Authorization: "bogus" }, body: JSON.stringify({ ID: "1" }) });
+  assert.deepEqual([res.status, await res.json()], [401, { error: "etcdserver: invalid auth token", message: "etcdserver: invalid auth token", code: 16 }]);
+  assert.deepEqual(await promoteSeries(follower), {
+    ...before,
+    'etcd_server_learner_promote_failures{Reason="auth: invalid auth token"}': 1,
+    'etcd_server_learner_promote_failures{Reason="auth: user name is empty"}': 1,
+  });
 });
