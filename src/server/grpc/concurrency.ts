@@ -1,4 +1,4 @@
-// etcd's v3lockpb.Lock and v3electionpb.Election on gRPC, over ../v3-concurrency.ts. The
+// etcd's v3lockpb.Lock and v3electionpb.Election on gRPC, over ../http/v3-concurrency.ts. The
 // unary calls are served as streams of one message each way: the server's unary path has
 // no word of a client that resets the call, and a Lock or Campaign that waits must learn
 // it, to take its key back (etcd's handlers see their context canceled). As grpc-go's
@@ -10,7 +10,7 @@ import { create, toBinary, type DescMessage, type MessageInitShape, type Message
 import type { DescMethodServerStreaming, DescMethodUnary } from "@bufbuild/protobuf";
 import { GrpcCode } from "../../api/v3-errors.ts";
 import type { V3GatewayContext } from "../http/v3-backend.ts";
-import { V3Concurrency, type ConcurrencyCall, type LeaderKey } from "../v3-concurrency.ts";
+import { V3Concurrency, type ConcurrencyCall, type LeaderKey } from "../http/v3-concurrency.ts";
 import * as cv from "./convert.ts";
 import { Election, type LeaderKey as PbLeaderKey } from "./gen/etcd/etcdserver/api/v3election/v3electionpb/v3election_pb.ts";
 import { Lock } from "./gen/etcd/etcdserver/api/v3lock/v3lockpb/v3lock_pb.ts";

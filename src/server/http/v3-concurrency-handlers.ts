@@ -1,11 +1,11 @@
 // The gateway's routes of etcd's Lock and Election services (/v3/lock/*, /v3/election/*),
-// over ../v3-concurrency.ts as the gRPC ones. grpc-gateway passes the HTTP request's
+// over v3-concurrency.ts as the gRPC ones. grpc-gateway passes the HTTP request's
 // context to the call, so a client that goes away ends a waiting Lock or Campaign (its key
 // is taken back) and an Observe. Bodies are read and answers written as every other route's
 // (v3-wire.ts, v3-encode.ts): errors come back from the call as code 2, HTTP 500.
 import type { ServerResponse } from "node:http";
 import type { KeyValue } from "../../store/v3/index.ts";
-import { V3Concurrency, type ConcurrencyCall, type LeaderKey } from "../v3-concurrency.ts";
+import { V3Concurrency, type ConcurrencyCall, type LeaderKey } from "./v3-concurrency.ts";
 import type { V3CallContext, V3GatewayContext, V3Header } from "./v3-backend.ts";
 import { header, keyValue, streamLine, type JsonObject } from "./v3-encode.ts";
 import { V3StreamWriter } from "./v3-respond.ts";

@@ -4,9 +4,9 @@
 // test/integration/v3-lock-election.test.ts.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { GrpcCode, V3Error, V3Errors } from "../api/v3-errors.ts";
-import { SortOrder, SortTarget, V3KeySpace, WatchHub, type LeaseId, type TxnResponse, type WriteResult } from "../store/v3/index.ts";
-import type { V3Backend, V3CallContext, V3WatchRegistration } from "./http/v3-backend.ts";
+import { GrpcCode, V3Error, V3Errors } from "../../api/v3-errors.ts";
+import { SortOrder, SortTarget, V3KeySpace, WatchHub, type LeaseId, type TxnResponse, type WriteResult } from "../../store/v3/index.ts";
+import type { V3Backend, V3CallContext, V3WatchRegistration } from "./v3-backend.ts";
 import {
   ErrElectionNoLeader,
   ErrElectionNotLeader,

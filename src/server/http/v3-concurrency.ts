@@ -18,7 +18,7 @@
 // One difference: etcd deletes an abandoned lock key with its own client context, which
 // carries no token, so with auth on the key stays behind until its lease ends; here the
 // delete is made as the caller.
-import { GrpcCode, V3Error } from "../api/v3-errors.ts";
+import { GrpcCode, V3Error } from "../../api/v3-errors.ts";
 import {
   CompareResult,
   CompareTarget,
@@ -35,8 +35,8 @@ import {
   type TxnRequest,
   type TxnResponse,
   type WatchMessage,
-} from "../store/v3/index.ts";
-import type { V3Backend, V3CallContext, V3WatchRegistration } from "./http/v3-backend.ts";
+} from "../../store/v3/index.ts";
+import type { V3Backend, V3CallContext, V3WatchRegistration } from "./v3-backend.ts";
 
 /** concurrency.defaultSessionTTL: the lease a session grants when asked for lease 0. */
 export const SESSION_TTL_SECONDS = 60;
