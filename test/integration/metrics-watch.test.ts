@@ -11,6 +11,7 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 import http2 from "node:http2";
+import { grpcUnary } from "../helpers/grpc.ts";
 import { startServer } from "../helpers/server.ts";
 import { agent, gatewayPost, http as httpReq, until } from "../helpers/http.ts";
 import { parseExposition } from "../helpers/prometheus.ts";
@@ -263,4 +264,26 @@ test("compaction and defragmentation: keys deleted, a total per compaction, a de
   assert.deepEqual(await read(), { keys: 2, totals: 1, pauses: 0, defrags: 0, inflight: 0 });
   await gatewayPost(srv.url, "/v3/maintenance/defragment", {});
   assert.deepEqual(await read(), { keys: 2, totals: 1, pauses: 0, defrags: 1, inflight: 0 });
+});
+
+test("hash durations: one per Hash call (gRPC or gateway), one per HashKV answered, none for a compacted revision", { timeout: 30_000 }, async () => {
+  const srv = await startServer();
+  after(() => srv.stop());
+  const endpoint = new URL(srv.url).host;
+  const counts = async (): Promise<number[]> => {
+    const f = parseExposition(await (await fetch(`${srv.url}/metrics`)).text());
+    const n = (name: string): number | undefined => f.get(name)?.samples.find((s) => s.name === `${name}_count`)?.value;
+    return [n("etcd_mvcc_hash_duration_seconds") ?? -1, n("etcd_mvcc_hash_rev_duration_seconds") ?? -1];
+  };
+  assert.deepEqual(await counts(), [0, 0]);
+  assert.equal((await grpcUnary(endpoint, "/etcdserverpb.Maintenance/Hash", [])).status, "0");
+  await gatewayPost(srv.url, "/v3/maintenance/hash", {});
+  assert.equal((await grpcUnary(endpoint, "/etcdserverpb.Maintenance/HashKV", [])).status, "0");
+  for (const v of ["1", "2"]) await gatewayPost(srv.url, "/v3/kv/put", { key: b64("h"), value: b64(v) });
+  const rev = Number(((await gatewayPost(srv.url, "/v3/kv/put", { key: b64("h"), value: b64("3") }))["header"] as { revision: string }).revision);
+  await gatewayPost(srv.url, "/v3/kv/compaction", { revision: String(rev - 1), physical: true });
+  // HashKV at a compacted revision: OutOfRange (11), not observed.
+  assert.equal((await grpcUnary(endpoint, "/etcdserverpb.Maintenance/HashKV", varintField(1, rev - 2))).status, "11");
+  assert.equal((await grpcUnary(endpoint, "/etcdserverpb.Maintenance/HashKV", varintField(1, rev))).status, "0");
+  assert.deepEqual(await counts(), [2, 2]);
 });
