@@ -72,7 +72,7 @@ function leaderKey(k: PbLeaderKey | undefined): LeaderKey | undefined {
 /** Adds Lock's and Election's methods to the RPC table. */
 export function registerConcurrency(table: Map<string, Rpc>, gw: V3GatewayContext, decode: DecodeRequest): void {
   const b = gw.backend;
-  const svc = new V3Concurrency(b, { maxTxnOps: gw.maxTxnOps });
+  const svc = new V3Concurrency(b, { maxTxnOps: gw.maxTxnOps, maxRequestBytes: gw.maxRequestBytes });
   const hdr = (revision: number): ReturnType<typeof cv.header> => cv.header(revision > 0 ? b.header(revision) : b.header());
 
   endable(table, Lock.method.lock, decode, async (m, call) => {

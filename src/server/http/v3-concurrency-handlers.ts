@@ -84,7 +84,7 @@ export async function serveConcurrency(route: string, f: Fields | undefined, res
   const handler = UNARY.get(route);
   if (handler === undefined) return undefined;
   const b = gw.backend;
-  return await handler(f, new V3Concurrency(b, { maxTxnOps: gw.maxTxnOps }), callEndedWith(res, ctx), (revision) => (revision > 0 ? b.header(revision) : b.header()));
+  return await handler(f, new V3Concurrency(b, { maxTxnOps: gw.maxTxnOps, maxRequestBytes: gw.maxRequestBytes }), callEndedWith(res, ctx), (revision) => (revision > 0 ? b.header(revision) : b.header()));
 }
 
 /**
@@ -97,7 +97,7 @@ export async function serveObserve(f: Fields | undefined, res: ServerResponse, g
   trackStream(res, gw);
   const b = gw.backend;
   const call = callEndedWith(res, ctx);
-  await new V3Concurrency(b, { maxTxnOps: gw.maxTxnOps }).observe(bytes(pick(f, "name")), call, {
+  await new V3Concurrency(b, { maxTxnOps: gw.maxTxnOps, maxRequestBytes: gw.maxRequestBytes }).observe(bytes(pick(f, "name")), call, {
     send: (r) => writer.line(streamLine(leaderResponse(b.header(r.revision), r.kv))) && !res.writableNeedDrain,
     drained: () => drainedOrClosed(res),
   });

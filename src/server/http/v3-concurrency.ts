@@ -18,11 +18,12 @@
 // One difference: etcd deletes an abandoned lock key with its own client context, which
 // carries no token, so with auth on the key stays behind until its lease ends; here the
 // delete is made as the caller.
-import { GrpcCode, V3Error } from "../../api/v3-errors.ts";
+import { GrpcCode, V3Error, V3Errors } from "../../api/v3-errors.ts";
 import {
   CompareResult,
   CompareTarget,
   EventType,
+  isReadOnlyTxn,
   SortOrder,
   SortTarget,
   prefixRangeEnd,
@@ -37,6 +38,7 @@ import {
   type WatchMessage,
 } from "../../store/v3/index.ts";
 import type { V3Backend, V3CallContext, V3WatchRegistration } from "./v3-backend.ts";
+import { RaftField, raftRequestSize, txnRequestSize } from "./v3-proto-size.ts";
 
 /** concurrency.defaultSessionTTL: the lease a session grants when asked for lease 0. */
 export const SESSION_TTL_SECONDS = 60;
@@ -160,6 +162,16 @@ export function resignTxn(key: Buffer, rev: number): TxnRequest {
   return { compare: [createRevisionIs(key, rev)], success: [{ deleteRange: { key, rangeEnd: NONE, prevKv: false } }], failure: [] };
 }
 
+/**
+ * The txn's encoded size as clientv3 sends it: its compares always set their operand, and
+ * a oneof set to 0 is still on the wire (2 bytes), which txnRequestSize cannot know from
+ * the store's shape (it counts a 0 operand as absent).
+ */
+export function encodedTxnSize(req: TxnRequest): number {
+  const zeroOperands = req.compare.filter((c) => "createRevision" in c && c.createRevision === 0).length;
+  return txnRequestSize(req) + 2 * zeroOperands;
+}
+
 /** An inner call's failure as the service answers it: code 2, the inner message (clientv3's toErr). */
 export function asClientError(err: unknown): V3Error {
   if (err instanceof V3Error) return err.code === GrpcCode.Unknown ? err : new V3Error(GrpcCode.Unknown, err.message);
@@ -182,15 +194,19 @@ function withoutDeadline(ctx: V3CallContext): V3CallContext {
 export interface ConcurrencyOptions {
   /** --max-txn-ops: etcd's own txns go through the same checks. */
   maxTxnOps?: number;
+  /** --max-request-bytes: a txn that writes is refused past it, as any proposal (a Campaign's large value). */
+  maxRequestBytes?: number;
 }
 
 export class V3Concurrency {
   readonly #b: V3Backend;
   readonly #maxTxnOps: number | undefined;
+  readonly #maxRequestBytes: number;
 
   constructor(backend: V3Backend, opts: ConcurrencyOptions = {}) {
     this.#b = backend;
     this.#maxTxnOps = opts.maxTxnOps;
+    this.#maxRequestBytes = opts.maxRequestBytes ?? Number.POSITIVE_INFINITY;
   }
 
   /** v3lock Lock: the key once the lock is held. */
@@ -348,6 +364,7 @@ export class V3Concurrency {
   async #txn(req: TxnRequest, call: ConcurrencyCall): Promise<TxnResponse> {
     try {
       validateTxn(req, this.#maxTxnOps);
+      if (!isReadOnlyTxn(req) && raftRequestSize(RaftField.txn, encodedTxnSize(req)) > this.#maxRequestBytes) throw V3Errors.requestTooLarge();
       return await this.#b.txn(req, call.ctx);
     } catch (err) {
       throw asClientError(err);
