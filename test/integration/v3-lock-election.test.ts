@@ -196,6 +196,9 @@ for (const kind of kinds) {
       await ok(call(session, Election.method.resign, { leader }));
       const won = await two;
       assert.equal(Buffer.from(won.leader!.key).toString(), `e/${e2.toString(16)}`);
+      // Observe reads the new leader after the old key's deletion: a value proclaimed before
+      // that read would be all it reports (etcd does the same), so wait for it first.
+      await until(() => observed.length === 3, 5000, "Observe's third answer", () => observed.join(","));
       await ok(call(session, Election.method.proclaim, { leader: won.leader!, value: b("two-b") }));
       await until(() => observed.length === 4, 5000, "Observe's four answers", () => observed.join(","));
       assert.deepEqual(observed, ["one", "one-b", "two", "two-b"]);
@@ -232,8 +235,13 @@ for (const kind of kinds) {
       const stop = new AbortController();
       const res = await fetch(`${server.url}/v3/election/observe`, { method: "POST", body: JSON.stringify({ name: b("ge").toString("base64") }), signal: stop.signal });
       const reader = res.body!.getReader();
-      const first = new TextDecoder().decode((await reader.read()).value);
-      const line = JSON.parse(first) as { result: { kv: { key: string; value: string } } };
+      let first = "";
+      while (!first.includes("\n")) {
+        const chunk = await reader.read();
+        assert.equal(chunk.done, false, "Observe's stream ended before its first line");
+        first += new TextDecoder().decode(chunk.value);
+      }
+      const line = JSON.parse(first.slice(0, first.indexOf("\n"))) as { result: { kv: { key: string; value: string } } };
       assert.deepEqual([line.result.kv.key, Buffer.from(line.result.kv.value, "base64").toString()], [leader.key, "v"]);
       stop.abort();
       assert.equal((await gateway("election/resign", { leader })).status, 200);
