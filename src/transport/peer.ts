@@ -53,6 +53,10 @@ export interface PeerContext {
   onSnapshotStatus(id: number, failed: boolean): void;
   onRoundTrip(id: number, ms: number): void;
   onHeartbeatDropped(id: number): void;
+  /** The link came up, or went down after being up (for the metrics: etcd's active / disconnected peers). */
+  onActive(id: number, active: boolean): void;
+  /** `n` messages to the peer were lost (for the metrics: etcd's peer_sent_failures_total). */
+  onSendFailed(id: number, n: number): void;
   /** Delivered messages with their frame sizes (self stats). */
   onDelivered(msgs: readonly Message[], sizes: readonly number[]): void;
   /** The database file to send after a MsgSnap, if any. */
@@ -66,6 +70,8 @@ interface Stream {
   unackedSince: number | undefined;
   /** MsgApps written since the last acknowledgement (counted sent on ack, failed on loss). */
   unackedApps: number;
+  /** Messages written since the last acknowledgement: lost if the stream fails. */
+  unackedMsgs: number;
   watchdog: NodeJS.Timeout | undefined;
   /** When data was last written (link heartbeats fill the silences). */
   lastWriteAt: number;
@@ -187,6 +193,7 @@ export class Peer {
         // obsolete. Reporting it failed lets Raft re-probe if it still waits on it.
         const old = this.#snapQueue.shift()!;
         this.#dropped++;
+        this.#ctx.onSendFailed(this.id, 1);
         this.#ctx.onSnapshotStatus(this.id, true);
         this.#ctx.logger.warn("dropped pending snapshot", { remotePeerId: this.#hex(), index: old.m.snapshot?.metadata.index });
       }
@@ -198,6 +205,7 @@ export class Peer {
       const old = this.#queue.shift();
       if (old?.m.type === MessageType.MsgHeartbeat) this.#ctx.onHeartbeatDropped(this.id);
       this.#dropped++;
+      this.#ctx.onSendFailed(this.id, 1);
       if (!this.#dropWarned) {
         this.#dropWarned = true;
         this.#ctx.logger.warn("dropped messages to peer: queue full", {
@@ -306,6 +314,7 @@ export class Peer {
       }
       this.#write(s, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes), immediate);
       s.unackedApps += countApps(batch);
+      s.unackedMsgs += batch.length;
       this.#ctx.onDelivered(
         batch.map((q) => q.m),
         batch.map((q) => q.size),
@@ -317,7 +326,7 @@ export class Peer {
     const ac = new AbortController();
     let done!: () => void;
     this.#track(new Promise<void>((r) => (done = r)));
-    const s: Stream = { ac, unackedSince: undefined, unackedApps: 0, watchdog: undefined, lastWriteAt: 0, heartbeat: undefined, raw: undefined, corked: false } as Stream;
+    const s: Stream = { ac, unackedSince: undefined, unackedApps: 0, unackedMsgs: 0, watchdog: undefined, lastWriteAt: 0, heartbeat: undefined, raw: undefined, corked: false } as Stream;
     s.req = openStream({
       url: this.#url("/raft"),
       agent: this.#ctx.agent,
@@ -410,6 +419,7 @@ export class Peer {
     s.unackedSince = undefined;
     this.#sentApps += s.unackedApps;
     s.unackedApps = 0;
+    s.unackedMsgs = 0;
     this.#backoffMs = 0;
     this.#dropWarned = false;
     this.#setActive(true, undefined);
@@ -429,6 +439,10 @@ export class Peer {
     this.#closeStream(s);
     if (this.#stopped) return;
     this.#failedApps += s.unackedApps;
+    // As etcd counts a send failure per message its pipeline could not deliver: a leader
+    // counts its heartbeats to a dead follower, a follower with nothing to say nothing
+    // (etcd 3.4.23 counted ~20/s and 0 with a 50 ms heartbeat).
+    if (s.unackedMsgs > 0) this.#ctx.onSendFailed(this.id, s.unackedMsgs);
     this.#heartbeatSentAt = undefined;
     this.#rotateUrl();
     this.#backoffMs = nextBackoff(this.#backoffMs, this.#ctx.limits);
@@ -454,7 +468,11 @@ export class Peer {
     const reason = active ? "" : failureKind(err);
     if (this.#active === active && (active || reason === this.#lastFailure)) return;
     const wasKnown = this.#active !== undefined;
-    if (active !== this.#active) this.#activeSince = active ? this.#ctx.now() : undefined;
+    if (active !== this.#active) {
+      this.#activeSince = active ? this.#ctx.now() : undefined;
+      // Down before it was ever up is no disconnection (etcd's deactivate of an inactive peer).
+      if (active || wasKnown) this.#ctx.onActive(this.id, active);
+    }
     this.#active = active;
     this.#lastFailure = reason;
     if (active) {
@@ -506,6 +524,7 @@ export class Peer {
           if (this.#stopped) return;
           this.#ctx.logger.warn("failed to send snapshot", { remotePeerId: this.#hex(), index, error: describeFailure(err) });
           this.#rotateUrl();
+          this.#ctx.onSendFailed(this.id, 1);
           this.#ctx.onSnapshotStatus(this.id, true);
           this.#ctx.onUnreachable(this.id);
         },

@@ -44,6 +44,10 @@ export interface TransportObserver {
   roundTrip(to: number, ms: number): void;
   /** A heartbeat dropped before it was sent (the peer's queue was full). */
   heartbeatDropped(to: number): void;
+  /** The link to a peer came up (true) or went down after being up (false): etcd's peerStatus activate / deactivate. */
+  peerActive(id: number, active: boolean): void;
+  /** `n` messages to a peer were lost: dropped from a full queue, cut off in a failed stream, a failed snapshot. */
+  sendFailed(to: number, n: number): void;
 }
 
 /** Running latency statistics (mean and standard deviation from sums, as etcd). */

@@ -296,3 +296,43 @@ test("stop() aborts requests, clears back-off timers and closes sockets", async 
     );
   });
 });
+
+test("the observer sees a link come up and go down once, and the messages lost while it is down", async () => {
+  const a = await member({ id: 1, limits: { backoffMinMs: 20, backoffMaxMs: 100 } });
+  const b = await member({ id: 2 });
+  const active: boolean[] = [];
+  let failed = 0;
+  a.transport.observer = {
+    sent: () => {},
+    received: () => {},
+    roundTrip: () => {},
+    heartbeatDropped: () => {},
+    peerActive: (id, up) => {
+      assert.equal(id, 2);
+      active.push(up);
+    },
+    sendFailed: (to, n) => {
+      assert.equal(to, 2);
+      failed += n;
+    },
+  };
+  a.transport.addPeer(2, [b.url]);
+  a.transport.send([app(1, 2, 1)]);
+  await waitFor("b to receive", () => b.received().length === 1);
+  await waitFor("the link to be active", () => active.length === 1);
+  assert.equal(failed, 0, "nothing lost while the peer is up");
+
+  await b.close();
+  await waitFor("the link to go down", () => active.length === 2);
+  assert.deepStrictEqual(active, [true, false]);
+  // What the broken stream held unacknowledged is lost; re-dialling a refused port with
+  // nothing to send is no send failure, however long it goes on.
+  const afterBreak = failed;
+  const dials = a.unreachable.length;
+  await waitFor("three more refused dials", () => a.unreachable.length >= dials + 3);
+  assert.equal(failed, afterBreak, "refused dials with nothing written are no send failures");
+  a.transport.send([app(1, 2, 2), app(1, 2, 3), app(1, 2, 4)]);
+  await waitFor("the three messages counted lost", () => failed === afterBreak + 3);
+  assert.deepStrictEqual(active, [true, false], "a down peer is deactivated once");
+  await a.close();
+});

@@ -104,6 +104,8 @@ export class PeerTransport {
       onDelivered: (msgs, sizes) => this.#onDelivered(msgs, sizes),
       onRoundTrip: (id, ms) => this.observer?.roundTrip(id, ms),
       onHeartbeatDropped: (id) => this.observer?.heartbeatDropped(id),
+      onActive: (id, active) => this.observer?.peerActive(id, active),
+      onSendFailed: (id, n) => this.observer?.sendFailed(id, n),
       ...(opts.snapshotAttachment === undefined ? {} : { snapshotAttachment: opts.snapshotAttachment }),
     };
   }

@@ -157,6 +157,8 @@ export class MemberMetrics {
       received: (from, bytes) => m.peerReceived(hex(from), bytes),
       roundTrip: (to, ms) => m.peerRoundTripMs(hex(to), ms),
       heartbeatDropped: () => m.heartbeatSendFailed(),
+      peerActive: (id, active) => m.peerActive(hex(this.#kv.memberId), hex(id), active),
+      sendFailed: (to, n) => m.peerSendFailed(hex(to), n),
     };
   }
 

@@ -77,3 +77,17 @@ test("each cluster version applied is kept (major.minor), for etcd_cluster_versi
   m.applied(ver("3.4.0"), { ok: true }, 1);
   assert.deepEqual([...m.clusterVersionsApplied], ["3.0", "3.4"]);
 });
+
+test("peer links as etcd's peerStatus: active up and down per remote, each going down a disconnection", () => {
+  const m = new ServerMetrics();
+  m.peerActive("a", "b", true);
+  m.peerActive("a", "c", true);
+  m.peerActive("a", "b", false);
+  assert.equal(m.activePeers.value({ Local: "a", Remote: "b" }), 0);
+  assert.equal(m.activePeers.value({ Local: "a", Remote: "c" }), 1);
+  assert.equal(m.disconnectedPeers.value({ Local: "a", Remote: "b" }), 1);
+  assert.equal(m.disconnectedPeers.value({ Local: "a", Remote: "c" }), 0);
+  m.peerSendFailed("b", 3);
+  m.peerSendFailed("b", 1);
+  assert.equal(m.peerSentFailures.value({ To: "b" }), 4);
+});

@@ -125,6 +125,10 @@ export class ServerMetrics {
   // etcd: rafthttp/metrics.go; the round trip buckets are ExponentialBuckets(0.0001, 2, 16).
   readonly peerSentBytes = new Counter("etcd_network_peer_sent_bytes_total", "The total number of bytes sent to peers.", ["To"]);
   readonly peerReceivedBytes = new Counter("etcd_network_peer_received_bytes_total", "The total number of bytes received from peers.", ["From"]);
+  // Counted by the transport where a link comes up / goes down and where messages are lost.
+  readonly activePeers = new Gauge("etcd_network_active_peers", "The current number of active peer connections.", ["Local", "Remote"]);
+  readonly disconnectedPeers = new Counter("etcd_network_disconnected_peers_total", "The total number of disconnected peers.", ["Local", "Remote"]);
+  readonly peerSentFailures = new Counter("etcd_network_peer_sent_failures_total", "The total number of send failures from peers.", ["To"]);
   readonly peerRoundTrip = new Histogram(
     "etcd_network_peer_round_trip_time_seconds",
     "Round-Trip-Time histogram between peers",
@@ -225,6 +229,19 @@ export class ServerMetrics {
     this.peerRoundTrip.observe(ms / 1000, { To: to });
   }
 
+  peerActive(local: string, remote: string, active: boolean): void {
+    const labels = { Local: local, Remote: remote };
+    if (active) this.activePeers.inc(labels);
+    else {
+      this.activePeers.dec(labels);
+      this.disconnectedPeers.inc(labels);
+    }
+  }
+
+  peerSendFailed(to: string, n: number): void {
+    this.peerSentFailures.inc({ To: to }, n);
+  }
+
   heartbeatSendFailed(): void {
     this.heartbeatSendFailures.inc();
   }
@@ -263,6 +280,9 @@ export class ServerMetrics {
       this.peerSentBytes,
       this.peerReceivedBytes,
       this.peerRoundTrip,
+      this.activePeers,
+      this.disconnectedPeers,
+      this.peerSentFailures,
       this.grpcSentBytes,
       this.grpcReceivedBytes,
       ...this.v2Http.families(),
