@@ -532,6 +532,11 @@ export class KvServer {
     return this.#members;
   }
 
+  /** Record bytes written to the WAL since this process opened it (etcd_disk_wal_write_bytes_total). */
+  get walWrittenBytes(): number {
+    return this.#wal?.writtenBytes ?? 0;
+  }
+
   /** The v3 database file's size and the part of it in use (etcd's dbSize, dbSizeInUse). */
   v3DbSizes(): { size: number; inUse: number } {
     return this.#state.v3DbSizes();

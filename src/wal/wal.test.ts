@@ -1,6 +1,6 @@
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, open, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, open, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Wal } from "./wal.ts";
@@ -86,6 +86,35 @@ test("Wal spreads many entries over several segments and reads them all back", a
   const r = await Wal.open(dir, { snapshot: { index: 0, term: 0 }, segmentBytes: SMALL });
   assert.deepEqual(norm(r.entries), norm(range(1, 200, 2)));
   assert.deepEqual(r.hardState, { term: 2, vote: 1, commit: 196 });
+  await r.wal.close();
+});
+
+test("writtenBytes counts every record byte in the segments (headers of each cut included), no zero fill", async () => {
+  const dir = newDir();
+  const wal = await Wal.create(dir, META, { segmentBytes: SMALL });
+  const created = wal.writtenBytes;
+  assert.ok(created > 0, "create() wrote the first segment's header records");
+  for (let i = 1; i <= 100; i += 4) await wal.save({ term: 2, vote: 1, commit: i - 1 }, range(i, i + 3, 2));
+  wal.saveCommitUnsynced({ term: 2, vote: 1, commit: 100 });
+  await wal.saveSnapshotRef({ index: 50, term: 2 });
+  const written = wal.writtenBytes;
+  await wal.close();
+  // A sealed segment ends at its last record; the last one's records end at its last
+  // non-zero byte (every record ends with a non-zero trailer), zeros after it.
+  const files = await segmentFiles(dir);
+  assert.ok(files.length >= 3, `several segments, got ${files.length}`);
+  let onDisk = 0;
+  for (const f of files) {
+    const buf = await readFile(join(dir, f));
+    let end = buf.length;
+    while (end > 0 && buf[end - 1] === 0) end--;
+    onDisk += end;
+  }
+  assert.equal(written, onDisk);
+  const r = await Wal.open(dir, { snapshot: { index: 0, term: 0 }, segmentBytes: SMALL });
+  assert.equal(r.wal.writtenBytes, 0, "an opened WAL counts what it writes from then on");
+  await r.wal.save(null, range(101, 101, 2));
+  assert.ok(r.wal.writtenBytes > 100, "an entry of 100 bytes and its framing");
   await r.wal.close();
 });
 

@@ -66,6 +66,8 @@ interface WalState {
   dir: string; segmentBytes: number; fillAheadBytes: number; capacity: number; logger: WalLogger; slowSyncMs: number; metadata: Uint8Array;
   fh: FileHandle; segments: SegmentName[]; offset: number; crc: number;
   lastIndex: number; hardState: HardState; snapshotIndex: number;
+  /** Record bytes written by create() before this instance existed. */
+  written?: number;
 }
 
 export class Wal {
@@ -87,6 +89,8 @@ export class Wal {
   #hardState: HardState;
   /** The snapshot open() started from, or the latest saved ref: releaseTo never passes it. */
   #snapshotIndex: number;
+  /** Record bytes this WAL wrote (headers, entries, hard states, snapshot refs), not the zero fill. */
+  #written: number;
   #busy = false;
   #closed = false;
   #failed: unknown = null;
@@ -106,6 +110,7 @@ export class Wal {
     this.#lastIndex = s.lastIndex;
     this.#hardState = s.hardState;
     this.#snapshotIndex = s.snapshotIndex;
+    this.#written = s.written ?? 0;
     this.#pipeline = new FilePipeline({ dir: s.dir, fillBytes: s.fillAheadBytes });
     this.#maybePrepareNext();
   }
@@ -166,7 +171,7 @@ export class Wal {
       logger.info("created WAL", { dir, segmentBytes });
       return new Wal({
         dir, segmentBytes, fillAheadBytes, capacity, logger, slowSyncMs: opts.slowSyncMs ?? SLOW_FDATASYNC_MS, metadata: Buffer.from(metadata), fh, segments: [{ seq: 0, index: 0, name }],
-        offset: w.offset, crc: w.crc, lastIndex: 0, hardState, snapshotIndex: 0,
+        offset: w.offset, crc: w.crc, lastIndex: 0, hardState, snapshotIndex: 0, written: w.offset,
       });
     } catch (err) {
       await fh.close().catch(() => undefined);
@@ -244,6 +249,14 @@ export class Wal {
   }
 
   /**
+   * Record bytes written to the log by this instance (and by create() before it): what
+   * etcd_disk_wal_write_bytes_total reports. The zeros filled ahead are not records.
+   */
+  get writtenBytes(): number {
+    return this.#written;
+  }
+
+  /**
    * Appends the entries, then the hard state, as ONE write followed by ONE fdatasync.
    * Entries must be contiguous and start at or below lastIndex + 1 (lower = raft
    * truncation: the new entries replace the old tail on open).
@@ -290,6 +303,7 @@ export class Wal {
         throw err;
       }
       this.#offset += HARD_STATE_RECORD_SIZE;
+      this.#written += HARD_STATE_RECORD_SIZE;
       this.#crc = w.crc;
       this.#hardState = { term: hardState.term, vote: hardState.vote, commit: hardState.commit };
       // Past segmentBytes, the next save() cuts.
@@ -395,6 +409,7 @@ export class Wal {
         throw err;
       }
       this.#offset += size;
+      this.#written += size;
       this.#crc = w.crc;
       this.#maybePrepareNext();
     } finally {
@@ -441,6 +456,7 @@ export class Wal {
       this.#fh = fh;
       this.#segments.push({ seq, index: this.#lastIndex + 1, name });
       this.#offset = w.offset;
+      this.#written += w.offset;
       this.#crc = w.crc;
       this.#capacity = capacity;
     } catch (err) {

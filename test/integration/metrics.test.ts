@@ -135,6 +135,8 @@ test("one member: etcd's families, names, types and labels; counters move with w
   assert.equal(delta("etcd_server_proposals_failed_total"), 0);
   assert.ok(delta("etcd_disk_wal_fsync_duration_seconds", {}, "etcd_disk_wal_fsync_duration_seconds_count") >= 32, "one fsync per acknowledged write at least");
   assert.ok(delta("etcd_disk_wal_fsync_duration_seconds", {}, "etcd_disk_wal_fsync_duration_seconds_sum") > 0);
+  // The ten 1,000-byte values went into the WAL's records, with the rest of the writes.
+  assert.ok(delta("etcd_disk_wal_write_bytes_total") >= 10_000, `WAL bytes moved by ${delta("etcd_disk_wal_write_bytes_total")}`);
   // The backend commits after the write is acknowledged (its data is safe in the WAL), as etcd's batch does.
   const commits = async (): Promise<number> => value(await scrape(srv.url), "etcd_disk_backend_commit_duration_seconds", {}, "etcd_disk_backend_commit_duration_seconds_count");
   const commitsBefore = value(before, "etcd_disk_backend_commit_duration_seconds", {}, "etcd_disk_backend_commit_duration_seconds_count");

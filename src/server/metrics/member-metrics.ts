@@ -38,6 +38,7 @@ export interface MemberMetricsHost {
   readonly store: Pick<V2Store, "statsJSON" | "reads">;
   readonly v3auth: { readonly authRevision: number };
   v3DbSizes(): { size: number; inUse: number };
+  readonly walWrittenBytes: number;
 }
 
 const hex = (id: number): string => id.toString(16);
@@ -69,6 +70,8 @@ export class MemberMetrics {
     // etcd exports these two as gauges of the raft indexes (etcdserver/metrics.go).
     g("etcd_server_proposals_committed_total", "The total number of consensus proposals committed.", () => kv.commitIndex);
     g("etcd_server_proposals_applied_total", "The total number of consensus proposals applied.", () => kv.appliedIndex);
+    // A gauge in etcd despite its name (wal/metrics.go); the WAL counts its record bytes as it writes them.
+    g("etcd_disk_wal_write_bytes_total", "Total number of bytes written in WAL.", () => kv.walWrittenBytes);
     g("etcd_server_quota_backend_bytes", "Current backend storage quota size in bytes.", () => kv.config.quotaBackendBytes);
     label("etcd_server_id", "Server or member ID in hexadecimal format. 1 for 'server_id' label with current ID.", "server_id", () => hex(kv.memberId));
     label("etcd_server_version", "Which version is running. 1 for 'server_version' label with current version.", "server_version", () => ETCD_SERVER_VERSION);
