@@ -91,3 +91,30 @@ export async function waitHealthy(url: string, opts: { child?: ChildProcess; log
     { intervalMs: 50, detail: log },
   );
 }
+
+/**
+ * A v3 gateway watch stream: POST /v3/watch with one create request, every `{"result":...}`
+ * line kept as it arrives. The body is sent whole (etcd's gateway reads a request whole
+ * before it opens the stream); the stream stays open after the client's side ends, in etcd
+ * and kvctl alike.
+ */
+export function gatewayWatch(url: string, create: Record<string, unknown>): { results: Array<Record<string, unknown>>; close(): void } {
+  const results: Array<Record<string, unknown>> = [];
+  const req = request(`${url}/v3/watch`, { method: "POST" });
+  let buf = "";
+  req.on("response", (res) => {
+    res.setEncoding("utf8");
+    res.on("data", (chunk: string) => {
+      buf += chunk;
+      let nl: number;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, nl).trim();
+        buf = buf.slice(nl + 1);
+        if (line !== "") results.push((JSON.parse(line) as { result: Record<string, unknown> }).result);
+      }
+    });
+  });
+  req.on("error", () => undefined);
+  req.end(JSON.stringify({ create_request: create }));
+  return { results, close: () => req.destroy() };
+}

@@ -9,11 +9,10 @@
 // and a HEAD are gets).
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import http from "node:http";
 import http2 from "node:http2";
 import { grpcUnary } from "../helpers/grpc.ts";
 import { startServer } from "../helpers/server.ts";
-import { agent, gatewayPost, http as httpReq, until } from "../helpers/http.ts";
+import { agent, gatewayPost, gatewayWatch, http as httpReq, until } from "../helpers/http.ts";
 import { parseExposition } from "../helpers/prometheus.ts";
 
 after(() => agent.destroy());
@@ -139,29 +138,6 @@ function grpcWatch(url: string): { responses: WatchResponse[]; send(msg: Buffer)
   };
 }
 
-/** A gateway watch stream: `{"result":...}` lines kept. */
-function gatewayWatch(url: string, key: string): { results: Array<Record<string, unknown>>; close(): void } {
-  const results: Array<Record<string, unknown>> = [];
-  const req = http.request(`${url}/v3/watch`, { method: "POST" });
-  let buf = "";
-  req.on("response", (res) => {
-    res.setEncoding("utf8");
-    res.on("data", (chunk: string) => {
-      buf += chunk;
-      let nl: number;
-      while ((nl = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, nl).trim();
-        buf = buf.slice(nl + 1);
-        if (line !== "") results.push((JSON.parse(line) as { result: Record<string, unknown> }).result);
-      }
-    });
-  });
-  req.on("error", () => undefined);
-  // The whole body (etcd's gateway reads a request whole before it opens the stream); the
-  // stream stays open after the client's side ends, in etcd and kvctl alike.
-  req.end(JSON.stringify({ create_request: { key: b64(key) } }));
-  return { results, close: () => req.destroy() };
-}
 
 const gatewayEvents = (results: Array<Record<string, unknown>>): number =>
   results.reduce((n, r) => n + (Array.isArray(r["events"]) ? r["events"].length : 0), 0);
@@ -176,7 +152,7 @@ test("v3 watch families: streams of both transports, watchers (a compacted one u
   after(() => g.close());
   g.send(createRequest("w"));
   await until(() => g.responses.some((r) => r.created), 5000, "gRPC watch created");
-  const gw = gatewayWatch(srv.url, "w");
+  const gw = gatewayWatch(srv.url, { key: b64("w") });
   after(() => gw.close());
   await until(() => gw.results.some((r) => r["created"] === true), 5000, "gateway watch created");
   assert.deepEqual(await scrape(), { streams: 2, watchers: 2, slow: 0, pending: 0, events: 0 });

@@ -3,9 +3,8 @@
 // killed with SIGKILL in the middle of the burst). Three real members, the JSON gateway.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import http from "node:http";
 import { startCluster, type ClusterMember, type TestCluster } from "../helpers/cluster.ts";
-import { until } from "../helpers/http.ts";
+import { gatewayWatch, until } from "../helpers/http.ts";
 
 let cluster: TestCluster | undefined;
 after(async () => {
@@ -23,27 +22,6 @@ interface WatchEvent {
   kv: { key: string; mod_revision: string };
 }
 
-/** Opens a watch stream; every `result` line is parsed and kept. */
-function openWatch(url: string, create: Record<string, unknown>): { results: Array<Record<string, unknown>>; close(): void } {
-  const results: Array<Record<string, unknown>> = [];
-  const req = http.request(url + "/v3/watch", { method: "POST" });
-  let buf = "";
-  req.on("response", (res) => {
-    res.setEncoding("utf8");
-    res.on("data", (chunk: string) => {
-      buf += chunk;
-      let nl: number;
-      while ((nl = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, nl).trim();
-        buf = buf.slice(nl + 1);
-        if (line !== "") results.push((JSON.parse(line) as { result: Record<string, unknown> }).result);
-      }
-    });
-  });
-  req.on("error", () => undefined);
-  req.write(JSON.stringify({ create_request: create }));
-  return { results, close: () => req.destroy() };
-}
 
 test("a watch on a follower sees every event of a write burst in order, across a leader change", { timeout: 90_000 }, async () => {
   cluster = await startCluster(3, ["--heartbeat-interval", "50", "--election-timeout", "500"]);
@@ -53,7 +31,7 @@ test("a watch on a follower sees every event of a write burst in order, across a
   const watcher = followers[0]!;
   const writer: ClusterMember = followers[1]!;
 
-  const w = openWatch(watcher.clientUrl, { key: b64("burst/"), range_end: b64("burst0") });
+  const w = gatewayWatch(watcher.clientUrl, { key: b64("burst/"), range_end: b64("burst0") });
   await until(() => w.results.some((r) => r["created"] === true), 5000, "watch created");
 
   const acked = new Set<string>();
