@@ -47,7 +47,7 @@ export async function startServer(config: ServerConfig, log: Logger, bound: read
     opened.push(...peerListeners);
     const { createRouter, keysFastGet, keysFast, keysFastWrite, v3FastKv, firstOf, V3Service, GrpcServer, createRpcTable, grpcRecvLimit, createMetricsRouter } = await import("./client-api.ts");
     // v3 streams (watch, keepalive) join the v2 watches: shutdown ends them all.
-    const v3Gateway = { backend: new V3Service(kv), maxRequestBytes: config.maxRequestBytes, maxTxnOps: config.maxTxnOps, streams: watches, watchMetrics: kv.metrics.watch };
+    const v3Gateway = { backend: new V3Service(kv), maxRequestBytes: config.maxRequestBytes, maxTxnOps: config.maxTxnOps, streams: watches, watchMetrics: kv.metrics.watch, clientRequests: kv.metrics.clientRequest.bind(kv.metrics) };
     const routes = { server: kv, clusterId: kv.clusterId.toString(16), watches, v3Gateway, metrics };
     // The same backend serves etcd's gRPC API on the client port (grpc/: cmux, HTTP/2).
     grpc = new GrpcServer(createRpcTable(v3Gateway), { maxRecvBytes: grpcRecvLimit(v3Gateway), clientCertAuth: clientTls?.clientCertAuth ?? false, observer: metrics.grpc, onRequest: () => kv.noteClientRequest(), maxConcurrentStreams: config.maxConcurrentStreams, keepAlive: config.grpcKeepAlive });

@@ -109,10 +109,10 @@ function decodeResponse(b: Buffer): WatchResponse {
 }
 
 /** A gRPC Watch stream over HTTP/2: requests framed in, responses decoded. */
-function grpcWatch(url: string): { responses: WatchResponse[]; send(msg: Buffer): void; close(): void } {
+function grpcWatch(url: string, headers: http2.OutgoingHttpHeaders = {}): { responses: WatchResponse[]; send(msg: Buffer): void; close(): void } {
   const session = http2.connect(url);
   session.on("error", () => undefined);
-  const stream = session.request({ ":method": "POST", ":path": "/etcdserverpb.Watch/Watch", "content-type": "application/grpc", te: "trailers" });
+  const stream = session.request({ ":method": "POST", ":path": "/etcdserverpb.Watch/Watch", "content-type": "application/grpc", te: "trailers", ...headers });
   stream.on("error", () => undefined);
   const responses: WatchResponse[] = [];
   let buf = Buffer.alloc(0);
@@ -262,4 +262,45 @@ test("hash durations: one per Hash call (gRPC or gateway), one per HashKV answer
   assert.equal((await grpcUnary(endpoint, "/etcdserverpb.Maintenance/HashKV", varintField(1, rev - 2))).status, "11");
   assert.equal((await grpcUnary(endpoint, "/etcdserverpb.Maintenance/HashKV", varintField(1, rev))).status, "0");
   assert.deepEqual(await counts(), [2, 2]);
+});
+
+test("etcd_server_client_requests_total: gRPC calls by their client-api-version, gateway calls as etcd's gateway makes them, not /health nor v2", { timeout: 30_000 }, async () => {
+  const srv = await startServer();
+  after(() => srv.stop());
+  const endpoint = new URL(srv.url).host;
+  const counts = async (): Promise<Record<string, number>> => {
+    const f = parseExposition(await (await fetch(`${srv.url}/metrics`)).text());
+    const out: Record<string, number> = {};
+    for (const x of f.get("etcd_server_client_requests_total")?.samples ?? []) out[`${x.labels["type"]}/${x.labels["client_api_version"]}`] = x.value;
+    return out;
+  };
+  const v34 = { "client-api-version": "3.4" };
+  const rangeA = field(1, Buffer.from("a"));
+  // gRPC: unary calls, one refused by v3rpc's checks (an empty key: counted), one whose
+  // message does not decode (grpc-go refuses it before the interceptors: not counted).
+  assert.equal((await grpcUnary(endpoint, "/etcdserverpb.KV/Range", rangeA, v34)).status, "0");
+  assert.equal((await grpcUnary(endpoint, "/etcdserverpb.KV/Range", [], v34)).status, "3");
+  assert.equal((await grpcUnary(endpoint, "/etcdserverpb.Maintenance/Status", [])).status, "0");
+  assert.equal((await grpcUnary(endpoint, "/etcdserverpb.KV/Range", [0x0a, 0x05], v34)).status, "13");
+  const g = grpcWatch(srv.url, v34);
+  after(() => g.close());
+  g.send(createRequest("a"));
+  await until(() => g.responses.some((r) => r.created), 5000, "gRPC watch created");
+
+  // The gateway: a put, one with the version header, a refused range (counted), bodies it
+  // cannot decode (not counted), a watch stream.
+  await gatewayPost(srv.url, "/v3/kv/put", { key: b64("a"), value: b64("1") });
+  const versioned = await fetch(`${srv.url}/v3/kv/put`, { method: "POST", headers: { "Grpc-Metadata-Client-Api-Version": "9.9" }, body: JSON.stringify({ key: b64("a"), value: b64("2") }) });
+  assert.equal(versioned.status, 200);
+  assert.equal((await fetch(`${srv.url}/v3/kv/range`, { method: "POST", body: "{}" })).status, 400);
+  assert.equal((await fetch(`${srv.url}/v3/kv/put`, { method: "POST", body: '{"key":' })).status, 400);
+  assert.equal((await fetch(`${srv.url}/v3/kv/put`, { method: "POST", body: '{"key":"!!"}' })).status, 400);
+  const gw = gatewayWatch(srv.url, { key: b64("a") });
+  after(() => gw.close());
+  await until(() => gw.results.some((r) => r["created"] === true), 5000, "gateway watch created");
+  // Neither /health nor the v2 API is a gRPC call.
+  assert.equal((await fetch(`${srv.url}/health`)).status, 200);
+  assert.equal((await httpReq("GET", `${srv.url}/v2/keys/x`)).status, 404);
+
+  assert.deepEqual(await counts(), { "unary/3.4": 2, "unary/unknown": 3, "unary/9.9": 1, "stream/3.4": 1, "stream/unknown": 1 });
 });

@@ -165,6 +165,12 @@ export class RpcStream {
 /** Calls and bytes, for the Prometheus metrics (server/metrics/grpc-metrics.ts). */
 export interface GrpcObserver {
   callStarted(path: string): void;
+  /**
+   * A call etcd's interceptors would have counted (etcd_server_client_requests_total):
+   * a stream once open, a unary call once its request decoded. `apiVersion`: its
+   * client-api-version metadata.
+   */
+  clientRequest?(path: string, apiVersion: string | undefined): void;
   /** `code`: the grpc-status the call ended with (1, Canceled, when the client reset it). */
   callHandled(path: string, code: number, ms: number): void;
   traffic(received: number, sent: number): void;
@@ -345,6 +351,7 @@ export class GrpcServer {
     const observer = this.#opts.observer;
     const t0 = observer === undefined ? 0 : performance.now();
     observer?.callStarted(path);
+    observer?.clientRequest?.(path, headerValue(call.headers["client-api-version"]));
     let closed = false;
     const ended = (): void => {
       deadline?.cancel();
@@ -516,15 +523,21 @@ class UnaryCall {
   #fail(s: GrpcStatus): void {
     const stream = this.#settle();
     if (stream === undefined) return;
-    this.#handled(s.code);
+    this.#handled(s.code, s.code === GrpcCode.Internal && s.message.startsWith(UNMARSHAL_REFUSAL));
     respondStatus(stream, s);
   }
 
-  #handled(code: number): void {
+  /** `undecoded`: the request did not decode, so etcd's interceptors never saw the call. */
+  #handled(code: number, undecoded = false): void {
     if (this.#t0 === 0) return;
-    this.#opts.observer?.callHandled(this.#path, code, performance.now() - this.#t0);
+    const observer = this.#opts.observer;
+    observer?.callHandled(this.#path, code, performance.now() - this.#t0);
+    if (!undecoded) observer?.clientRequest?.(this.#path, headerValue(this.#call.headers["client-api-version"]));
   }
 }
+
+/** How grpc-go's answer to a unary request that does not decode begins (unmarshal-error.ts). */
+const UNMARSHAL_REFUSAL = "grpc: error unmarshalling request";
 
 /** Per-connection state of the keepalive enforcement; `reset` clears the strikes (grpc-go). */
 const pingPolicy = new WeakMap<H2Connection, { lastPingAt: number; strikes: number; reset: boolean }>();

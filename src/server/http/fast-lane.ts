@@ -186,6 +186,8 @@ export function parseHead(buf: string, from: number, maxHeadBytes: number, maxBo
         case "transfer-encoding":
         case "expect":
         case "upgrade":
+        // The router reads it for etcd_server_client_requests_total's label.
+        case "grpc-metadata-client-api-version":
           return "decline";
       }
     }

@@ -215,4 +215,6 @@ export interface V3GatewayContext {
   streams?: Set<ServerResponse>;
   /** The member's watch families (etcd_debugging_mvcc_watch_stream_total and the rest). */
   watchMetrics?: WatchStreamCounts;
+  /** Counts a call as etcd's gRPC interceptors count the gateway's (etcd_server_client_requests_total). */
+  clientRequests?: (type: "unary" | "stream", apiVersion: string | undefined) => void;
 }

@@ -25,7 +25,7 @@ import { allowsAnyOrigin } from "./cors.ts";
 import { isHostWhitelisted, requestHostname } from "./host-whitelist.ts";
 import type { V3CallContext, V3GatewayContext } from "./v3-backend.ts";
 import { UNARY_ROUTES, type UnaryHandler } from "./v3-handlers.ts";
-import { asV3Error, maxUnaryBodyBytes, unaryFields, v3Route } from "./v3-routes.ts";
+import { asV3Error, maxUnaryBodyBytes, reachedGrpc, unaryFields, v3Route } from "./v3-routes.ts";
 import { v3ErrorParts, v3SuccessParts, type V3AnswerParts } from "./v3-respond.ts";
 import type { JsonObject } from "./v3-encode.ts";
 import type { WriteTracer } from "../write-trace.ts";
@@ -94,6 +94,17 @@ export function v3FastKv(ctx: V3FastContext, tracer?: WriteTracer): FastHandler 
   const gw = ctx.v3Gateway;
   const call = { backend: gw.backend, ctx: NO_TOKEN, gw };
   const maxBody = maxUnaryBodyBytes(gw);
+  // Counted as the router counts a gateway call (v3-routes.ts countedUnary), in the same
+  // steps as the answer. The lane takes no request with a client-api-version header.
+  const count = gw.clientRequests;
+  const succeeded = (o: JsonObject): FastResponse => {
+    count?.("unary", undefined);
+    return success(o);
+  };
+  const failed = (err: unknown): FastResponse => {
+    if (count !== undefined && reachedGrpc(err)) count("unary", undefined);
+    return failure(err);
+  };
   return (head): ReturnType<FastHandler> => {
     const server = ctx.server;
     // A cheap first test: nearly every request the lane sees is not for the gateway.
@@ -121,7 +132,7 @@ export function v3FastKv(ctx: V3FastContext, tracer?: WriteTracer): FastHandler 
       } catch (err) {
         out = Promise.reject(err);
       }
-      return traced === undefined ? out.then(success, failure) : out.then((o) => traced(success(o)), (e: unknown) => traced(failure(e)));
+      return traced === undefined ? out.then(succeeded, failed) : out.then((o) => traced(succeeded(o)), (e: unknown) => traced(failed(e)));
     };
     return trace === undefined || tracer === undefined ? run() : tracer.within(trace, run);
   };

@@ -15,7 +15,7 @@ import { sendV3Json } from "./v3-respond.ts";
 import { serveKeepAlive, serveSnapshot } from "./v3-streams.ts";
 import { serveWatch } from "./v3-watch-stream.ts";
 import { CONCURRENCY_ROUTES, serveConcurrency, serveObserve } from "./v3-concurrency-handlers.ts";
-import { GatewayDecodeError, messageFields, type Fields } from "./v3-wire.ts";
+import { GatewayDecodeError, GatewayError, messageFields, type Fields } from "./v3-wire.ts";
 
 const STREAM_ROUTES = ["watch", "lease/keepalive", "maintenance/snapshot"] as const;
 
@@ -75,6 +75,37 @@ export function unaryFields(body: Buffer): Fields | undefined {
   return messageFields(parsed.node);
 }
 
+/** The client-api-version metadata grpc-gateway forwards from a Grpc-Metadata-Client-Api-Version header. */
+function apiVersion(req: IncomingMessage): string | undefined {
+  const v = req.headers["grpc-metadata-client-api-version"];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/**
+ * Whether a failed call had reached etcd's gRPC server, whose interceptors count it in
+ * etcd_server_client_requests_total: not the gateway's own refusals (a body it cannot
+ * decode), nor a message above grpc-go's receive limit (refused before the interceptors).
+ */
+export function reachedGrpc(err: unknown): boolean {
+  if (err instanceof GatewayError) return false;
+  return !(err instanceof V3Error && err.code === GrpcCode.ResourceExhausted && err.message.startsWith("grpc: received message larger than max"));
+}
+
+/** Runs a unary call and counts it as etcd counts the gateway's call, by its outcome. */
+async function countedUnary<T>(req: IncomingMessage, gw: V3GatewayContext, run: () => Promise<T>): Promise<T> {
+  const count = gw.clientRequests;
+  if (count === undefined) return run();
+  let out: T;
+  try {
+    out = await run();
+  } catch (err) {
+    if (reachedGrpc(err)) count("unary", apiVersion(req));
+    throw err;
+  }
+  count("unary", apiVersion(req));
+  return out;
+}
+
 /** The error a failed v3 call is answered with: whatever is not a V3Error is gRPC code Unknown (500), as in etcd. */
 export function asV3Error(err: unknown): V3Error {
   return err instanceof V3Error ? err : new V3Error(GrpcCode.Unknown, err instanceof Error ? err.message : String(err));
@@ -84,7 +115,7 @@ async function serveUnary(req: IncomingMessage, res: ServerResponse, route: stri
   const handler = UNARY_ROUTES.get(route);
   if (handler === undefined) throw new HttpTextError(404, "Not Found");
   const body = await readUnaryBody(req, gw);
-  const out = await handler(unaryFields(body), { backend: gw.backend, ctx: callContext(req), gw });
+  const out = await countedUnary(req, gw, () => handler(unaryFields(body), { backend: gw.backend, ctx: callContext(req), gw }));
   sendV3Json(res, out);
 }
 
@@ -117,25 +148,34 @@ export async function handleV3(req: IncomingMessage, res: ServerResponse, route:
 
 async function dispatch(req: IncomingMessage, res: ServerResponse, route: string, gw: V3GatewayContext): Promise<void> {
   switch (route) {
+    // grpc-gateway opens a bidirectional stream before reading the body, a server stream
+    // once it decoded its one request: that is when etcd's interceptors count them.
     case "watch":
+      gw.clientRequests?.("stream", apiVersion(req));
       serveWatch(req, res, gw, callContext(req));
       return;
     case "lease/keepalive":
+      gw.clientRequests?.("stream", apiVersion(req));
       serveKeepAlive(req, res, gw, callContext(req));
       return;
     case "maintenance/snapshot": {
       // A server-streaming call: the request is one message (ignored: it has no fields).
       unaryFields(await readUnaryBody(req, gw));
+      gw.clientRequests?.("stream", apiVersion(req));
       await serveSnapshot(res, gw, callContext(req));
       return;
     }
-    case "election/observe":
+    case "election/observe": {
       // A server-streaming call: its one request message, then its answers as they come.
-      await serveObserve(unaryFields(await readUnaryBody(req, gw)), res, gw, callContext(req));
+      const fields = unaryFields(await readUnaryBody(req, gw));
+      gw.clientRequests?.("stream", apiVersion(req));
+      await serveObserve(fields, res, gw, callContext(req));
       return;
+    }
     default:
       if (CONCURRENCY_ROUTES.has(route)) {
-        const out = await serveConcurrency(route, unaryFields(await readUnaryBody(req, gw)), res, gw, callContext(req));
+        const body = await readUnaryBody(req, gw);
+        const out = await countedUnary(req, gw, () => serveConcurrency(route, unaryFields(body), res, gw, callContext(req)));
         if (out !== undefined) sendV3Json(res, out);
         return;
       }

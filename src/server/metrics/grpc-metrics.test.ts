@@ -61,3 +61,18 @@ test("--metrics extensive adds grpc_server_handling_seconds", () => {
   assert.match(t, /^grpc_server_handling_seconds_bucket\{grpc_method="Put",grpc_service="etcdserverpb.KV",grpc_type="unary",le="0.01"\} 1$/m);
   assert.match(t, /^grpc_server_handling_seconds_count\{grpc_method="Put",grpc_service="etcdserverpb.KV",grpc_type="unary"\} 1$/m);
 });
+
+test("client requests by etcd's call type: unary methods (Lock and Election's too), streams (Watch, keepalive, Observe); unknown paths none", () => {
+  const seen: string[] = [];
+  const sent = new Counter("s", "S.");
+  const received = new Counter("r", "R.");
+  const g = new GrpcMetrics({ extensive: false, sentBytes: sent, receivedBytes: received, clientRequest: (type, v) => void seen.push(`${type}/${v ?? "-"}`) });
+  g.clientRequest("/etcdserverpb.KV/Range", "3.4");
+  g.clientRequest("/etcdserverpb.Watch/Watch", "3.4");
+  g.clientRequest("/etcdserverpb.Lease/LeaseKeepAlive", undefined);
+  g.clientRequest("/etcdserverpb.Maintenance/Snapshot", undefined);
+  g.clientRequest("/v3lockpb.Lock/Lock", "3.4");
+  g.clientRequest("/v3electionpb.Election/Observe", "3.4");
+  g.clientRequest("/nope.Service/Method", "3.4");
+  assert.deepEqual(seen, ["unary/3.4", "stream/3.4", "stream/-", "stream/-", "unary/3.4", "stream/3.4"]);
+});

@@ -18,6 +18,23 @@ export function codeName(code: number): string {
 
 type MethodLabels = Readonly<Record<"grpc_method" | "grpc_service" | "grpc_type", string>>;
 
+/** Counts a call in etcd_server_client_requests_total (ServerMetrics.clientRequest). */
+export type ClientRequestCounter = (type: "unary" | "stream", apiVersion: string | undefined) => void;
+
+/**
+ * The Lock and Election services, which have no grpc_server_* series here but are calls
+ * etcd's interceptors count: unary but for Observe. (kvctl serves them all as streams.)
+ */
+const CONCURRENCY_STREAMS: ReadonlyMap<string, boolean> = new Map([
+  ["/v3lockpb.Lock/Lock", false],
+  ["/v3lockpb.Lock/Unlock", false],
+  ["/v3electionpb.Election/Campaign", false],
+  ["/v3electionpb.Election/Proclaim", false],
+  ["/v3electionpb.Election/Leader", false],
+  ["/v3electionpb.Election/Resign", false],
+  ["/v3electionpb.Election/Observe", true],
+]);
+
 export class GrpcMetrics implements GrpcObserver {
   readonly started = new Counter("grpc_server_started_total", "Total number of RPCs started on the server.", ["grpc_method", "grpc_service", "grpc_type"]);
   readonly handled = new Counter("grpc_server_handled_total", "Total number of RPCs completed on the server, regardless of success or failure.", [
@@ -29,12 +46,14 @@ export class GrpcMetrics implements GrpcObserver {
   readonly handling: Histogram | undefined;
   readonly sentBytes: Counter;
   readonly receivedBytes: Counter;
+  readonly #clientRequest: ClientRequestCounter | undefined;
   readonly #methods = new Map<string, MethodLabels>();
   /** Per method, its series' incrementers, made at its first call (the hot path: no label key per call). */
   readonly #bound = new Map<string, { labels: MethodLabels; started: () => void; handled: Array<(() => void) | undefined> }>();
   #initialized = false;
 
-  constructor(opts: { extensive: boolean; sentBytes: Counter; receivedBytes: Counter }) {
+  constructor(opts: { extensive: boolean; sentBytes: Counter; receivedBytes: Counter; clientRequest?: ClientRequestCounter }) {
+    this.#clientRequest = opts.clientRequest;
     this.sentBytes = opts.sentBytes;
     this.receivedBytes = opts.receivedBytes;
     // go-grpc-prometheus's DefBuckets.
@@ -64,6 +83,14 @@ export class GrpcMetrics implements GrpcObserver {
 
   callStarted(path: string): void {
     this.#method(path)?.started();
+  }
+
+  clientRequest(path: string, apiVersion: string | undefined): void {
+    const count = this.#clientRequest;
+    if (count === undefined) return;
+    const m = this.#method(path);
+    const stream = m === undefined ? CONCURRENCY_STREAMS.get(path) : m.labels.grpc_type !== "unary";
+    if (stream !== undefined) count(stream ? "stream" : "unary", apiVersion);
   }
 
   callHandled(path: string, code: number, ms: number): void {

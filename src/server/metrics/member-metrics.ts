@@ -54,7 +54,12 @@ export class MemberMetrics {
   constructor(kv: MemberMetricsHost, opts: { level: "basic" | "extensive" }) {
     this.#kv = kv;
     const m = kv.metrics;
-    this.grpc = new GrpcMetrics({ extensive: opts.level === "extensive", sentBytes: m.grpcSentBytes, receivedBytes: m.grpcReceivedBytes });
+    this.grpc = new GrpcMetrics({
+      extensive: opts.level === "extensive",
+      sentBytes: m.grpcSentBytes,
+      receivedBytes: m.grpcReceivedBytes,
+      clientRequest: (type, version) => m.clientRequest(type, version),
+    });
     const r = this.registry;
     for (const f of [...m.families(), ...this.grpc.families()]) r.register(f);
     const g = (name: string, help: string, read: () => number): void => void r.register(new GaugeFunc(name, help, read));

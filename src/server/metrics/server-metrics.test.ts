@@ -91,3 +91,15 @@ test("peer links as etcd's peerStatus: active up and down per remote, each going
   m.peerSendFailed("b", 1);
   assert.equal(m.peerSentFailures.value({ To: "b" }), 4);
 });
+
+test("client requests by type and client-api-version, unknown when the caller sent none", () => {
+  const m = new ServerMetrics();
+  m.clientRequest("unary", "3.4");
+  m.clientRequest("unary", "3.4");
+  m.clientRequest("stream", "3.4");
+  m.clientRequest("unary", undefined);
+  assert.equal(m.clientRequests.value({ type: "unary", client_api_version: "3.4" }), 2);
+  assert.equal(m.clientRequests.value({ type: "stream", client_api_version: "3.4" }), 1);
+  assert.equal(m.clientRequests.value({ type: "unary", client_api_version: "unknown" }), 1);
+  assert.equal(m.clientRequests.value({ type: "stream", client_api_version: "unknown" }), 0);
+});

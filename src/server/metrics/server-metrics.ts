@@ -125,6 +125,10 @@ export class ServerMetrics {
   // etcd: rafthttp/metrics.go; the round trip buckets are ExponentialBuckets(0.0001, 2, 16).
   readonly peerSentBytes = new Counter("etcd_network_peer_sent_bytes_total", "The total number of bytes sent to peers.", ["To"]);
   readonly peerReceivedBytes = new Counter("etcd_network_peer_received_bytes_total", "The total number of bytes received from peers.", ["From"]);
+  // etcd: v3rpc/metrics.go, counted by its gRPC interceptors: every call that passed grpc-go's
+  // decoding, gateway calls included (the gateway is a gRPC client of the member).
+  readonly clientRequests = new Counter("etcd_server_client_requests_total", "The total number of client requests per client version.", ["type", "client_api_version"]);
+  readonly #clientRequestCounts = new Map<string, () => void>();
   // Counted by the transport where a link comes up / goes down and where messages are lost.
   readonly activePeers = new Gauge("etcd_network_active_peers", "The current number of active peer connections.", ["Local", "Remote"]);
   readonly disconnectedPeers = new Counter("etcd_network_disconnected_peers_total", "The total number of disconnected peers.", ["Local", "Remote"]);
@@ -229,6 +233,22 @@ export class ServerMetrics {
     this.peerRoundTrip.observe(ms / 1000, { To: to });
   }
 
+  /**
+   * A v3 call as etcd's interceptors count it: `unary` or `stream`, with the caller's
+   * client-api-version metadata (clientv3 sends its version, e.g. 3.4) or `unknown`.
+   */
+  clientRequest(type: "unary" | "stream", apiVersion: string | undefined): void {
+    const version = apiVersion ?? "unknown";
+    const key = type === "unary" ? version : `\0${version}`;
+    let inc = this.#clientRequestCounts.get(key);
+    if (inc === undefined) {
+      // As etcd: a series per version callers send (the label is theirs to choose).
+      inc = this.clientRequests.incrementer({ type, client_api_version: version });
+      this.#clientRequestCounts.set(key, inc);
+    }
+    inc();
+  }
+
   peerActive(local: string, remote: string, active: boolean): void {
     const labels = { Local: local, Remote: remote };
     if (active) this.activePeers.inc(labels);
@@ -280,6 +300,7 @@ export class ServerMetrics {
       this.peerSentBytes,
       this.peerReceivedBytes,
       this.peerRoundTrip,
+      this.clientRequests,
       this.activePeers,
       this.disconnectedPeers,
       this.peerSentFailures,
