@@ -152,6 +152,22 @@ export class V3Service implements V3Backend {
     this.#jwt = t.type === "jwt" ? jwtTokensOf(t) : undefined;
   }
 
+  /**
+   * Membership changes only when an entry is applied (a conf change, a snapshot): the flag
+   * is looked up again once the applied index moved, else it is one field read per call.
+   */
+  get isLearner(): boolean {
+    const at = this.#kv.appliedIndex;
+    if (at !== this.#learnerAt) {
+      this.#learnerAt = at;
+      this.#learner = this.#kv.membership.get(this.#kv.memberId)?.isLearner === true;
+    }
+    return this.#learner;
+  }
+
+  #learner = false;
+  #learnerAt = -1;
+
   header(revision?: number): V3Header {
     const kv = this.#kv;
     // Every answer carries the ids as decimal strings: made again only when an id changes

@@ -40,12 +40,16 @@ export interface UnaryRpc {
   run(request: Uint8Array, call: GrpcCall): Promise<Uint8Array>;
   /** `run` answers a message with its 5-byte prefix already in place (fast-codec.ts). */
   framed?: boolean;
+  /** etcd's interceptor refusals (a learner's): checked once the request is read, before the call is counted. */
+  refuse?(request: Uint8Array): GrpcStatus | undefined;
 }
 
 export interface StreamRpc {
   kind: "stream";
   /** Called once per call, before any request message arrives. */
   open(stream: RpcStream, call: GrpcCall): void;
+  /** etcd's interceptor refusals (a learner's): checked before the stream opens or is counted. */
+  refuse?(): GrpcStatus | undefined;
 }
 
 export type Rpc = UnaryRpc | StreamRpc;
@@ -348,6 +352,12 @@ export class GrpcServer {
   }
 
   #streaming(rpc: StreamRpc, stream: H2Stream, call: GrpcCall, path: string, deadline: CallDeadline | undefined): void {
+    const refused = rpc.refuse?.();
+    if (refused !== undefined) {
+      deadline?.cancel();
+      respondStatus(stream, refused);
+      return;
+    }
     const observer = this.#opts.observer;
     const t0 = observer === undefined ? 0 : performance.now();
     observer?.callStarted(path);
@@ -469,6 +479,12 @@ class UnaryCall {
     // The deadline passed before the message was read: grpc-go's read fails with code 4.
     if (deadline?.expired === true) {
       this.#fail(DEADLINE_EXCEEDED);
+      return;
+    }
+    const refused = this.#rpc.refuse?.(request);
+    if (refused !== undefined) {
+      // Not counted: #handled sees no start.
+      this.#fail(refused);
       return;
     }
     const observer = this.#opts.observer;

@@ -22,6 +22,7 @@ import { installRawStrings, isValidUtf8 } from "./raw-strings.ts";
 import { gogoAccepts, gogoUnmarshalError, streamUnmarshalError, unmarshalError } from "./unmarshal-error.ts";
 import { serveWatch } from "./watch.ts";
 import { registerConcurrency } from "./concurrency.ts";
+import { RANGE_METHOD, learnerRefusal, learnerRefuses } from "../learner-calls.ts";
 
 export type RpcTable = Map<string, Rpc>;
 
@@ -314,7 +315,41 @@ export function createRpcTable(gw: V3GatewayContext): RpcTable {
       s.send({ status: m.service === "" ? HealthCheckResponse_ServingStatus.SERVING : HealthCheckResponse_ServingStatus.SERVICE_UNKNOWN });
     });
   });
+  guardLearner(t, b);
   return t;
+}
+
+/**
+ * etcd's interceptors on a learner (learner-calls.ts), on every RPC of the table: Lock,
+ * Election and health included, as etcd registers them on the same server. Off a learner
+ * the cost is one flag read per call.
+ */
+function guardLearner(t: RpcTable, b: V3Backend): void {
+  const refused = statusOf(learnerRefusal());
+  const inputs = new Map<string, DescMessage>();
+  for (const svc of [KV, Lease, Cluster, Maintenance, Auth, Health]) {
+    for (const m of svc.methods) inputs.set(pathOf(m), m.input);
+  }
+  for (const [path, rpc] of t) {
+    if (rpc.kind === "stream") {
+      rpc.refuse = () => (b.isLearner === true ? refused : undefined);
+      continue;
+    }
+    const input = inputs.get(path);
+    rpc.refuse = (bytes) => {
+      if (b.isLearner !== true) return undefined;
+      // etcd's interceptors see the decoded request: one that does not decode is refused
+      // by grpc-go first (code 13), as `run` answers it.
+      let serializable = false;
+      try {
+        if (path === RANGE_METHOD) serializable = (decodeRangeRequest(bytes) ?? cv.rangeRequest(decodeRequest(KV.method.range.input, bytes))).serializable;
+        else if (input !== undefined) decodeRequest(input, bytes);
+      } catch {
+        return undefined;
+      }
+      return learnerRefuses(path, serializable) ? refused : undefined;
+    };
+  }
 }
 
 /** etcd's snapshot stream: 32 KiB blobs with the bytes remaining, then the snapshot's sha256. */

@@ -121,6 +121,11 @@ export function snapshotOfBytes(bytes: Uint8Array): V3Snapshot {
 export interface V3Backend {
   /** Header of a response now; `revision` overrides the current store revision when non-zero. */
   header(revision?: number): V3Header;
+  /**
+   * This member is a learner: every call but Status and serializable Range is refused before
+   * it reaches the backend (server/learner-calls.ts). Read on every call: must be cheap.
+   */
+  readonly isLearner?: boolean;
 
   // --- KV (etcdserverpb.KV) ---
   range(req: RangeRequest, ctx: V3CallContext): Promise<RangeResponse>;

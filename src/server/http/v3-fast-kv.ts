@@ -13,7 +13,7 @@
 //
 // Declined before anything runs, and so answered by the router: another method or route,
 // a target the router would decode or redirect (escapes, an unclean path), a host not
-// whitelisted, --cors restricted, --enable-grpc-gateway=false, a caller's token
+// whitelisted, --cors restricted, --enable-grpc-gateway=false, a learner member, a caller's token
 // (Grpc-Metadata-Token or Authorization) or v3 auth enabled (the token checks stay with the
 // router). Once the handler ran, the request is answered here whatever happens (a put may
 // have been proposed: the router would propose it again).
@@ -110,7 +110,8 @@ export function v3FastKv(ctx: V3FastContext, tracer?: WriteTracer): FastHandler 
     // A cheap first test: nearly every request the lane sees is not for the gateway.
     if (!head.target.startsWith("/v3")) return undefined;
     const handler = fastV3Route(head, server.config.hostWhitelist);
-    if (handler === undefined || server.v3auth.enabled) return undefined;
+    // A learner refuses most calls (v3-routes.ts refuseOnLearner): the router answers them.
+    if (handler === undefined || server.v3auth.enabled || gw.backend.isLearner === true) return undefined;
     const body = Buffer.from(head.body ?? "", "latin1");
     if (body.length > maxBody) return undefined;
     server.noteClientRequest();

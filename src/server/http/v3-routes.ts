@@ -5,9 +5,9 @@
 // Everything in a body is read as the protobuf JSON mapping (v3-wire.ts); query strings and
 // the content type are ignored, as etcd ignores them.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { V3Error, V3Errors, GrpcCode } from "../../api/v3-errors.ts";
+import { V3Error, V3Errors, GrpcCode, httpStatusOfGrpcCode } from "../../api/v3-errors.ts";
 import { HttpTextError } from "./respond.ts";
-import type { V3CallContext, V3GatewayContext } from "./v3-backend.ts";
+import type { V3Backend, V3CallContext, V3GatewayContext } from "./v3-backend.ts";
 import { UNARY_ROUTES, grpcRecvLimit } from "./v3-handlers.ts";
 import { BodyTooLargeError, readBody } from "./body.ts";
 import { readRequestBody } from "./v3-json.ts";
@@ -16,6 +16,9 @@ import { serveKeepAlive, serveSnapshot } from "./v3-streams.ts";
 import { serveWatch } from "./v3-watch-stream.ts";
 import { CONCURRENCY_ROUTES, serveConcurrency, serveObserve } from "./v3-concurrency-handlers.ts";
 import { GatewayDecodeError, GatewayError, messageFields, type Fields } from "./v3-wire.ts";
+import { jsonBase } from "./respond.ts";
+import { decodeRange } from "./v3-decode.ts";
+import { learnerRefusal, learnerRefusesRoute } from "../learner-calls.ts";
 
 const STREAM_ROUTES = ["watch", "lease/keepalive", "maintenance/snapshot"] as const;
 
@@ -111,11 +114,60 @@ export function asV3Error(err: unknown): V3Error {
   return err instanceof V3Error ? err : new V3Error(GrpcCode.Unknown, err instanceof Error ? err.message : String(err));
 }
 
+/** A backend every call of which is the learner's refusal (refuseOnLearner). */
+const REFUSING_BACKEND = new Proxy({} as V3Backend, {
+  get: () => () => {
+    throw learnerRefusal();
+  },
+});
+
+/**
+ * A learner's refusal of a unary call (learner-calls.ts). etcd's gateway calls its member,
+ * whose interceptor refuses the call before counting it and before the v3rpc checks; what
+ * the gateway refuses itself (a body it cannot decode, a message above grpc-go's receive
+ * limit) is answered first: the route's handler runs against a backend that refuses.
+ */
+async function refuseOnLearner(gw: V3GatewayContext, route: string, fields: Fields | undefined, handler: (backend: V3Backend) => Promise<unknown>): Promise<void> {
+  if (gw.backend.isLearner !== true) return;
+  let serializable = false;
+  if (route === "kv/range") {
+    try {
+      serializable = decodeRange(fields).serializable;
+    } catch {
+      // The gateway's own refusal of the body: the handler answers it.
+      return;
+    }
+  }
+  if (!learnerRefusesRoute(route, serializable)) return;
+  try {
+    await handler(REFUSING_BACKEND);
+  } catch (err) {
+    if (!reachedGrpc(err)) throw err;
+  }
+  throw learnerRefusal();
+}
+
+/**
+ * A learner refuses every stream. etcd's gateway gets the refusal as the stream's first
+ * answer: the status of its code, with grpc-gateway's stream error chunk as the body.
+ */
+function refusedStream(req: IncomingMessage, res: ServerResponse, gw: V3GatewayContext): boolean {
+  if (gw.backend.isLearner !== true) return false;
+  req.resume();
+  const err = learnerRefusal();
+  const status = httpStatusOfGrpcCode(err.code);
+  res.writeHead(status, jsonBase.concat());
+  res.end(JSON.stringify({ error: { grpc_code: err.code, http_code: status, message: err.message, http_status: "Service Unavailable" } }));
+  return true;
+}
+
 async function serveUnary(req: IncomingMessage, res: ServerResponse, route: string, gw: V3GatewayContext): Promise<void> {
   const handler = UNARY_ROUTES.get(route);
   if (handler === undefined) throw new HttpTextError(404, "Not Found");
   const body = await readUnaryBody(req, gw);
-  const out = await countedUnary(req, gw, () => handler(unaryFields(body), { backend: gw.backend, ctx: callContext(req), gw }));
+  const fields = unaryFields(body);
+  await refuseOnLearner(gw, route, fields, (backend) => handler(fields, { backend, ctx: { token: undefined }, gw }));
+  const out = await countedUnary(req, gw, () => handler(fields, { backend: gw.backend, ctx: callContext(req), gw }));
   sendV3Json(res, out);
 }
 
@@ -151,16 +203,19 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, route: string
     // grpc-gateway opens a bidirectional stream before reading the body, a server stream
     // once it decoded its one request: that is when etcd's interceptors count them.
     case "watch":
+      if (refusedStream(req, res, gw)) return;
       gw.clientRequests?.("stream", apiVersion(req));
       serveWatch(req, res, gw, callContext(req));
       return;
     case "lease/keepalive":
+      if (refusedStream(req, res, gw)) return;
       gw.clientRequests?.("stream", apiVersion(req));
       serveKeepAlive(req, res, gw, callContext(req));
       return;
     case "maintenance/snapshot": {
       // A server-streaming call: the request is one message (ignored: it has no fields).
       unaryFields(await readUnaryBody(req, gw));
+      if (refusedStream(req, res, gw)) return;
       gw.clientRequests?.("stream", apiVersion(req));
       await serveSnapshot(res, gw, callContext(req));
       return;
@@ -168,14 +223,16 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, route: string
     case "election/observe": {
       // A server-streaming call: its one request message, then its answers as they come.
       const fields = unaryFields(await readUnaryBody(req, gw));
+      if (refusedStream(req, res, gw)) return;
       gw.clientRequests?.("stream", apiVersion(req));
       await serveObserve(fields, res, gw, callContext(req));
       return;
     }
     default:
       if (CONCURRENCY_ROUTES.has(route)) {
-        const body = await readUnaryBody(req, gw);
-        const out = await countedUnary(req, gw, () => serveConcurrency(route, unaryFields(body), res, gw, callContext(req)));
+        const fields = unaryFields(await readUnaryBody(req, gw));
+        await refuseOnLearner(gw, route, fields, (backend) => serveConcurrency(route, fields, res, { ...gw, backend }, { token: undefined }));
+        const out = await countedUnary(req, gw, () => serveConcurrency(route, fields, res, gw, callContext(req)));
         if (out !== undefined) sendV3Json(res, out);
         return;
       }
