@@ -267,7 +267,8 @@ async function restart(config: ServerConfig, walDir: string, snapshotter: Snapsh
     v3,
     v3db,
     v3auth,
-    membership: membership ?? new Membership(meta.clusterId, meta.members),
+    // Without a snapshot the log is replayed from its first entry, adds included.
+    membership: membership ?? new Membership(meta.clusterId, meta.members, { provisional: true }),
     memberId: meta.memberId,
     appliedIndex: ref.index,
     confState,
@@ -341,7 +342,7 @@ async function joinExisting(config: ServerConfig, walDir: string, snapshotter: S
     try {
       const res = await peerGet(new URL(PEER_MEMBERS_PATH, url), { agent, timeoutMs: 2000 });
       if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
-      const membership = Membership.fromJSON(JSON.parse(res.body) as ReturnType<Membership["toJSON"]>);
+      const membership = Membership.joined(JSON.parse(res.body) as ReturnType<Membership["toJSON"]>);
       let me: Member | undefined;
       for (const m of membership.list()) {
         const theirs = await resolvedUrls(m.peerUrls);

@@ -196,6 +196,43 @@ test("a new cluster's bootstrap entries (no context) apply to the members it sta
   assert.deepEqual(m.membership.list(), [a, b]);
 });
 
+test("a member that joined a running cluster replays every add from the first entry: its own, a learner's and its promotion apply, one v2 index each", () => {
+  // The joined member (0xc) learned a, b and itself (promoted since) from a peer; a removed
+  // member (0xd) came and went before it joined.
+  const d: Member = { id: 0xd, name: "d", peerUrls: ["http://127.0.0.1:2680"], clientUrls: [] };
+  const { isLearner: _learner, ...promoted } = learner;
+  const known = Membership.joined({ clusterId: 1, members: [a, b, promoted], removed: [0xd] });
+  const m = member(0xc, known);
+  assert.deepEqual(m.membership.toJSON().members, [], "provisional members are not in the replicated state");
+  assert.deepEqual(m.membership.knownJSON().members.map((x) => x.id), [0xa, 0xb, 0xc]);
+  const before = m.store.index;
+  const bootstrap = (id: number): ConfChange => ({ type: ConfChangeType.AddNode, nodeId: id, context: new Uint8Array(0) });
+  m.admin.apply(bootstrap(0xa));
+  m.admin.apply(bootstrap(0xb));
+  m.admin.apply(cc(ConfChangeType.AddNode, 0xd, { member: d })[0]);
+  m.admin.apply(cc(ConfChangeType.RemoveNode, 0xd)[0]);
+  m.admin.apply(cc(ConfChangeType.AddLearnerNode, 0xc, { member: learner })[0]);
+  assert.equal(m.membership.applied(0xc)?.isLearner, true);
+  m.admin.apply(cc(ConfChangeType.AddNode, 0xc, { promote: true })[0]);
+  // A removal takes two v2 indexes, as in etcd (the member deleted, the id recorded removed).
+  assert.equal(m.store.index, before + 7, "every change applied, as on the members that were there");
+  assert.deepEqual(m.toRaft.map((c) => c.nodeId), [0xa, 0xb, 0xd, 0xd, 0xc, 0xc], "none went to Raft as node 0 (refused)");
+  assert.deepEqual(m.membership.toJSON().members, [a, b, promoted]);
+  assert.deepEqual(m.membership.removedIds(), [0xd]);
+  assert.deepEqual(m.transport, ["add a", "add b", "add d", "remove d"]);
+});
+
+test("a member restarted without a snapshot starts from its WAL's member list, provisional, and the replay applies each add once", () => {
+  const m = member(0xa, new Membership(1, [a, b, learner], { provisional: true }));
+  m.admin.apply({ type: ConfChangeType.AddNode, nodeId: 0xa, context: new Uint8Array(0) });
+  m.admin.apply({ type: ConfChangeType.AddNode, nodeId: 0xb, context: new Uint8Array(0) });
+  assert.equal(kindOf(m.membership, ConfChangeType.AddLearnerNode, 0xc, { member: learner }), undefined, "the learner's add is not 'ID exists'");
+  assert.equal(kindOf(m.membership, ConfChangeType.AddNode, 0xb, { member: b }), MemberErrorKind.idExists, "an applied member's add still is");
+  m.admin.apply(cc(ConfChangeType.AddLearnerNode, 0xc, { member: learner })[0]);
+  assert.deepEqual(m.toRaft.map((c) => c.nodeId), [0xa, 0xb, 0xc]);
+  assert.deepEqual(m.membership.toJSON().members.map((x) => x.id), [0xa, 0xb, 0xc]);
+});
+
 test("a promotion counts in etcd_server_learner_promote_successes on the leader only, as etcd's leader counts it", async () => {
   const leader = member(0xa, new Membership(1, [a, b, learner]), { leader: true });
   // The follower's request reaches the leader's peer route, which promotes there.

@@ -116,7 +116,9 @@ function peerUrlKey(u: string): string {
 export function validateConfChange(membership: Membership, cc: ConfChange, ctx: ConfChangeContext | undefined): MemberError | undefined {
   const id = cc.nodeId;
   if (membership.isRemoved(id)) return removedError(id);
-  const existing = membership.get(id);
+  // Against the applied members only: a provisional one (membership.ts) is added by this very entry.
+  const existing = membership.applied(id);
+  const applied = membership.appliedList();
   switch (cc.type) {
     case ConfChangeType.AddNode:
     case ConfChangeType.AddLearnerNode: {
@@ -130,10 +132,10 @@ export function validateConfChange(membership: Membership, cc: ConfChange, ctx: 
         return undefined;
       }
       if (existing !== undefined) return new MemberError(MemberErrorKind.idExists, "membership: ID exists");
-      const taken = new Set(membership.list().flatMap((m) => m.peerUrls.map(peerUrlKey)));
+      const taken = new Set(applied.flatMap((m) => m.peerUrls.map(peerUrlKey)));
       if ((ctx?.member?.peerUrls ?? []).some((u) => taken.has(peerUrlKey(u)))) return new MemberError(MemberErrorKind.peerUrlExists, "membership: peerURL exists");
       if (cc.type === ConfChangeType.AddLearnerNode || ctx?.member?.isLearner === true) {
-        const learners = membership.list().filter((m) => m.isLearner === true).length;
+        const learners = applied.filter((m) => m.isLearner === true).length;
         if (learners + 1 > MAX_LEARNERS) return new MemberError(MemberErrorKind.tooManyLearners, "membership: too many learner members in cluster");
       }
       return undefined;
@@ -143,7 +145,7 @@ export function validateConfChange(membership: Membership, cc: ConfChange, ctx: 
     case ConfChangeType.UpdateNode: {
       if (existing === undefined) return notFound(id);
       // As etcd: the strings as stored, without the add's URL normalisation.
-      const others = new Set(membership.list().filter((m) => m.id !== id).flatMap((m) => m.peerUrls));
+      const others = new Set(applied.filter((m) => m.id !== id).flatMap((m) => m.peerUrls));
       if ((ctx?.member?.peerUrls ?? []).some((u) => others.has(u))) return new MemberError(MemberErrorKind.peerUrlExists, "membership: peerURL exists");
       return undefined;
     }
@@ -272,7 +274,7 @@ export class MemberAdmin {
     switch (cc.type) {
       case ConfChangeType.AddNode:
       case ConfChangeType.AddLearnerNode: {
-        const existing = membership.get(cc.nodeId);
+        const existing = membership.applied(cc.nodeId);
         if (existing?.isLearner === true) {
           // A promotion (validated above): the member as the membership has it, now a voter.
           const { isLearner: _learner, ...voter } = existing;
@@ -280,9 +282,14 @@ export class MemberAdmin {
           // etcd counts a promotion on the leader, whose PromoteMember returns once it applied
           // (a follower forwards the request there); here the leader counts it as it applies it.
           if (host.isLeader()) host.metrics.learnerPromoteSuccesses.inc();
-        } else if (existing === undefined && ctx?.member) {
-          membership.add(ctx.member);
-          if (cc.nodeId !== host.memberId) host.transport().addPeer(cc.nodeId, ctx.member.peerUrls);
+        } else if (existing === undefined) {
+          // A new member, or a provisional one this entry adds (a bootstrap entry carries no
+          // member: the one known from the flags or the joined cluster is the one it adds).
+          const member = ctx?.member ?? membership.get(cc.nodeId);
+          if (member !== undefined) {
+            membership.add(member);
+            if (cc.nodeId !== host.memberId) host.transport().addPeer(cc.nodeId, member.peerUrls);
+          }
         }
         break;
       }

@@ -41,7 +41,19 @@ export interface MembershipJSON {
   removed?: number[];
 }
 
-/** The replicated member list. Mutated only by apply (conf changes, attribute publishes). */
+/**
+ * The replicated member list. Mutated only by apply (conf changes, attribute publishes).
+ *
+ * A member can be known before the entry that adds it is applied here: a member that joins
+ * a running cluster learns the members from a peer, and one restarted without a snapshot
+ * starts from the list its WAL was created with; the log then replays every add from the
+ * first entry. Those members are provisional until their add applies: listed (the
+ * transport dials them, clients see them, as etcd's in-memory cluster has them) but not
+ * yet in the replicated state, so the add applies as on every other member (etcd validates
+ * against its store, still empty then) and the image and state hash hold only applied
+ * members. Without this a joined member refused its own add ("ID exists"): left out of its
+ * own Raft configuration it could never campaign, and its v2 index lagged one per member.
+ */
 export class Membership {
   #members = new Map<number, Member>();
   #clusterId: number;
@@ -49,12 +61,29 @@ export class Membership {
   #version: string | undefined;
   /** Ids of removed members, kept for good as etcd keeps them: none of them is a member again. */
   #removed = new Set<number>();
+  /** Known, but their add entry is not applied here yet (see above). */
+  #provisional = new Set<number>();
 
-  constructor(clusterId: number, members: Iterable<Member> = [], opts: { version?: string | undefined; removed?: Iterable<number> | undefined } = {}) {
+  constructor(
+    clusterId: number,
+    members: Iterable<Member> = [],
+    opts: { version?: string | undefined; removed?: Iterable<number> | undefined; provisional?: boolean } = {},
+  ) {
     this.#clusterId = clusterId;
-    for (const m of members) this.#members.set(m.id, { ...m });
+    for (const m of members) {
+      this.#members.set(m.id, { ...m });
+      if (opts.provisional === true) this.#provisional.add(m.id);
+    }
     this.#version = opts.version;
     for (const id of opts.removed ?? []) this.#removed.add(id);
+  }
+
+  /**
+   * The members of a running cluster as a joining member learns them: all provisional, no
+   * removed ids (the log it replays from the first entry removes them again).
+   */
+  static joined(j: MembershipJSON): Membership {
+    return new Membership(j.clusterId, j.members, { version: j.version, provisional: true });
   }
 
   /** The initial membership of a new cluster, the same on every member given the same flags. */
@@ -80,8 +109,23 @@ export class Membership {
     this.#version = v;
   }
 
+  /** A known member, provisional or applied. */
   get(id: number): Member | undefined {
     return this.#members.get(id);
+  }
+
+  /** A member whose add entry has applied here (what membership changes are validated against). */
+  applied(id: number): Member | undefined {
+    return this.#provisional.has(id) ? undefined : this.#members.get(id);
+  }
+
+  /** The applied members, sorted by id. */
+  appliedList(): Member[] {
+    return this.#provisional.size === 0 ? this.list() : this.list().filter((m) => !this.#provisional.has(m.id));
+  }
+
+  isProvisional(id: number): boolean {
+    return this.#provisional.has(id);
   }
 
   /** Members sorted by id, as etcd lists them. */
@@ -93,12 +137,15 @@ export class Membership {
     return this.list().map((m) => m.id);
   }
 
+  /** Applies an add (or a promotion): the member is applied from now on. */
   add(m: Member): void {
     this.#members.set(m.id, { ...m });
+    this.#provisional.delete(m.id);
   }
 
   remove(id: number): void {
     this.#members.delete(id);
+    this.#provisional.delete(id);
     this.#removed.add(id);
   }
 
@@ -119,11 +166,23 @@ export class Membership {
     }
   }
 
-  /** `version` and `removed` only once there are: the image (and state hash) of older states is unchanged. */
+  /**
+   * The replicated state (snapshot image, state hash): applied members only. `version` and
+   * `removed` only once there are: the image (and state hash) of older states is unchanged.
+   */
   toJSON(): MembershipJSON {
+    return this.#json(this.appliedList());
+  }
+
+  /** Every known member, provisional ones included: what a peer asking for the members is told. */
+  knownJSON(): MembershipJSON {
+    return this.#json(this.list());
+  }
+
+  #json(members: Member[]): MembershipJSON {
     return {
       clusterId: this.#clusterId,
-      members: this.list(),
+      members,
       ...(this.#version === undefined ? {} : { version: this.#version }),
       ...(this.#removed.size === 0 ? {} : { removed: this.removedIds() }),
     };

@@ -87,6 +87,22 @@ test("a member added with the members API joins with --initial-cluster-state exi
   const list = await json<{ members: Array<{ name: string }> }>("GET", `${d.clientUrl}/v2/members`);
   await until(async () => (await json<{ members: Array<{ name: string }> }>("GET", `${m0.clientUrl}/v2/members`)).body.members.some((m) => m.name === "m3"), 10_000, "m3 to publish its name");
   assert.equal(list.body.members.length, 4);
+  // It applied its own add as the others did (it knew itself from the cluster before the
+  // entry came): the same v2 index, and it is in its own Raft configuration, so it can lead.
+  const w = await http("PUT", `${m0.clientUrl}/v2/keys/c/joined`, { value: "1" });
+  assert.equal(w.status, 201);
+  const index = w.headers["x-kv-index"];
+  await until(async () => (await http("GET", `${d.clientUrl}/v2/keys/c/joined`)).headers["x-kv-index"] === index, 10_000, `the joined member at v2 index ${String(index)}`);
+  const decimal = (hexId: string): string => BigInt(`0x${hexId}`).toString();
+  const leader = await cluster.leader();
+  assert.ok(leader !== undefined);
+  const moved = await fetch(`${leader.clientUrl}/v3/maintenance/transfer-leadership`, { method: "POST", body: JSON.stringify({ targetID: decimal(added.id) }) });
+  assert.equal(moved.status, 200, await moved.text());
+  await until(async () => ((await json<{ state: string }>("GET", `${d.clientUrl}/v2/stats/self`)).body.state === "StateLeader"), 10_000, "the joined member to lead");
+  const m0Id = (await json<{ members: Array<{ id: string; name: string }> }>("GET", `${d.clientUrl}/v2/members`)).body.members.find((m) => m.name === m0.name)!.id;
+  const back = await fetch(`${d.clientUrl}/v3/maintenance/transfer-leadership`, { method: "POST", body: JSON.stringify({ targetID: decimal(m0Id) }) });
+  assert.equal(back.status, 200, await back.text());
+  await until(async () => ((await json<{ state: string }>("GET", `${m0.clientUrl}/v2/stats/self`)).body.state === "StateLeader"), 10_000, "m0 to lead again");
   const del = await http("DELETE", `${m0.clientUrl}/v2/members/${added.id}`);
   assert.equal(del.status, 204);
   await until(() => d.process!.exitCode !== null, 10_000, "the removed member to stop");

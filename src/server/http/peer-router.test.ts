@@ -16,7 +16,7 @@ async function answer(over: Partial<PeerRouterHost>, path: string, method = "GET
   const host: PeerRouterHost = {
     transport: { handler: () => () => undefined },
     leases: { renewForPeer: async () => ({ refused: "notPrimary" }), timeToLiveForPeer: async () => ({ refused: "notPrimary" }) },
-    membership: { toJSON: () => ({ clusterId: 1, members: [] }) },
+    membership: { knownJSON: () => ({ clusterId: 1, members: [] }) },
     clusterId: 1,
     members: { promote: async () => [] },
     stateHash: () => ({ appliedIndex: 0, storeIndex: 0, hash: "" }),

@@ -22,7 +22,7 @@ export const PEER_HASH_PATH = "/hash";
 export interface PeerRouterHost {
   readonly transport: Pick<PeerTransport, "handler">;
   readonly leases: PeerLeaseHost;
-  readonly membership: Pick<Membership, "toJSON">;
+  readonly membership: Pick<Membership, "knownJSON">;
   readonly clusterId: number;
   readonly members: Pick<MemberAdmin, "promote">;
   stateHash(): { appliedIndex: number; storeIndex: number; hash: string };
@@ -42,7 +42,7 @@ export function createPeerRouter(server: PeerRouterHost): (req: IncomingMessage,
     }
     req.resume();
     if (path === PEER_MEMBERS_PATH && req.method === "GET") {
-      const body = JSON.stringify(server.membership.toJSON());
+      const body = JSON.stringify(server.membership.knownJSON());
       res.writeHead(200, { "Content-Type": "application/json", [Header.kvClusterId]: server.clusterId.toString(16), "Content-Length": Buffer.byteLength(body) });
       res.end(body);
       return;
