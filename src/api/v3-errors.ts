@@ -63,6 +63,14 @@ export class V3Error extends Error {
 
 // etcd's rpctypes: the errors a client can get, by the name etcd gives them.
 const e = (code: number, message: string) => (): V3Error => new V3Error(code, message);
+/** How grpc-go's refusal of a message over its receive limit begins (V3Errors.messageTooLarge). */
+export const MESSAGE_TOO_LARGE = "grpc: received message larger than max";
+
+/** grpc-go refused the message before any handler or interceptor saw it. */
+export function isMessageTooLarge(err: unknown): boolean {
+  return err instanceof V3Error && err.code === GrpcCode.ResourceExhausted && err.message.startsWith(MESSAGE_TOO_LARGE);
+}
+
 export const V3Errors = {
   emptyKey: e(GrpcCode.InvalidArgument, "etcdserver: key is not provided"),
   keyNotFound: e(GrpcCode.InvalidArgument, "etcdserver: key not found"),
@@ -115,5 +123,5 @@ export const V3Errors = {
   corrupt: e(GrpcCode.DataLoss, "etcdserver: corrupt cluster"),
   badLeaderTransferee: e(GrpcCode.FailedPrecondition, "etcdserver: bad leader transferee"),
   /** grpc-go's refusal of a message over the receive limit (the gateway answers it too). */
-  messageTooLarge: (size: number, limit: number): V3Error => new V3Error(GrpcCode.ResourceExhausted, `grpc: received message larger than max (${size} vs. ${limit})`),
+  messageTooLarge: (size: number, limit: number): V3Error => new V3Error(GrpcCode.ResourceExhausted, `${MESSAGE_TOO_LARGE} (${size} vs. ${limit})`),
 } as const;

@@ -39,12 +39,7 @@ export function learnerRefuses(path: string, serializable: boolean): boolean {
   return true;
 }
 
-/** The gRPC method a gateway route calls when it is one a learner may serve, else undefined (refused). */
-export function learnerRouteMethod(route: string): string | undefined {
-  return ROUTE_METHODS.get(route);
-}
-
-/** learnerRefuses for a gateway route (after /v3/ or /v3beta/). */
+/** learnerRefuses for a gateway route (after /v3/ or /v3beta/): by the gRPC method it calls, when a learner may serve it. */
 export function learnerRefusesRoute(route: string, serializable: boolean): boolean {
-  return learnerRefuses(learnerRouteMethod(route) ?? route, serializable);
+  return learnerRefuses(ROUTE_METHODS.get(route) ?? route, serializable);
 }

@@ -23,6 +23,9 @@ export function prefixInPlace(buf: Buffer): Buffer {
 
 export const MESSAGE_PREFIX_BYTES = PREFIX_BYTES;
 
+/** How grpc-go begins its answer to a unary request whose message does not decode (code 13). */
+export const UNARY_UNMARSHAL_PREFIX = "grpc: error unmarshalling request: ";
+
 /**
  * grpc-go's checks of a whole message's flag byte (rpc_util.go checkRecvPayload). A call
  * whose grpc-encoding names a compressor never gets here (server.ts refuses it at its

@@ -21,7 +21,7 @@ import type { TLSSocket } from "node:tls";
 import { GrpcCode, V3Error } from "../../api/v3-errors.ts";
 import type { V3Caller } from "../v3-service.ts";
 import { CallDeadline, parseGrpcTimeout } from "./deadline.ts";
-import { MessageReader, encodeGrpcMessage, firstMessage, frameMessage } from "./frames.ts";
+import { MessageReader, UNARY_UNMARSHAL_PREFIX, encodeGrpcMessage, firstMessage, frameMessage } from "./frames.ts";
 import { H2Connection } from "./h2/connection.ts";
 import { ErrorCode } from "./h2/frame.ts";
 import { HeaderBlock, type H2Stream, type RequestHeaders } from "./h2/stream.ts";
@@ -539,7 +539,7 @@ class UnaryCall {
   #fail(s: GrpcStatus): void {
     const stream = this.#settle();
     if (stream === undefined) return;
-    this.#handled(s.code, s.code === GrpcCode.Internal && s.message.startsWith(UNMARSHAL_REFUSAL));
+    this.#handled(s.code, s.code === GrpcCode.Internal && s.message.startsWith(UNARY_UNMARSHAL_PREFIX));
     respondStatus(stream, s);
   }
 
@@ -551,9 +551,6 @@ class UnaryCall {
     if (!undecoded) observer?.clientRequest?.(this.#path, headerValue(this.#call.headers["client-api-version"]));
   }
 }
-
-/** How grpc-go's answer to a unary request that does not decode begins (unmarshal-error.ts). */
-const UNMARSHAL_REFUSAL = "grpc: error unmarshalling request";
 
 /** Per-connection state of the keepalive enforcement; `reset` clears the strikes (grpc-go). */
 const pingPolicy = new WeakMap<H2Connection, { lastPingAt: number; strikes: number; reset: boolean }>();

@@ -12,6 +12,7 @@
 // field <GoName>", and skipRpc's "proto: illegal wireType <t>" for an unknown field.
 import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import { GrpcCode, V3Error } from "../../api/v3-errors.ts";
+import { UNARY_UNMARSHAL_PREFIX } from "./frames.ts";
 
 const UNEXPECTED_EOF = "unexpected EOF";
 const INT_OVERFLOW = "proto: integer overflow";
@@ -21,7 +22,7 @@ class GogoError extends Error {}
 
 /** grpc-go's status for a unary request that does not decode, `text` being the codec's error. */
 export function unmarshalError(text: string): V3Error {
-  return new V3Error(GrpcCode.Internal, `grpc: error unmarshalling request: ${text}`);
+  return new V3Error(GrpcCode.Internal, UNARY_UNMARSHAL_PREFIX + text);
 }
 
 /** grpc-go's status for a stream's message that does not decode (recv in rpc_util.go: no colon). */

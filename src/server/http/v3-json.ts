@@ -8,6 +8,7 @@
 // first value is left for the next read (a unary request ignores it; a stream decodes it as
 // the next message), a truncated value is "unexpected EOF", and an empty input is EOF.
 // Syntax error texts are Go's (go-json.ts).
+import { MESSAGE_TOO_LARGE } from "../../api/v3-errors.ts";
 import { goJsonSyntaxError } from "./go-json.ts";
 
 export type JsonNode =
@@ -278,7 +279,7 @@ export class JsonMessageReader {
       }
       if ("truncated" in r) {
         if (final) return { nodes, error: "unexpected EOF" };
-        if (this.#buf.length - this.#pos > this.#limit) return { nodes, error: "grpc: received message larger than max" };
+        if (this.#buf.length - this.#pos > this.#limit) return { nodes, error: MESSAGE_TOO_LARGE };
         return { nodes };
       }
       return { nodes, error: r.error };

@@ -90,6 +90,12 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
   504: "Gateway Timeout",
 };
 
+/** grpc-gateway's error chunk ending a stream, `{"error":{grpc_code, http_code, message, http_status}}`, and its HTTP status. */
+export function streamErrorChunk(err: V3Error): { status: number; body: string } {
+  const status = httpStatusOfGrpcCode(err.code);
+  return { status, body: JSON.stringify({ error: { grpc_code: err.code, http_code: status, message: err.message, http_status: STATUS_TEXT[status] ?? "" } }) };
+}
+
 /**
  * A response stream: `{"result":...}` lines. The head is written with the first line (so a
  * stream that never answers sends nothing at all, as etcd's gateway), and every line is
@@ -138,8 +144,7 @@ export class V3StreamWriter {
       sendJson(this.res, status, [], errorBody(v.code, v.message));
       return;
     }
-    const chunk = { error: { grpc_code: v.code, http_code: status, message: v.message, http_status: STATUS_TEXT[status] ?? "" } };
-    this.res.end(JSON.stringify(chunk));
+    this.res.end(streamErrorChunk(v).body);
   }
 
   #head(withMetadata: boolean): void {

@@ -5,13 +5,13 @@
 // Everything in a body is read as the protobuf JSON mapping (v3-wire.ts); query strings and
 // the content type are ignored, as etcd ignores them.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { V3Error, V3Errors, GrpcCode, httpStatusOfGrpcCode } from "../../api/v3-errors.ts";
+import { V3Error, V3Errors, GrpcCode, isMessageTooLarge } from "../../api/v3-errors.ts";
 import { HttpTextError } from "./respond.ts";
 import type { V3Backend, V3CallContext, V3GatewayContext } from "./v3-backend.ts";
 import { UNARY_ROUTES, grpcRecvLimit } from "./v3-handlers.ts";
 import { BodyTooLargeError, readBody } from "./body.ts";
 import { readRequestBody } from "./v3-json.ts";
-import { sendV3Json } from "./v3-respond.ts";
+import { sendV3Json, streamErrorChunk } from "./v3-respond.ts";
 import { serveKeepAlive, serveSnapshot } from "./v3-streams.ts";
 import { serveWatch } from "./v3-watch-stream.ts";
 import { CONCURRENCY_ROUTES, serveConcurrency, serveObserve } from "./v3-concurrency-handlers.ts";
@@ -91,7 +91,7 @@ function apiVersion(req: IncomingMessage): string | undefined {
  */
 export function reachedGrpc(err: unknown): boolean {
   if (err instanceof GatewayError) return false;
-  return !(err instanceof V3Error && err.code === GrpcCode.ResourceExhausted && err.message.startsWith("grpc: received message larger than max"));
+  return !isMessageTooLarge(err);
 }
 
 /** Runs a unary call and counts it as etcd counts the gateway's call, by its outcome. */
@@ -148,17 +148,21 @@ async function refuseOnLearner(gw: V3GatewayContext, route: string, fields: Fiel
 }
 
 /**
- * A learner refuses every stream. etcd's gateway gets the refusal as the stream's first
- * answer: the status of its code, with grpc-gateway's stream error chunk as the body.
+ * A stream etcd's member accepts: counted as its interceptors count it, and false once
+ * answered when refused. A learner refuses every stream; etcd's gateway gets the refusal as
+ * the stream's first answer: the status of its code, with grpc-gateway's stream error chunk
+ * as the body.
  */
-function refusedStream(req: IncomingMessage, res: ServerResponse, gw: V3GatewayContext): boolean {
-  if (gw.backend.isLearner !== true) return false;
+function streamOpens(req: IncomingMessage, res: ServerResponse, gw: V3GatewayContext): boolean {
+  if (gw.backend.isLearner !== true) {
+    gw.clientRequests?.("stream", apiVersion(req));
+    return true;
+  }
   req.resume();
-  const err = learnerRefusal();
-  const status = httpStatusOfGrpcCode(err.code);
-  res.writeHead(status, jsonBase.concat());
-  res.end(JSON.stringify({ error: { grpc_code: err.code, http_code: status, message: err.message, http_status: "Service Unavailable" } }));
-  return true;
+  const chunk = streamErrorChunk(learnerRefusal());
+  res.writeHead(chunk.status, jsonBase.concat());
+  res.end(chunk.body);
+  return false;
 }
 
 async function serveUnary(req: IncomingMessage, res: ServerResponse, route: string, gw: V3GatewayContext): Promise<void> {
@@ -203,28 +207,24 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, route: string
     // grpc-gateway opens a bidirectional stream before reading the body, a server stream
     // once it decoded its one request: that is when etcd's interceptors count them.
     case "watch":
-      if (refusedStream(req, res, gw)) return;
-      gw.clientRequests?.("stream", apiVersion(req));
+      if (!streamOpens(req, res, gw)) return;
       serveWatch(req, res, gw, callContext(req));
       return;
     case "lease/keepalive":
-      if (refusedStream(req, res, gw)) return;
-      gw.clientRequests?.("stream", apiVersion(req));
+      if (!streamOpens(req, res, gw)) return;
       serveKeepAlive(req, res, gw, callContext(req));
       return;
     case "maintenance/snapshot": {
       // A server-streaming call: the request is one message (ignored: it has no fields).
       unaryFields(await readUnaryBody(req, gw));
-      if (refusedStream(req, res, gw)) return;
-      gw.clientRequests?.("stream", apiVersion(req));
+      if (!streamOpens(req, res, gw)) return;
       await serveSnapshot(res, gw, callContext(req));
       return;
     }
     case "election/observe": {
       // A server-streaming call: its one request message, then its answers as they come.
       const fields = unaryFields(await readUnaryBody(req, gw));
-      if (refusedStream(req, res, gw)) return;
-      gw.clientRequests?.("stream", apiVersion(req));
+      if (!streamOpens(req, res, gw)) return;
       await serveObserve(fields, res, gw, callContext(req));
       return;
     }
