@@ -243,7 +243,7 @@ export const v3Commands: readonly V3CommandSpec[] = [
   ], subcommands: [
     { name: "health", args: "", description: "Checks the healthiness of endpoints specified in `--endpoints` flag", flags: [] },
     { name: "status", args: "", description: "Prints out the status of endpoints specified in `--endpoints` flag", flags: [] },
-    { name: "hashkv", args: "", description: "Prints the KV history hash for each endpoint in --endpoints (needs gRPC: refused over the gateway)", flags: [
+    { name: "hashkv", args: "", description: "Prints the KV history hash for each endpoint in --endpoints", flags: [
       { name: "rev", type: "int", default: "0", description: "maximum revision to hash (default: all revisions)" },
     ] },
   ] },

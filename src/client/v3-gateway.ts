@@ -160,6 +160,12 @@ export class V3Client {
     this.#transport.close();
   }
 
+  /** The auth token (after logging in with the credentials), "" without auth: for calls made over gRPC. */
+  async authToken(opts: CallOptions = {}): Promise<string> {
+    await this.#ensureToken(opts);
+    return this.#token ?? "";
+  }
+
   #headers(): Record<string, string> {
     const h: Record<string, string> = { "content-type": "application/json" };
     if (this.#token !== undefined && this.#token !== "") h["authorization"] = this.#token;

@@ -258,3 +258,36 @@ export function goDuration(ns: bigint): string {
   if (m > 0n) return `${m}m${s}`;
   return s;
 }
+
+// ---- endpoint hashkv ----------------------------------------------------------------
+
+export interface EndpointHashKVRow {
+  ep: string;
+  resp: { header?: WireHeader; hash?: WireInt; compact_revision?: WireInt };
+}
+
+const hashRow = ({ ep, resp }: EndpointHashKVRow): string[] => [ep, n(resp.hash)];
+
+/** endpoint hashkv: `<ep>, <hash>` lines, a right-aligned table, `[{"Endpoint","HashKV"}]` or fields. */
+export function printHashKV(rows: readonly EndpointHashKVRow[], o: PrintOptions): string {
+  switch (o.format) {
+    case "simple":
+      return rows.map((r) => `${hashRow(r).join(", ")}\n`).join("");
+    case "table":
+      return formatTable(["endpoint", "hash"], rows.map(hashRow));
+    case "json":
+      return `[${rows
+        .map(({ ep, resp }) =>
+          `{"Endpoint":${goJsonString(ep)},"HashKV":${jsonObject([
+            ["header", jsonHeader(resp.header)],
+            ["hash", jsonInt(resp.hash)],
+            ["compact_revision", jsonInt(resp.compact_revision)],
+          ])}}`,
+        )
+        .join(",")}]\n`;
+    case "fields":
+      return rows.map(({ ep, resp }) => `${fieldsHeader(resp.header)}"Endpoint" : ${goQuote(Buffer.from(ep))}\n"Hash" : ${n(resp.hash)}\n\n`).join("");
+    default:
+      throw new UnsupportedFormatError(o.format);
+  }
+}
