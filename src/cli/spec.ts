@@ -266,6 +266,15 @@ export const v3Commands: readonly V3CommandSpec[] = [
   { name: "elect", args: "<election-name> [proposal]", description: "Observes and participates in leader election", flags: [
     { name: "listen", aliases: ["l"], type: "bool", description: "observation mode" },
   ] },
+  { name: "make-mirror", args: "<destination>", description: "Makes a mirror at the destination etcd cluster", flags: [
+    { name: "prefix", type: "string", default: "", description: "Key-value prefix to mirror" },
+    { name: "dest-prefix", type: "string", default: "", description: "destination prefix to mirror a prefix to a different prefix in the destination cluster" },
+    { name: "no-dest-prefix", type: "bool", description: "mirror key-values to the root of the destination cluster" },
+    { name: "dest-cert", type: "string", default: "", description: "Identify secure client using this TLS certificate file for the destination cluster" },
+    { name: "dest-key", type: "string", default: "", description: "Identify secure client using this TLS key file" },
+    { name: "dest-cacert", type: "string", default: "", description: "Verify certificates of TLS enabled secure servers using this CA bundle" },
+    { name: "dest-insecure-transport", type: "bool", default: "true", description: "Disable transport security for client connections" },
+  ] },
   { name: "version", args: "", description: "Prints the version of etcdctl", flags: [] },
   { name: "snapshot", args: "<subcommand>", description: "Manages etcd node snapshots", flags: [], subcommands: [
     { name: "save", args: "<filename>", description: "Stores an etcd node backend snapshot to a given file", flags: [] },

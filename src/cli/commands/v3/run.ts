@@ -30,6 +30,7 @@ const loaders: Readonly<Record<string, () => Promise<V3Module>>> = {
   lock: () => import("./lock.ts"),
   elect: () => import("./elect.ts"),
   version: () => import("./version.ts"),
+  "make-mirror": () => import("./make-mirror.ts"),
 };
 
 /** Runs `kvctl v3 <argv>`; returns the exit code. */
