@@ -4,12 +4,16 @@ import http from "node:http";
 import { EntryType, MessageType, message } from "../raft/index.ts";
 import { encodeBatch } from "./codec.ts";
 import { PeerTransport } from "./transport.ts";
+import { portIn, portRange } from "../ports.test-helper.ts";
 import { app, countStreams, gate, mesh, recordingLogger, memberFactory, waitFor } from "./transport.test-helper.ts";
 
-// Ports from this helper's range (23500-23599), for the tests that need a known address
-// before anything listens on it. A member linked to it keeps dialling it (streams are kept
-// open): each such test closes its members before the next one uses the port.
-const downPort = 23510;
+/**
+ * A port nothing listens on yet, for the tests that need a peer's address before the peer
+ * is up: probed free and never handed out twice (ports.test-helper.ts), from
+ * KVCTL_TEST_PORTS or else below the kernel's ephemeral range, so that no outgoing
+ * connection takes it meanwhile.
+ */
+const downPort = (): Promise<number> => portIn(portRange("KVCTL_TEST_PORTS", [23500, 23599])!);
 
 const member = memberFactory();
 
@@ -22,8 +26,9 @@ const okHeaders = { "X-Kv-Cluster-Id": "c1", "X-Server-From": "1", "X-Raft-To": 
 const batchTo2 = Buffer.concat(encodeBatch([app(1, 2, 1)]));
 
 test("a peer that is down, then comes up, receives the messages sent after back-off", async () => {
+  const port = await downPort();
   const a = await member({ id: 1, limits: { backoffMinMs: 20, backoffMaxMs: 100 } });
-  a.transport.addPeer(2, [`http://127.0.0.1:${downPort}`]);
+  a.transport.addPeer(2, [`http://127.0.0.1:${port}`]);
   a.transport.send([app(1, 2, 1)]);
   await waitFor("two failures (retry after back-off)", () => a.unreachable.length >= 1);
   a.transport.send([app(1, 2, 2)]);
@@ -32,19 +37,20 @@ test("a peer that is down, then comes up, receives the messages sent after back-
   assert.ok(a.lines.some((l) => l.level === "warn" && l.msg === "peer became inactive"), "inactive logged");
   const inactiveLogs = a.lines.filter((l) => l.msg === "peer became inactive").length;
 
-  const b = await member({ id: 2, port: downPort });
+  const b = await member({ id: 2, port });
   a.transport.send([app(1, 2, 3)]);
   await waitFor("b to receive after back-off", () => b.received().length > 0);
   assert.deepStrictEqual(b.received(), [app(1, 2, 3)], "failed batches are dropped, later ones delivered");
   await waitFor("active logged", () => a.lines.some((l) => l.msg === "peer became active"));
   assert.equal(a.lines.filter((l) => l.msg === "peer became inactive").length, inactiveLogs, "a down peer is logged once");
   await b.close();
-  await a.close(); // it would keep dialling downPort, which later tests use
+  await a.close();
 });
 
 test("a down peer is logged again when the reason changes (refused, then a refusal by status)", async () => {
+  const port = await downPort();
   const a = await member({ id: 1, limits: { backoffMinMs: 20, backoffMaxMs: 50 } });
-  a.transport.addPeer(2, [`http://127.0.0.1:${downPort}`]);
+  a.transport.addPeer(2, [`http://127.0.0.1:${port}`]);
   a.transport.send([app(1, 2, 1)]);
   await waitFor("refused", () => a.lines.some((l) => l.msg === "peer became inactive"));
   // Something answers on the port now, but refuses every request with 500 (at once: a
@@ -53,7 +59,7 @@ test("a down peer is logged again when the reason changes (refused, then a refus
     req.resume();
     res.writeHead(500).end("no");
   });
-  await new Promise<void>((r) => server.listen(downPort, "127.0.0.1", r));
+  await new Promise<void>((r) => server.listen(port, "127.0.0.1", r));
   try {
     for (let i = 0; i < 5; i++) a.transport.send([app(1, 2, 2 + i)]);
     await waitFor("the new reason", () => a.lines.filter((l) => l.msg === "peer became inactive").length === 2);
@@ -151,7 +157,8 @@ test("the queue keeps the newest messages beyond its bound while the stream is f
 
 test("a peer gets a stream before anything is sent, and again after it restarts, with nothing to send", async () => {
   const a = await member({ id: 1, limits: { backoffMinMs: 20, backoffMaxMs: 50 } });
-  const b = await member({ id: 2, port: downPort });
+  const port = await downPort();
+  const b = await member({ id: 2, port });
   const first = countStreams(b);
   a.transport.addPeer(2, [b.url]);
   // Followers do not talk to each other until an election: the vote must not be the
@@ -159,7 +166,7 @@ test("a peer gets a stream before anything is sent, and again after it restarts,
   await waitFor("a stream to b without a message", () => first.n === 1);
   await b.close();
   await waitFor("the loss noticed", () => a.unreachable.includes(2));
-  const b2 = await member({ id: 2, port: downPort });
+  const b2 = await member({ id: 2, port });
   const second = countStreams(b2);
   await waitFor("a stream to the restarted b without a message", () => second.n === 1);
   a.transport.send([app(1, 2, 7)]);
@@ -195,7 +202,7 @@ test("an idle stream carries link heartbeats, so a peer that stops reading is no
 
 test("a snapshot to a peer that is down is reported failed", async () => {
   const a = await member({ id: 1 });
-  a.transport.addPeer(2, [`http://127.0.0.1:${downPort}`]);
+  a.transport.addPeer(2, [`http://127.0.0.1:${await downPort()}`]);
   const snap = message({
     type: MessageType.MsgSnap,
     from: 1,
@@ -268,6 +275,7 @@ function handles(): Record<string, number> {
 }
 
 test("stop() aborts requests, clears back-off timers and closes sockets", async () => {
+  const down = await downPort();
   const before = handles();
   const { logger } = recordingLogger();
   const held = gate();
@@ -277,7 +285,7 @@ test("stop() aborts requests, clears back-off timers and closes sockets", async 
   const port = (server.address() as { port: number }).port;
   const t = new PeerTransport({ memberId: 1, clusterId: 1, logger, onMessages() {} });
   t.addPeer(2, [`http://127.0.0.1:${port}`]);
-  t.addPeer(3, [`http://127.0.0.1:${downPort}`]); // down: back-off timer pending
+  t.addPeer(3, [`http://127.0.0.1:${down}`]); // down: back-off timer pending
   t.send([app(1, 2, 1), app(1, 3, 1)]);
   await waitFor("peer 3 to fail", () => t.stats()["3"]!.failed === 1);
   await t.stop();
