@@ -12,7 +12,7 @@ import { deadline } from "../../context.ts";
 import type { Io } from "../../io.ts";
 import { promptPassword } from "../../tty.ts";
 import type { V3Invocation } from "./argv.ts";
-import { UnsupportedFormatError, type PrintOptions } from "./printers.ts";
+import { UnsupportedFormatError, type PrintOptions, type Printed } from "./printers.ts";
 
 /** etcdctl v3's exit codes (ctlv3/command/error.go). */
 export const V3Exit = {
@@ -32,9 +32,12 @@ export function v3Fail(code: number, message: string): CliExit {
 }
 
 /** Prints a command's output; a format the command does not support is etcdctl's exit 4. */
-export function printOut(io: Io, text: () => string): void {
+export function printOut(io: Io, text: () => Printed): void {
   try {
-    io.stdout(text());
+    const out = text();
+    if (typeof out === "string") io.stdout(out);
+    else if (io.stdoutBytes !== undefined) io.stdoutBytes(out);
+    else io.stdout(out.toString("latin1"));
   } catch (err) {
     if (err instanceof UnsupportedFormatError) throw v3Fail(err.exitCode, err.message);
     throw err;

@@ -6,7 +6,7 @@ import type { V3Invocation } from "./argv.ts";
 import { printOut, v3Fail, V3Exit, withV3Context } from "./context.ts";
 import { parseHexUint64 } from "./go-format.ts";
 import { peerUrlsError } from "./peer-urls.ts";
-import type { PrintOptions } from "./printers.ts";
+import type { PrintOptions, Printed } from "./printers.ts";
 import { printMemberAdd, printMemberChange, printMemberList, type WireMembersResponse } from "./printers-cluster.ts";
 
 /** The one hex member ID argument of remove/update/promote, as etcdctl checks it. */
@@ -39,7 +39,7 @@ function peerUrls(inv: V3Invocation): string {
 export async function run(inv: V3Invocation, io: Io): Promise<number> {
   const sub = inv.path[1];
   // The request, then the printer (a format the command cannot print fails after it, as in etcdctl).
-  const call = (path: string, body: unknown, print: (r: WireMembersResponse, o: PrintOptions) => string): Promise<number> =>
+  const call = (path: string, body: unknown, print: (r: WireMembersResponse, o: PrintOptions) => Printed): Promise<number> =>
     withV3Context(inv, io, async (ctx) => {
       const r = await ctx.request((signal) => ctx.client.call<WireMembersResponse>(path, body, { signal }));
       printOut(io, () => print(r, ctx.print));

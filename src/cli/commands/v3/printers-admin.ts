@@ -4,7 +4,8 @@
 
 import { unb64, type WireHeaderResponse, type WireLeaseGrantResponse, type WireLeaseKeepAliveResponse, type WireLeaseLeasesResponse, type WireLeaseTimeToLiveResponse, type WirePermission, type WireRoleGetResponse, type WireRoleListResponse, type WireUserGetResponse, type WireUserListResponse } from "../../../client/v3-types.ts";
 import { goJsonString, goQuote, leaseHex } from "./go-format.ts";
-import { fieldsHeader, headerFields, jsonBytes, jsonHeader, jsonInt, jsonObject, n, render, type PrintOptions } from "./printers.ts";
+import { fieldsHeader, headerFields, jsonBytes, jsonHeader, jsonInt, jsonObject, n, render, UnsupportedFormatError, type PrintOptions, type Printed } from "./printers.ts";
+import { headerText, protobufBareHeader, protobufHeaderOnly, protobufRoleGet, protobufStrings } from "./printers-protobuf.ts";
 
 const jsonStrings = (list: string[] | undefined): string | undefined =>
   list === undefined || list.length === 0 ? undefined : `[${list.map(goJsonString).join(",")}]`;
@@ -13,24 +14,34 @@ const fieldsHeaderOnly = (r: WireHeaderResponse): string => fieldsHeader(r.heade
 
 // ---- leases ----
 
-export const printGrant = (r: WireLeaseGrantResponse, o: PrintOptions): string =>
+export const printGrant = (r: WireLeaseGrantResponse, o: PrintOptions): Printed =>
   render(r, o, {
     simple: () => `lease ${leaseHex(n(r.ID))} granted with TTL(${n(r.TTL)}s)\n`,
     json: () => jsonObject([...headerFields(r.header), ["ID", n(r.ID)], ["TTL", n(r.TTL)], ["Error", goJsonString(r.error ?? "")]]),
     fields: () => `${fieldsHeader(r.header)}"ID" : ${n(r.ID)}\n"TTL" : ${n(r.TTL)}\n`,
+    protobuf: protobufBareHeader,
   });
 
-export const printRevoke = (id: string, r: WireHeaderResponse, o: PrintOptions): string =>
-  render(r, o, { simple: () => `lease ${leaseHex(id)} revoked\n`, json: headerOnly, fields: fieldsHeaderOnly });
+export const printRevoke = (id: string, r: WireHeaderResponse, o: PrintOptions): Printed =>
+  render(r, o, {
+    simple: () => `lease ${leaseHex(id)} revoked\n`,
+    json: headerOnly,
+    fields: fieldsHeaderOnly,
+    // clientv3.LeaseRevokeResponse is a defined type with no Marshal: etcdctl refuses it.
+    protobuf: () => {
+      throw new UnsupportedFormatError("protobuf", `marshal unsupported for type clientv3.LeaseRevokeResponse ({${headerText(r.header)}})`);
+    },
+  });
 
-export const printKeepAlive = (r: WireLeaseKeepAliveResponse, o: PrintOptions): string =>
+export const printKeepAlive = (r: WireLeaseKeepAliveResponse, o: PrintOptions): Printed =>
   render(r, o, {
     simple: () => `lease ${leaseHex(n(r.ID))} keepalived with TTL(${n(r.TTL)})\n`,
     json: () => jsonObject([...headerFields(r.header), ["ID", n(r.ID)], ["TTL", n(r.TTL)]]),
     fields: () => `${fieldsHeader(r.header)}"ID" : ${n(r.ID)}\n"TTL" : ${n(r.TTL)}\n`,
+    protobuf: protobufBareHeader,
   });
 
-export function printTimeToLive(r: WireLeaseTimeToLiveResponse, keys: boolean, o: PrintOptions): string {
+export function printTimeToLive(r: WireLeaseTimeToLiveResponse, keys: boolean, o: PrintOptions): Printed {
   const simple = (): string => {
     if (n(r.grantedTTL) === "0" && n(r.TTL) === "-1") return `lease ${leaseHex(n(r.ID))} already expired\n`;
     let txt = `lease ${leaseHex(n(r.ID))} granted with TTL(${n(r.grantedTTL)}s), remaining(${n(r.TTL)}s)`;
@@ -50,32 +61,36 @@ export function printTimeToLive(r: WireLeaseTimeToLiveResponse, keys: boolean, o
     fields: () =>
       `${fieldsHeader(r.header)}"ID" : ${n(r.ID)}\n"TTL" : ${n(r.TTL)}\n"GrantedTTL" : ${n(r.grantedTTL)}\n` +
       (r.keys ?? []).map((k) => `"Key" : ${goQuote(unb64(k))}\n`).join(""),
+    protobuf: protobufBareHeader,
   });
 }
 
-export const printLeases = (r: WireLeaseLeasesResponse, o: PrintOptions): string =>
+export const printLeases = (r: WireLeaseLeasesResponse, o: PrintOptions): Printed =>
   render(r, o, {
     simple: () => `found ${(r.leases ?? []).length} leases\n${(r.leases ?? []).map((l) => `${leaseHex(n(l.ID))}\n`).join("")}`,
     json: () => jsonObject([...headerFields(r.header), ["leases", `[${(r.leases ?? []).map((l) => `{"id":${n(l.ID)}}`).join(",")}]`]]),
     fields: () => `${fieldsHeader(r.header)}${(r.leases ?? []).map((l) => `"ID" : ${n(l.ID)}\n`).join("")}`,
+    protobuf: protobufBareHeader,
   });
 
 // ---- users ----
 
 /** Responses printed as one line in simple format and as the bare header otherwise. */
-export const printHeaderOnly = (line: string, r: WireHeaderResponse, o: PrintOptions): string =>
-  render(r, o, { simple: () => `${line}\n`, json: headerOnly, fields: fieldsHeaderOnly });
+export const printHeaderOnly = (line: string, r: WireHeaderResponse, o: PrintOptions): Printed =>
+  render(r, o, { simple: () => `${line}\n`, json: headerOnly, fields: fieldsHeaderOnly, protobuf: protobufHeaderOnly });
 
-export const printUserGet = (name: string, r: WireUserGetResponse, o: PrintOptions): string =>
+export const printUserGet = (name: string, r: WireUserGetResponse, o: PrintOptions): Printed =>
   render(r, o, {
     simple: () => `User: ${name}\nRoles:${(r.roles ?? []).map((x) => ` ${x}`).join("")}\n`,
     json: () => jsonObject([["header", jsonHeader(r.header)], ["roles", jsonStrings(r.roles)]]),
+    protobuf: () => protobufStrings(r, r.roles),
   });
 
-export const printUserList = (r: WireUserListResponse, o: PrintOptions): string =>
+export const printUserList = (r: WireUserListResponse, o: PrintOptions): Printed =>
   render(r, o, {
     simple: () => (r.users ?? []).map((u) => `${u}\n`).join(""),
     json: () => jsonObject([["header", jsonHeader(r.header)], ["users", jsonStrings(r.users)]]),
+    protobuf: () => protobufStrings(r, r.users),
   });
 
 // ---- roles ----
@@ -111,7 +126,7 @@ function simpleRoleGet(role: string, r: WireRoleGetResponse): string {
   );
 }
 
-export const printRoleGet = (role: string, r: WireRoleGetResponse, o: PrintOptions): string =>
+export const printRoleGet = (role: string, r: WireRoleGetResponse, o: PrintOptions): Printed =>
   render(r, o, {
     simple: () => simpleRoleGet(role, r),
     json: () =>
@@ -129,13 +144,15 @@ export const printRoleGet = (role: string, r: WireRoleGetResponse, o: PrintOptio
       (r.perm ?? [])
         .map((p) => `"PermType" :  ${permName(p)}\n"Key" : ${goQuote(unb64(p.key))}\n"RangeEnd" : ${goQuote(unb64(p.range_end))}\n`)
         .join(""),
+    protobuf: () => protobufRoleGet(r, permNumber),
   });
 
-export const printRoleList = (r: WireRoleListResponse, o: PrintOptions): string =>
+export const printRoleList = (r: WireRoleListResponse, o: PrintOptions): Printed =>
   render(r, o, {
     simple: () => (r.roles ?? []).map((x) => `${x}\n`).join(""),
     json: () => jsonObject([["header", jsonHeader(r.header)], ["roles", jsonStrings(r.roles)]]),
     fields: () => `${fieldsHeader(r.header)}"Roles" :${(r.roles ?? []).map((x) => ` ${goQuote(Buffer.from(x))}`).join("")}\n`,
+    protobuf: () => protobufStrings(r, r.roles),
   });
 
 /** role revoke-permission's line: a key, a range, or an open-ended range. */

@@ -6,7 +6,8 @@
 import type { WireHeader, WireInt } from "../../../client/v3-types.ts";
 import { formatTable } from "../endpoint.ts";
 import { goJsonString, goQuote } from "./go-format.ts";
-import { fieldsHeader, jsonHeader, jsonInt, jsonObject, n, render, UnsupportedFormatError, type PrintOptions } from "./printers.ts";
+import { fieldsHeader, jsonHeader, jsonInt, jsonObject, n, render, UnsupportedFormatError, type PrintOptions, type Printed } from "./printers.ts";
+import { protobufHeaderOnly, protobufMembers } from "./printers-protobuf.ts";
 import { humanizeBytes } from "./printers-maintenance.ts";
 
 export interface WireMember {
@@ -98,12 +99,13 @@ function fieldsMembers(r: WireMembersResponse): string {
   return out;
 }
 
-export function printMemberList(r: WireMembersResponse, o: PrintOptions): string {
+export function printMemberList(r: WireMembersResponse, o: PrintOptions): Printed {
   if (o.format === "table") return formatTable(memberHeader, (r.members ?? []).map(memberRow));
   return render(r, o, {
     simple: () => (r.members ?? []).map((m) => `${memberRow(m).join(", ")}\n`).join(""),
     json: jsonMembers,
     fields: fieldsMembers,
+    protobuf: () => protobufMembers(r, false),
   });
 }
 
@@ -111,7 +113,7 @@ export function printMemberList(r: WireMembersResponse, o: PrintOptions): string
  * member add: etcdctl's line, then, in the simple format only, the variables for the new
  * member's configuration (its name given on the command line, as the member has none yet).
  */
-export function printMemberAdd(r: WireMembersResponse, name: string, peerUrls: string, o: PrintOptions): string {
+export function printMemberAdd(r: WireMembersResponse, name: string, peerUrls: string, o: PrintOptions): Printed {
   return render(r, o, {
     simple: () => {
       const newId = n(r.member?.ID);
@@ -124,14 +126,17 @@ export function printMemberAdd(r: WireMembersResponse, name: string, peerUrls: s
       );
     },
     json: jsonMembers,
+    protobuf: () => protobufMembers(r, true),
   });
 }
 
 /** member remove|update|promote: `Member <%16x> <verb> cluster <%16x>`. */
-export function printMemberChange(verb: "removed from" | "updated in" | "promoted in", id: string, r: WireMembersResponse, o: PrintOptions): string {
+export function printMemberChange(verb: "removed from" | "updated in" | "promoted in", id: string, r: WireMembersResponse, o: PrintOptions): Printed {
   return render(r, o, {
     simple: () => `Member ${hexId16(id)} ${verb} cluster ${hexId16(r.header?.cluster_id)}\n`,
     json: jsonMembers,
+    // etcdctl's printer has no MemberPromote for protobuf: "not supported" (after the promotion).
+    ...(verb === "promoted in" ? {} : { protobuf: () => protobufMembers(r, false) }),
   });
 }
 
@@ -228,10 +233,11 @@ export function printStatus(rows: readonly EndpointStatusRow[], o: PrintOptions)
 }
 
 /** move-leader: `Leadership transferred from <id> to <id>` (types.ID's %x). */
-export function printMoveLeader(leader: string, target: string, r: { header?: WireHeader }, o: PrintOptions): string {
+export function printMoveLeader(leader: string, target: string, r: { header?: WireHeader }, o: PrintOptions): Printed {
   return render(r, o, {
     simple: () => `Leadership transferred from ${hexId(leader)} to ${hexId(target)}\n`,
     json: () => jsonObject([["header", jsonHeader(r.header)]]),
+    protobuf: protobufHeaderOnly,
   });
 }
 

@@ -3,7 +3,8 @@
 
 import type { WireHeader, WireInt } from "../../../client/v3-types.ts";
 import { formatTable } from "../endpoint.ts";
-import { fieldsHeader, jsonHeader, jsonInt, jsonObject, n, render, type PrintOptions } from "./printers.ts";
+import { fieldsHeader, jsonHeader, jsonInt, jsonObject, n, render, type PrintOptions, type Printed } from "./printers.ts";
+import { protobufAlarms } from "./printers-protobuf.ts";
 
 /** etcdserverpb.AlarmType, as the gateway names it (or numbers it). */
 export const alarmNames = ["NONE", "NOSPACE", "CORRUPT"] as const;
@@ -38,7 +39,7 @@ function simpleAlarm(a: WireAlarmMember): string {
   return `${line}\n`;
 }
 
-export const printAlarms = (r: WireAlarmResponse, o: PrintOptions): string =>
+export const printAlarms = (r: WireAlarmResponse, o: PrintOptions): Printed =>
   render(r, o, {
     simple: () => (r.alarms ?? []).map(simpleAlarm).join(""),
     json: () =>
@@ -53,6 +54,7 @@ export const printAlarms = (r: WireAlarmResponse, o: PrintOptions): string =>
       ]),
     // etcdctl 3.4 dereferences the absent header here and panics; kvctl prints zeros.
     fields: () => fieldsHeader(r.header) + (r.alarms ?? []).map((a) => `"MemberID" : ${n(a.memberID)}\n"AlarmType" : ${alarmName(a)}\n`).join(""),
+    protobuf: () => protobufAlarms(r, alarmNumber),
   });
 
 /** snapshot.Status: `hash` is a uint32, `totalSize` the database's bytes (without the sha256). */
@@ -83,7 +85,7 @@ export function humanizeBytes(size: number): string {
 
 const dbStatusRow = (s: DbStatus): string[] => [(s.hash >>> 0).toString(16), String(s.revision), String(s.totalKey), humanizeBytes(s.totalSize)];
 
-export function printDbStatus(s: DbStatus, o: PrintOptions): string {
+export function printDbStatus(s: DbStatus, o: PrintOptions): Printed {
   if (o.format === "table") return formatTable(["hash", "revision", "total keys", "total size"], [dbStatusRow(s)]);
   return render(s, o, {
     simple: () => `${dbStatusRow(s).join(", ")}\n`,

@@ -1,8 +1,8 @@
 // Expected texts recorded from `ETCDCTL_API=3 etcdctl` 3.4.23 for the same responses.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { printDel, printGet, printPut, printTxn, printWatch, UnsupportedFormatError, type PrintOptions } from "./printers.ts";
-import { printGrant, printLeases, printRoleGet, printTimeToLive, printUserGet, revokePermissionLine } from "./printers-admin.ts";
+import { printDel, printGet, printPut, printTxn, printWatch, UnsupportedFormatError, type PrintOptions, type Printed } from "./printers.ts";
+import { printGrant, printLeases, printRevoke, printRoleGet, printTimeToLive, printUserGet, revokePermissionLine } from "./printers-admin.ts";
 import { goQuote, hexBytes, leaseHex, parseHexInt64 } from "./go-format.ts";
 
 const header = { cluster_id: "16091863006980761046", member_id: "329222808275183200", revision: "3", raft_term: "2" };
@@ -11,7 +11,7 @@ const simple: PrintOptions = { format: "simple", hex: false };
 const json: PrintOptions = { format: "json", hex: false };
 const fields: PrintOptions = { format: "fields", hex: false };
 
-const cases: { name: string; got: () => string; want: string }[] = [
+const cases: { name: string; got: () => Printed; want: string }[] = [
   { name: "get prints key and value lines", got: () => printGet({ header, kvs: [kv], count: "1" }, simple), want: "foo\nbaz\n" },
   { name: "get --print-value-only prints values", got: () => printGet({ header, kvs: [kv], count: "1" }, { ...simple, valueOnly: true }), want: "baz\n" },
   { name: "get --hex prints \\x bytes", got: () => printGet({ header, kvs: [kv] }, { ...simple, hex: true }), want: "\\x66\\x6f\\x6f\n\\x62\\x61\\x7a\n" },
@@ -82,10 +82,28 @@ const cases: { name: string; got: () => string; want: string }[] = [
 
 for (const c of cases) test(`printer ${c.name}`, () => assert.equal(c.got(), c.want));
 
-test("printer refuses table and protobuf, and fields for user get, with exit 4", () => {
+test("printer refuses table, and fields for user get, with exit 4", () => {
   assert.throws(() => printGet({}, { format: "table", hex: false }), (e: unknown) => e instanceof UnsupportedFormatError && e.message === "table not supported as output format" && e.exitCode === 4);
-  assert.throws(() => printGet({}, { format: "protobuf", hex: false }), UnsupportedFormatError);
   assert.throws(() => printUserGet("u", {}, fields), /fields not supported as output format/);
+});
+
+// Bytes recorded from `etcdctl -w protobuf` 3.4.23 against etcd 3.4.23 (xxd).
+test("printer -w protobuf writes etcdctl's bytes", () => {
+  const pb: PrintOptions = { format: "protobuf", hex: false };
+  const h = { cluster_id: "12337222005447956175", member_id: "3884347338309814502", revision: "2563", raft_term: "2" };
+  const hdr = "08cfadeeeec6c1a79bab0110e691c3a1afaafef335188314" + "2002";
+  const got = printGet({ header: h, kvs: [{ key: "L3NyYy90MQ==", create_revision: "37", mod_revision: "42", version: "2", value: "MQ==" }], count: "1" }, pb);
+  assert.equal(Buffer.from(got).toString("hex"), `0a1a${hdr}12120a072f7372632f74311025182a20022a01312001`);
+  // lease responses marshal as their embedded header alone
+  assert.equal(Buffer.from(printGrant({ header: h, ID: "7", TTL: "100" }, pb)).toString("hex"), hdr);
+  // a negative int64 is ten bytes (two's complement)
+  assert.equal(Buffer.from(printDel({ header: { revision: "-1" } }, pb)).toString("hex"), "0a0b18ffffffffffffffffff01");
+  // a watch response always has its header
+  assert.equal(Buffer.from(printWatch({ created: true }, pb)).toString("hex"), "0a001801");
+  assert.throws(
+    () => printRevoke("7", { header: h }, pb),
+    (e: unknown) => e instanceof UnsupportedFormatError && e.exitCode === 4 && e.message === "marshal unsupported for type clientv3.LeaseRevokeResponse ({cluster_id:12337222005447956175 member_id:3884347338309814502 revision:2563 raft_term:2 })",
+  );
 });
 
 const quotes: [Buffer, string][] = [

@@ -6,12 +6,14 @@
 
 import { unb64, type WireDeleteRangeResponse, type WireEvent, type WireHeader, type WireInt, type WireKeyValue, type WirePutResponse, type WireRangeResponse, type WireTxnResponse, type WireWatchResponse } from "../../../client/v3-types.ts";
 import { goQuote, hexBytes } from "./go-format.ts";
+import { protobufDel, protobufPut, protobufRange, protobufTxn, protobufWatch } from "./printers-protobuf.ts";
 
 /** etcdctl's ExitBadFeature (4): the format exists but this command cannot print it. */
 export class UnsupportedFormatError extends Error {
   readonly exitCode = 4;
-  constructor(format: string) {
-    super(`${format} not supported as output format`);
+  /** `message` replaces etcdctl's usual text (protobuf's "marshal unsupported for type …"). */
+  constructor(format: string, message?: string) {
+    super(message ?? `${format} not supported as output format`);
     this.name = "UnsupportedFormatError";
   }
 }
@@ -189,14 +191,18 @@ function fieldsWatch(r: WireWatchResponse): string {
 
 // ---- dispatch ----
 
+/** What a printer gives: text, or a protobuf message's raw bytes (-w protobuf). */
+export type Printed = string | Buffer;
+
 interface Renderers<T> {
   simple(r: T, o: PrintOptions): string;
   json?(r: T): string;
   fields?(r: T): string;
+  protobuf?(r: T): Buffer;
 }
 
-/** Renders with the chosen format; table and protobuf are not supported by these commands. */
-export function render<T>(r: T, o: PrintOptions, how: Renderers<T>): string {
+/** Renders with the chosen format; table is not supported by these commands. */
+export function render<T>(r: T, o: PrintOptions, how: Renderers<T>): Printed {
   switch (o.format) {
     case "simple":
       return how.simple(r, o);
@@ -206,13 +212,16 @@ export function render<T>(r: T, o: PrintOptions, how: Renderers<T>): string {
     case "fields":
       if (how.fields === undefined) throw new UnsupportedFormatError("fields");
       return how.fields(r);
+    case "protobuf":
+      if (how.protobuf === undefined) throw new UnsupportedFormatError("protobuf");
+      return how.protobuf(r);
     default:
       throw new UnsupportedFormatError(o.format);
   }
 }
 
-export const printGet = (r: WireRangeResponse, o: PrintOptions): string => render(r, o, { simple: simpleGet, json: jsonRange, fields: fieldsGet });
-export const printPut = (r: WirePutResponse, o: PrintOptions): string => render(r, o, { simple: simplePut, json: jsonPut, fields: fieldsPut });
-export const printDel = (r: WireDeleteRangeResponse, o: PrintOptions): string => render(r, o, { simple: simpleDel, json: jsonDel, fields: fieldsDel });
-export const printTxn = (r: WireTxnResponse, o: PrintOptions): string => render(r, o, { simple: simpleTxn, json: jsonTxn, fields: fieldsTxn });
-export const printWatch = (r: WireWatchResponse, o: PrintOptions): string => render(r, o, { simple: simpleWatch, json: jsonWatch, fields: fieldsWatch });
+export const printGet = (r: WireRangeResponse, o: PrintOptions): Printed => render(r, o, { simple: simpleGet, json: jsonRange, fields: fieldsGet, protobuf: protobufRange });
+export const printPut = (r: WirePutResponse, o: PrintOptions): Printed => render(r, o, { simple: simplePut, json: jsonPut, fields: fieldsPut, protobuf: protobufPut });
+export const printDel = (r: WireDeleteRangeResponse, o: PrintOptions): Printed => render(r, o, { simple: simpleDel, json: jsonDel, fields: fieldsDel, protobuf: protobufDel });
+export const printTxn = (r: WireTxnResponse, o: PrintOptions): Printed => render(r, o, { simple: simpleTxn, json: jsonTxn, fields: fieldsTxn, protobuf: protobufTxn });
+export const printWatch = (r: WireWatchResponse, o: PrintOptions): Printed => render(r, o, { simple: simpleWatch, json: jsonWatch, fields: fieldsWatch, protobuf: protobufWatch });
