@@ -131,3 +131,21 @@ async function startClusterOnce(n: number, flags: string[]): Promise<TestCluster
 }
 
 export { healthy };
+
+/**
+ * The time (ms since the epoch) of a member's first JSON log line whose msg matches `re`:
+ * when the member itself did something, however late the test saw it.
+ */
+export function firstLogAt(m: ClusterMember, re: RegExp): number | undefined {
+  for (const line of m.log.join("").split("\n")) {
+    if (!line.startsWith("{")) continue;
+    let j: { ts?: string; msg?: string };
+    try {
+      j = JSON.parse(line) as typeof j;
+    } catch {
+      continue; // stdout and stderr chunks interleaved mid-line
+    }
+    if (typeof j.msg === "string" && re.test(j.msg) && j.ts !== undefined) return Date.parse(j.ts);
+  }
+  return undefined;
+}
