@@ -61,14 +61,14 @@ _kvctl() {
         completion) [[ -z $sub ]] && { COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")); return; } ;;
         serve) flags="--name --data-dir --listen-client-urls --advertise-client-urls --listen-peer-urls --initial-advertise-peer-urls --initial-cluster --initial-cluster-state --initial-cluster-token --snapshot-count --heartbeat-interval --election-timeout --max-request-bytes --max-txn-ops --log-level --cert-file --key-file --client-cert-auth --trusted-ca-file --ca-file --auto-tls --peer-cert-file --peer-key-file --peer-client-cert-auth --peer-trusted-ca-file --peer-ca-file --peer-auto-tls --peer-cert-allowed-cn --peer-crl-file --cipher-suites --host-whitelist --discovery-srv --discovery-srv-name --proxy --proxy-failure-wait --proxy-refresh-interval --proxy-dial-timeout --proxy-write-timeout --proxy-read-timeout --wal-dir --initial-election-tick-advance --max-snapshots --max-wals --quota-backend-bytes --backend-batch-interval --backend-batch-limit --max-concurrent-streams --grpc-keepalive-min-time --grpc-keepalive-interval --grpc-keepalive-timeout --discovery --discovery-fallback --discovery-proxy --strict-reconfig-check --pre-vote --auto-compaction-retention --auto-compaction-mode --enable-v2 --client-crl-file --client-cert-allowed-hostname --peer-cert-allowed-hostname --cors --auth-token --bcrypt-cost --auth-token-ttl --enable-pprof --metrics --listen-metrics-urls --logger --log-outputs --log-output --experimental-initial-corrupt-check --experimental-corrupt-check-time --experimental-enable-v2v3 --experimental-backend-bbolt-freelist-type --experimental-enable-lease-checkpoint --experimental-enable-lease-checkpoint-persist --experimental-lease-checkpoint-interval --experimental-compaction-batch-limit --experimental-peer-skip-client-san-verification --experimental-watch-progress-notify-interval --experimental-snapshot-catchup-entries --experimental-warning-apply-duration --force-new-cluster --unsafe-no-fsync --enable-grpc-gateway --debug --log-package-levels --config-file --version --help" ;;
         v3)
-            # kvctl v3: etcdctl v3's commands; the word after a group (lease, user, role, auth, alarm, snapshot, endpoint, member) is its subcommand.
+            # kvctl v3: etcdctl v3's commands; the word after a group (lease, user, role, auth, alarm, snapshot, endpoint, member, check) is its subcommand.
             local v3flags="--endpoints --debug --write-out -w --hex --dial-timeout --command-timeout --keepalive-time --keepalive-timeout --insecure-transport --insecure-skip-tls-verify --cert --key --cacert --user --password"
             local sub2="" j
             for ((j = 1; j < cword - 1; j++)); do
                 if [[ ${words[j]} == "$sub" && -n $sub ]]; then [[ ${words[j+1]} != -* ]] && sub2="${words[j+1]}"; break; fi
             done
             case "$sub" in
-                "") COMPREPLY=($(compgen -W "get range put del txn compaction compact watch lease user role auth alarm defrag snapshot endpoint member move-leader lock elect version $v3flags" -- "$cur")); return ;;
+                "") COMPREPLY=($(compgen -W "get range put del txn compaction compact watch lease user role auth alarm defrag snapshot endpoint member move-leader lock elect make-mirror check version $v3flags" -- "$cur")); return ;;
                 get|range) flags="--consistency --order --sort-by --limit --prefix --from-key --rev --keys-only --count-only --print-value-only" ;;
                 put) flags="--lease --prev-kv --ignore-value --ignore-lease" ;;
                 del) flags="--prefix --prev-kv --from-key" ;;
@@ -93,6 +93,9 @@ _kvctl() {
                     case "$sub2" in add) flags="--peer-urls --learner" ;; update) flags="--peer-urls" ;; esac ;;
                 lock) flags="--ttl" ;;
                 elect) flags="--listen -l" ;;
+                make-mirror) flags="--prefix --dest-prefix --no-dest-prefix --dest-cert --dest-key --dest-cacert --dest-insecure-transport" ;;
+                check) [[ -z $sub2 ]] && { COMPREPLY=($(compgen -W "perf datascale" -- "$cur")); return; }
+                    flags="--load --prefix --auto-compact --auto-defrag" ;;
             esac
             flags="$flags $v3flags" ;;
         help) COMPREPLY=($(compgen -W "$commands" -- "$cur")); return ;;

@@ -183,7 +183,7 @@ complete -c kvctl -n '__fish_seen_subcommand_from serve' -l version -d 'print th
 
 # kvctl v3 (etcdctl v3's commands)
 complete -c kvctl -n __kvctl_no_command -f -a v3 -d 'etcdctl v3 commands through the v3 JSON gateway'
-set -l v3_cmds get range put del txn compaction compact watch lease user role auth alarm defrag snapshot endpoint member move-leader lock elect version
+set -l v3_cmds get range put del txn compaction compact watch lease user role auth alarm defrag snapshot endpoint member move-leader lock elect make-mirror check version
 complete -c kvctl -n "__fish_seen_subcommand_from v3; and not __fish_seen_subcommand_from $v3_cmds" -f -a "$v3_cmds"
 complete -c kvctl -n '__fish_seen_subcommand_from v3' -s w -l write-out -x -a 'simple json fields protobuf table' -d 'output format'
 complete -c kvctl -n '__fish_seen_subcommand_from v3' -l hex -d 'print byte strings as hex'
@@ -238,3 +238,14 @@ complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from member; and __fish_seen_subcommand_from add' -l learner -d 'add as a raft learner'
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from lock' -l ttl -x -d 'session TTL in seconds'
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from elect' -s l -l listen -d 'observation mode'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from make-mirror' -l prefix -x -d 'key-value prefix to mirror'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from make-mirror' -l dest-prefix -x -d 'destination prefix'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from make-mirror' -l no-dest-prefix -d 'mirror to the root of the destination'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from make-mirror' -l dest-cert -r -d 'destination client certificate'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from make-mirror' -l dest-key -r -d 'destination client key'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from make-mirror' -l dest-cacert -r -d 'destination CA bundle'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from make-mirror' -l dest-insecure-transport -d 'disable transport security to the destination'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from check; and not __fish_seen_subcommand_from perf datascale' -f -a 'perf datascale'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from check' -l load -x -a 's m l xl' -d 'workload model'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from check' -l auto-compact -d 'compact afterwards'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from check' -l auto-defrag -d 'defragment afterwards'

@@ -266,6 +266,20 @@ export const v3Commands: readonly V3CommandSpec[] = [
   { name: "elect", args: "<election-name> [proposal]", description: "Observes and participates in leader election", flags: [
     { name: "listen", aliases: ["l"], type: "bool", description: "observation mode" },
   ] },
+  { name: "check", args: "<subcommand>", description: "commands for checking properties of the etcd cluster", flags: [], subcommands: [
+    { name: "perf", args: "[options]", description: "Check the performance of the etcd cluster", flags: [
+      { name: "load", type: "string", default: "s", description: "The performance check's workload model. Accepted workloads: s(small), m(medium), l(large), xl(xLarge)" },
+      { name: "prefix", type: "string", default: "/etcdctl-check-perf/", description: "The prefix for writing the performance check's keys." },
+      { name: "auto-compact", type: "bool", description: "Compact storage with last revision after test is finished." },
+      { name: "auto-defrag", type: "bool", description: "Defragment storage after test is finished." },
+    ] },
+    { name: "datascale", args: "[options]", description: "Check the memory usage of holding data for different workloads on a given server endpoint.", flags: [
+      { name: "load", type: "string", default: "s", description: "The datascale check's workload model. Accepted workloads: s(small), m(medium), l(large), xl(xLarge)" },
+      { name: "prefix", type: "string", default: "/etcdctl-check-datascale/", description: "The prefix for writing the datascale check's keys." },
+      { name: "auto-compact", type: "bool", description: "Compact storage with last revision after test is finished." },
+      { name: "auto-defrag", type: "bool", description: "Defragment storage after test is finished." },
+    ] },
+  ] },
   { name: "make-mirror", args: "<destination>", description: "Makes a mirror at the destination etcd cluster", flags: [
     { name: "prefix", type: "string", default: "", description: "Key-value prefix to mirror" },
     { name: "dest-prefix", type: "string", default: "", description: "destination prefix to mirror a prefix to a different prefix in the destination cluster" },

@@ -160,6 +160,32 @@ export class V3Client {
     this.#transport.close();
   }
 
+  /** GETs a plain-text path (/metrics) from the first endpoint that answers. */
+  async getText(path: string, opts: CallOptions = {}): Promise<string> {
+    const errors: Error[] = [];
+    for (const ep of this.#endpoints) {
+      try {
+        const res = await this.#transport.request({
+          method: "GET",
+          origin: ep.origin,
+          path: `${ep.basePath}${path}`,
+          headers: {},
+          headerTimeoutMs: this.#dialTimeoutMs,
+          ...(opts.signal !== undefined ? { signal: opts.signal } : {}),
+        });
+        if (res.status !== 200) throw new ClientError("HTTP_STATUS", `unexpected HTTP status ${res.status} ${res.statusText}`);
+        return res.body;
+      } catch (err) {
+        if (err instanceof NetworkError && !err.sent) {
+          errors.push(err);
+          continue;
+        }
+        throw err;
+      }
+    }
+    throw new ClusterError(errors);
+  }
+
   /** The auth token (after logging in with the credentials), "" without auth: for calls made over gRPC. */
   async authToken(opts: CallOptions = {}): Promise<string> {
     await this.#ensureToken(opts);

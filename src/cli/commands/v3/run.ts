@@ -31,13 +31,14 @@ const loaders: Readonly<Record<string, () => Promise<V3Module>>> = {
   elect: () => import("./elect.ts"),
   version: () => import("./version.ts"),
   "make-mirror": () => import("./make-mirror.ts"),
+  check: () => import("./check.ts"),
 };
 
 /** Runs `kvctl v3 <argv>`; returns the exit code. */
 export async function runV3(argv: readonly string[], io: Io, env: NodeJS.ProcessEnv): Promise<number> {
   try {
     const inv = parseV3Argv(argv, env);
-    const needsSub = inv.path.length === 1 && ["lease", "user", "role", "auth", "alarm", "snapshot", "endpoint", "member"].includes(inv.path[0] ?? "");
+    const needsSub = inv.path.length === 1 && ["lease", "user", "role", "auth", "alarm", "snapshot", "endpoint", "member", "check"].includes(inv.path[0] ?? "");
     if (inv.help || inv.path.length === 0 || needsSub) {
       const { helpText } = await import("../../yargs-app.ts");
       io.stdout(await helpText(["v3", ...inv.path]));
