@@ -203,6 +203,17 @@ export class V3Service implements V3Backend {
   }
 
   /**
+   * etcd's AuthInfoFromCtx: with auth on, a call without a token (or a client certificate
+   * name) is an anonymous caller, null, refused only where a permission is checked (a put,
+   * a range, an admin call); calls that check none (LeaseGrant, Compact, Alarm) are served.
+   * A token that names nobody is still refused.
+   */
+  async #callerOrAnonymous(ctx: V3Caller): Promise<V3AuthInfo | null> {
+    if (this.#kv.v3auth.enabled && (ctx.token === undefined || ctx.token === "") && ctx.commonName === undefined) return null;
+    return await this.authInfo(ctx);
+  }
+
+  /**
    * A ReadIndex round; `ctx`'s deadline ends the wait (etcd's linearizableReadNotify returns
    * ctx.Err()). LOOP_READ for the reads etcd makes through its linearizable read loop
    * (Range, a read-only Txn, a linearizable MemberList), which a new leader fails; the
@@ -283,6 +294,10 @@ export class V3Service implements V3Backend {
   async #putChecked(req: PutRequest, ctx: V3CallContext): Promise<PutResponse> {
     const info = await this.authInfo(ctx);
     checkPutPerm(this.#kv.v3auth, info, req);
+    // etcd's authApplierV3.Put: a key joins a lease only if the caller may write every key
+    // the lease holds already (revoking it deletes them all). A put in a txn is not checked
+    // for this in etcd 3.4.
+    if (req.lease !== 0n) this.#checkLeaseKeys(req.lease, info);
     await this.#checkQuota(costPut(req));
     return await this.#propose({ k: "put", r: req }, ctx);
   }
@@ -323,7 +338,7 @@ export class V3Service implements V3Backend {
   }
 
   async compact(req: { revision: number; physical: boolean }, ctx: V3CallContext): Promise<{ revision: number }> {
-    await this.authInfo(ctx);
+    await this.#callerOrAnonymous(ctx);
     const r = await this.#propose({ k: "compact", r: { revision: req.revision, physical: req.physical } }, ctx);
     // etcd answers a physical compaction once this member's database deleted its records.
     if (req.physical) await this.#kv.compactionFinished(req.revision);
@@ -331,7 +346,7 @@ export class V3Service implements V3Backend {
   }
 
   async leaseGrant(req: { id: LeaseId; ttl: number }, ctx: V3CallContext): Promise<LeaseGrantResponse> {
-    await this.authInfo(ctx);
+    await this.#callerOrAnonymous(ctx);
     if (req.ttl > MAX_LEASE_TTL) throw V3Errors.leaseTTLTooLarge();
     const id = req.id === 0n ? newLeaseId() : req.id;
     await this.#checkQuota(LEASE_OVERHEAD);
@@ -339,32 +354,33 @@ export class V3Service implements V3Backend {
   }
 
   async leaseRevoke(id: LeaseId, ctx: V3CallContext): Promise<{ revision: number }> {
-    const info = await this.authInfo(ctx);
-    if (info !== null) {
-      const keys = this.#kv.v3.timeToLive(id, Date.now(), { keys: true })?.keys ?? [];
-      checkLeaseKeys(this.#kv.v3auth, info, keys);
-    }
+    this.#checkLeaseKeys(id, await this.#callerOrAnonymous(ctx));
     return await this.#propose({ k: "leaseRevoke", id }, ctx);
+  }
+
+  /** etcd's checkLeasePuts: with auth on, the caller must be able to write every key of lease `id`. */
+  #checkLeaseKeys(id: LeaseId, info: V3AuthInfo | null): void {
+    if (!this.#kv.v3auth.enabled) return;
+    const keys = this.#kv.v3.timeToLive(id, Date.now(), { keys: true })?.keys ?? [];
+    checkLeaseKeys(this.#kv.v3auth, info, keys);
   }
 
   /**
    * Keepalive: the granted TTL, or undefined for a lease that does not exist (any more).
    * Renewed in the leader's memory, never through the log; a follower forwards it to the
-   * leader's peer port (lease-keeper.ts).
+   * leader's peer port (lease-keeper.ts). etcd 3.4 reads no token for it (nor for
+   * TimeToLive and Leases): any caller may.
    */
-  async leaseKeepAlive(id: LeaseId, ctx: V3CallContext): Promise<number | undefined> {
-    await this.authInfo(ctx);
+  async leaseKeepAlive(id: LeaseId, _ctx: V3CallContext): Promise<number | undefined> {
     return this.#kv.leases.renew(id);
   }
 
   /** The seconds left as the leader's deadlines say (a follower asks the leader, as etcd does). */
-  async leaseTimeToLive(req: { id: LeaseId; keys: boolean }, ctx: V3CallContext): Promise<LeaseTimeToLiveResponse | undefined> {
-    await this.authInfo(ctx);
+  async leaseTimeToLive(req: { id: LeaseId; keys: boolean }, _ctx: V3CallContext): Promise<LeaseTimeToLiveResponse | undefined> {
     return this.#kv.leases.timeToLive(req.id, req.keys);
   }
 
   async leaseLeases(ctx: V3CallContext): Promise<LeaseStatus[]> {
-    await this.authInfo(ctx);
     await this.#read(ctx);
     return this.#kv.v3.leases();
   }
@@ -480,8 +496,17 @@ export class V3Service implements V3Backend {
     this.#kv.v3auth.isAdminPermitted(await this.authInfo(ctx));
   }
 
+  /** etcd 3.4's MemberList reads no token: any caller may list. */
+  /**
+   * etcd's authMaintenanceServer (Defragment, Hash, HashKV, Snapshot): the admin check's
+   * error goes back as it is, code Unknown and the auth store's text ("auth: permission
+   * denied"), where the same refusal of a member change is a gRPC status.
+   */
+  async #maintenanceAdmin(ctx: V3CallContext): Promise<void> {
+    await asAuthStoreError(() => this.#admin(ctx));
+  }
+
   async memberList(req: { linearizable: boolean }, ctx: V3CallContext): Promise<V3Member[]> {
-    await this.authInfo(ctx);
     // etcd 3.5's field, read through the same loop there.
     if (req.linearizable) await this.#read(ctx, LOOP_READ);
     return this.#members();
@@ -543,8 +568,8 @@ export class V3Service implements V3Backend {
     }
   }
 
-  async status(ctx: V3CallContext): Promise<V3Status> {
-    await this.authInfo(ctx);
+  /** etcd 3.4's Status reads no token: any caller may ask. */
+  async status(_ctx: V3CallContext): Promise<V3Status> {
     const { size, inUse } = this.#kv.v3DbSizes();
     const me = this.#kv.membership.get(this.#kv.memberId);
     const errors = this.#kv.v3.alarms().map((a) => `memberID:${a.memberId} alarm:${alarmName(a.alarm)} `);
@@ -565,10 +590,12 @@ export class V3Service implements V3Backend {
    * etcd's Alarm: GET lists the raised alarms (every type for NONE); ACTIVATE and
    * DEACTIVATE go through the log and answer the alarm they touched. Disarming NOSPACE
    * lifts the cap at once; if the database is still over quota, the next write raises it
-   * again, as in etcd.
+   * again, as in etcd. etcd 3.4 checks no permission for it: any caller, one without a
+   * token too, may raise and disarm alarms; a token it cannot read is refused with the
+   * auth store's own error, not a gRPC status (its Alarm returns the error as it is).
    */
   async alarm(req: V3AlarmRequest, ctx: V3CallContext): Promise<V3AlarmMember[]> {
-    await this.#admin(ctx);
+    await asAuthStoreError(() => this.#callerOrAnonymous(ctx));
     if (req.action === AlarmAction.GET) {
       await this.#read(ctx);
       return this.#kv.v3.alarms(req.alarm);
@@ -578,12 +605,12 @@ export class V3Service implements V3Backend {
 
   /** etcd's Defragment: this member's database file rewritten without its free pages. */
   async defragment(ctx: V3CallContext): Promise<void> {
-    await this.#admin(ctx);
+    await this.#maintenanceAdmin(ctx);
     await this.#kv.defragment();
   }
 
   async hash(ctx: V3CallContext): Promise<{ hash: number; revision: number }> {
-    await this.#admin(ctx);
+    await this.#maintenanceAdmin(ctx);
     const start = performance.now();
     const hash = parseInt(this.#kv.v3.hash().slice(0, 8), 16);
     this.#kv.metrics.hashDuration.observe((performance.now() - start) / 1000);
@@ -591,7 +618,7 @@ export class V3Service implements V3Backend {
   }
 
   async hashKV(revision: number, ctx: V3CallContext): Promise<HashKvResult> {
-    await this.#admin(ctx);
+    await this.#maintenanceAdmin(ctx);
     const start = performance.now();
     const r = hashKV(this.#kv.v3, revision); // a compacted or future revision throws: not observed, as etcd's
     this.#kv.metrics.hashRevDuration.observe((performance.now() - start) / 1000);
@@ -600,7 +627,7 @@ export class V3Service implements V3Backend {
 
   /** A backup of the whole replicated state at a linearizable point, served from a file in the data dir. */
   async snapshot(ctx: V3CallContext): Promise<V3Snapshot> {
-    await this.#admin(ctx);
+    await this.#maintenanceAdmin(ctx);
     await this.#read(ctx);
     const backup = await this.#kv.makeBackup();
     return {
@@ -621,6 +648,16 @@ export class V3Service implements V3Backend {
   /** A progress message to one watcher of this member (etcd's progress_request). */
   requestProgress(id: number): boolean {
     return this.#kv.watchHub.requestProgress(id, this.#kv.v3.revision);
+  }
+}
+
+/** Runs `fn`; an auth refusal it throws becomes etcd's auth store error as grpc-go sends an error that is not a status: code Unknown, the store's text. */
+async function asAuthStoreError<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof V3Error && authErrorText(err) !== err.message) throw new V3Error(GrpcCode.Unknown, authErrorText(err));
+    throw err;
   }
 }
 

@@ -1,0 +1,124 @@
+// Which calls etcd 3.4 lets through with auth on, and how it refuses the others, as
+// python-etcd3 run against both showed: Status, MemberList and the lease keepalive and
+// time-to-live read no token; LeaseGrant, Compact and Alarm serve a caller without one;
+// Defragment, Hash, HashKV and Snapshot answer their admin refusal as the auth store's
+// own error (code Unknown, "auth: …"); a put may not join a lease holding keys the caller
+// cannot write.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { GrpcCode, V3Error, V3Errors } from "../api/v3-errors.ts";
+import { V3AuthState, V3PermType, encodePermission, type V3AuthOp } from "../auth/index.ts";
+import { AlarmAction, AlarmType, V3KeySpace } from "../store/v3/index.ts";
+import { putReq } from "../store/v3/v3.test-helper.ts";
+import { ServerMetrics } from "./metrics/server-metrics.ts";
+import { V3Service, type V3ServiceHost } from "./v3-service.ts";
+
+const b = (s: string): Buffer => Buffer.from(s, "latin1");
+
+/** root, and u1 who may write a/ only; auth enabled; u1's token returned. */
+function authState(): { auth: V3AuthState; u1: string } {
+  const auth = new V3AuthState();
+  const ops: V3AuthOp[] = [
+    { kind: "userAdd", name: "root", passwordHash: "h", noPassword: false },
+    { kind: "userGrantRole", user: "root", role: "root" },
+    { kind: "userAdd", name: "u1", passwordHash: "h", noPassword: false },
+    { kind: "roleAdd", name: "r1" },
+    { kind: "roleGrantPermission", name: "r1", perm: encodePermission({ permType: V3PermType.READWRITE, key: b("a/"), rangeEnd: b("a0") }) },
+    { kind: "userGrantRole", user: "u1", role: "r1" },
+    { kind: "authEnable" },
+  ];
+  for (const op of ops) auth.apply(op);
+  const r = auth.apply({ kind: "authenticate", name: "u1", simpleTokenPrefix: "p", time: Date.now(), checkedRevision: auth.authRevision }, { index: 100 });
+  assert.equal(r.kind, "authenticated");
+  return { auth, u1: r.kind === "authenticated" ? r.token : "" };
+}
+
+function member(): { service: V3Service; proposed: string[]; u1: string; v3: V3KeySpace } {
+  const { auth, u1 } = authState();
+  const v3 = new V3KeySpace();
+  const proposed: string[] = [];
+  const kv = {
+    config: { authToken: { type: "simple" } },
+    clusterId: 11,
+    memberId: 22,
+    leaderId: 22,
+    term: 3,
+    commitIndex: 5,
+    appliedIndex: 5,
+    v3,
+    v3auth: auth,
+    metrics: new ServerMetrics(),
+    membership: { list: () => [{ id: 22, name: "m", peerUrls: ["http://p"], clientUrls: ["http://c"] }], get: () => undefined },
+    leases: { renew: () => 7, timeToLive: () => ({ id: 1n, ttl: 5, grantedTtl: 7, keys: [] }) },
+    v3DbSizes: () => ({ size: 1, inUse: 1 }),
+    quotaAvailable: () => true,
+    linearizableRead: async () => undefined,
+    defragment: async () => undefined,
+    propose: async (body: { op: { k: string } }) => {
+      proposed.push(body.op.k);
+      return { ok: true, v3: { revision: 9 }, lease: { id: 1n, ttl: 7 }, alarms: [] };
+    },
+  };
+  return { service: new V3Service(kv as unknown as V3ServiceHost), proposed, u1, v3 };
+}
+
+const anonymous = { token: undefined };
+const unknownError = (text: string): V3Error => new V3Error(GrpcCode.Unknown, text);
+
+test("auth on, no token: Status, MemberList, keepalive and time-to-live are served without reading one", async () => {
+  const m = member();
+  assert.equal((await m.service.status(anonymous)).leader, "22");
+  assert.equal((await m.service.memberList({ linearizable: false }, anonymous)).length, 1);
+  assert.equal(await m.service.leaseKeepAlive(1n, anonymous), 7);
+  assert.equal((await m.service.leaseTimeToLive({ id: 1n, keys: true }, anonymous))?.grantedTtl, 7);
+  // Not even a bad token is looked at.
+  assert.equal((await m.service.status({ token: "bogus" })).leader, "22");
+  assert.equal(await m.service.leaseKeepAlive(1n, { token: "bogus" }), 7);
+});
+
+test("auth on, no token: LeaseGrant, Compact and Alarm go through the log; a bad token is refused", async () => {
+  const m = member();
+  await m.service.leaseGrant({ id: 0n, ttl: 5 }, anonymous);
+  await m.service.compact({ revision: 1, physical: false }, anonymous);
+  await m.service.alarm({ action: AlarmAction.ACTIVATE, memberId: "0", alarm: AlarmType.NOSPACE }, anonymous);
+  assert.deepEqual(await m.service.alarm({ action: AlarmAction.GET, memberId: "0", alarm: AlarmType.NONE }, { token: m.u1 }), []);
+  assert.deepEqual(m.proposed, ["leaseGrant", "compact", "alarm"]);
+  await assert.rejects(m.service.leaseGrant({ id: 0n, ttl: 5 }, { token: "bogus" }), V3Errors.invalidAuthToken());
+  // Alarm returns the auth store's error as it is.
+  await assert.rejects(m.service.alarm({ action: AlarmAction.GET, memberId: "0", alarm: AlarmType.NONE }, { token: "bogus" }), unknownError("auth: invalid auth token"));
+  // A put still needs a user.
+  await assert.rejects(m.service.put(putReq("a/k", "v"), anonymous), V3Errors.userEmpty());
+});
+
+test("auth on: Defragment, Hash, HashKV and Snapshot refuse a non-root caller with the auth store's error (code Unknown)", async () => {
+  const m = member();
+  const calls: Array<[string, (ctx: { token: string | undefined }) => Promise<unknown>]> = [
+    ["defragment", (ctx) => m.service.defragment(ctx)],
+    ["hash", (ctx) => m.service.hash(ctx)],
+    ["hashKV", (ctx) => m.service.hashKV(0, ctx)],
+    ["snapshot", (ctx) => m.service.snapshot(ctx)],
+  ];
+  for (const [name, call] of calls) {
+    await assert.rejects(call(anonymous), unknownError("auth: user name is empty"), `${name} without a token`);
+    await assert.rejects(call({ token: m.u1 }), unknownError("auth: permission denied"), `${name} by u1`);
+    await assert.rejects(call({ token: "bogus" }), unknownError("auth: invalid auth token"), `${name} with a bad token`);
+  }
+  // A member change keeps its gRPC status.
+  await assert.rejects(m.service.memberRemove("4242", { token: m.u1 }), V3Errors.permissionDenied());
+});
+
+test("auth on: a put may not join a lease that holds a key the caller cannot write; revoking it is refused alike", async () => {
+  const m = member();
+  m.v3.leaseGrant({ id: 5n, ttl: 60 }, Date.now());
+  m.v3.put({ ...putReq("b/held", "1"), lease: 5n });
+  await assert.rejects(m.service.put({ ...putReq("a/k", "v"), lease: 5n }, { token: m.u1 }), V3Errors.permissionDenied());
+  await assert.rejects(m.service.leaseRevoke(5n, { token: m.u1 }), V3Errors.permissionDenied());
+  await assert.rejects(m.service.leaseRevoke(5n, anonymous), V3Errors.userEmpty());
+  assert.deepEqual(m.proposed, []);
+  // A lease with no keys, or keys the caller may write, takes the put.
+  m.v3.leaseGrant({ id: 6n, ttl: 60 }, Date.now());
+  m.v3.put({ ...putReq("a/held", "1"), lease: 6n });
+  await m.service.put({ ...putReq("a/k", "v"), lease: 6n }, { token: m.u1 });
+  await m.service.leaseRevoke(6n, { token: m.u1 });
+  assert.deepEqual(m.proposed, ["put", "leaseRevoke"]);
+});
