@@ -8,7 +8,7 @@
 
 import { V2Error, V2ErrorCode } from "../../api/v2-errors.ts";
 import { Action, eventIndex, type V2Event } from "./event.ts";
-import { isHiddenBelow, isStrictlyBelow } from "./path.ts";
+import { isStrictlyBelow } from "./path.ts";
 
 export const HISTORY_CAPACITY = 1000;
 
@@ -137,15 +137,16 @@ export class EventHistory {
 }
 
 /**
- * Whether a watcher on `key` wants event `e` (history view, same rules as live delivery):
- * the key itself; with recursive, any non-hidden descendant; and the delete/expire of a
- * directory above the key (etcd compares by string prefix; we compare whole segments so
- * deleting "/foo" does not match a watch on "/foobar").
+ * Whether a watcher on `key` wants event `e` from the history: the key itself; with
+ * recursive, any descendant, hidden ones too (etcd's history scan does not hide them, only
+ * live delivery does); and the delete/expire of a directory above the key (etcd compares
+ * by string prefix; we compare whole segments so deleting "/foo" does not match a watch on
+ * "/foobar").
  */
 export function eventConcerns(e: V2Event, key: string, recursive: boolean): boolean {
   const k = e.node.key ?? "/";
   if (k === key) return true;
-  if (recursive && isStrictlyBelow(key, k) && !isHiddenBelow(key, k)) return true;
+  if (recursive && isStrictlyBelow(key, k)) return true;
   if ((e.action === Action.Delete || e.action === Action.Expire) && e.prevNode?.dir === true) {
     return isStrictlyBelow(k, key);
   }

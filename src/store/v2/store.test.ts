@@ -318,11 +318,30 @@ test("events are fresh objects: mutating one does not change the store", () => {
   assert.equal(s.get("/m", {}, T0).node.value, "1");
 });
 
-test("consumeIndex advances the index without touching the key space or history", () => {
+test("consumeIndex advances the index without touching the key space or any watch", () => {
   const s = new V2Store();
   s.set("/a", { value: "1" }, 0);
   assert.equal(s.consumeIndex(), 2);
   const ev = s.set("/b", { value: "2" }, 0);
   assert.equal(ev.node.modifiedIndex, 3);
   assert.equal(s.get("/", { recursive: true }, 0).node.nodes?.length, 2);
+  const seen: string[] = [];
+  s.watch("/", { recursive: true, sinceIndex: 2 }, (e) => seen.push(`${e.node.key ?? ""} ${e.node.modifiedIndex ?? 0}`));
+  return Promise.resolve().then(() => assert.deepEqual(seen, ["/b 3"], "history replay skips the internal write"));
+});
+
+test("internal writes take history slots as etcd's events do: 401 from the same index", () => {
+  // etcd 3.4.23 keeps auth and member records in its v2 store: after 1,010 key writes and
+  // 10 auth changes, a watch is refused below current-999 (python-etcd scenario, 1 member).
+  const s = new V2Store();
+  for (let i = 0; i < 995; i++) s.set("/k", { value: String(i) }, 0);
+  for (let i = 0; i < 10; i++) s.consumeIndex();
+  const last = s.set("/k", { value: "last" }, 0).node.modifiedIndex ?? 0;
+  assert.equal(last, 1006);
+  assert.throws(
+    () => s.watch("/k", { sinceIndex: last - 1000 }, () => undefined),
+    (err: unknown) => err instanceof V2Error && err.errorCode === 401 && err.cause_ === `the requested history has been cleared [${last - 999}/${last - 1000}]`,
+  );
+  const round = V2Store.recover(s.save());
+  assert.throws(() => round.watch("/k", { sinceIndex: last - 1000 }, () => undefined), /cleared \[7\/6\]/, "kept by snapshots");
 });

@@ -24,6 +24,9 @@ import { WatcherHub } from "./watcher-hub.ts";
 
 export type { V2Event, V2Watcher, WatchSink } from "./event.ts";
 
+/** The key of an internal write's history entry: etcd's members namespace, never watched. */
+const INTERNAL_KEY = "/0";
+
 export interface ExpireOption {
   /** ms since the epoch; undefined = permanent. */
   expireTime?: number | undefined;
@@ -243,12 +246,16 @@ export class V2Store {
 
   /**
    * Consumes one index for an internal write that is not part of the key space (a member
-   * joining, a member publishing its attributes). etcd keeps those records in the same store
-   * under hidden prefixes, so v2 clients see the gaps; kvctl keeps the same numbering.
-   * Deterministic: called only from apply.
+   * joining, a member publishing its attributes, a v2 auth change). etcd keeps those records
+   * in the same store outside the keys' namespace, so v2 clients see the gaps; kvctl keeps
+   * the same numbering. Each also takes its slot in the event history, as etcd's event does
+   * (no watch of a key ever matches it): the 1000 events kept, and so the index below which
+   * a watch is refused with 401, are etcd's. Deterministic: called only from apply.
    */
   consumeIndex(): number {
     this.#index += 1;
+    const node = { key: INTERNAL_KEY, modifiedIndex: this.#index, createdIndex: this.#index };
+    this.#hub.addRefresh({ action: Action.Set, node, etcdIndex: this.#index });
     return this.#index;
   }
 

@@ -68,6 +68,23 @@ test("a recursive watch sees descendants but not hidden ones", () => {
   assert.deepEqual(c.keys(), ["set /w/sub/deep 3"]);
 });
 
+test("a recursive watch from the history sees hidden descendants, as etcd's history scan does", () => {
+  const s = new V2Store();
+  s.set("/w/_hidden", { value: "h" }, T0);
+  s.set("/w/_hdir/x", { value: "h" }, T0);
+  s.set("/w/visible", { value: "v" }, T0);
+  const first = collector();
+  const stream = collector();
+  s.watch("/w", { recursive: true, sinceIndex: 1 }, first.sink);
+  s.watch("/w", { recursive: true, stream: true, sinceIndex: 2 }, stream.sink);
+  return Promise.resolve().then(() => {
+    assert.deepEqual(first.keys(), ["set /w/_hidden 3"]);
+    assert.deepEqual(stream.keys(), ["set /w/_hdir/x 3", "set /w/visible 3"]);
+    s.set("/w/_hidden", { value: "live" }, T0);
+    assert.equal(stream.events.length, 2, "live delivery still hides them");
+  });
+});
+
 test("hidden keys reach watchers of the exact key and recursive watchers inside the hidden dir", () => {
   const s = new V2Store();
   const exact = collector();
