@@ -7,17 +7,23 @@
 // kvctl's leader names the error in the 500's body instead, and the follower returns the
 // ones that asking again would not change (a removed id, --strict-reconfig-check's refusals).
 // Pure: no I/O here (member-admin.ts sends, http/peer-router.ts serves).
+import { V3Error, V3Errors } from "../api/v3-errors.ts";
 import { MemberError, MemberErrorKind } from "./errors.ts";
 import type { Member } from "./membership.ts";
 import { ReconfigCheckError } from "./reconfig-check.ts";
 
 export const PEER_PROMOTE_PREFIX = "/members/promote/";
 
-/** etcd's ErrLearnerNotReady: the learner's log is not within 10 % of the leader's. */
-export class LearnerNotReadyError extends Error {
+/**
+ * etcd's ErrLearnerNotReady: the learner's log is not within 10 % of the leader's. A v3
+ * error as it is (FailedPrecondition, the gateway's 412): the v3 API passes it on as it
+ * passes every V3Error; the peer route answers it with its own status (promoteErrorAnswer).
+ */
+export class LearnerNotReadyError extends V3Error {
   override name = "LearnerNotReadyError";
   constructor() {
-    super("etcdserver: can only promote a learner member which is in sync with leader");
+    const { code, message } = V3Errors.learnerNotReady();
+    super(code, message);
   }
 }
 

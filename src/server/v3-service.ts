@@ -69,7 +69,7 @@ import type { Deadline } from "./deadline.ts";
 import type { ServerConfig } from "./config.ts";
 import type { Membership } from "./membership.ts";
 import type { MemberAdmin } from "./member-admin.ts";
-import { LearnerNotReadyError, authErrorText } from "./member-promote-wire.ts";
+import { authErrorText } from "./member-promote-wire.ts";
 import type { LeaseKeeper } from "./lease-keeper.ts";
 import type { ServerMetrics } from "./metrics/server-metrics.ts";
 
@@ -554,7 +554,6 @@ export class V3Service implements V3Backend {
     } catch (err) {
       // etcd 3.4 returns ErrNotEnoughStartedMembers as a plain error (code Unknown, the
       // gateway's 500), while ErrUnhealthy is its gRPC status (Unavailable, 503).
-      if (err instanceof LearnerNotReadyError) throw V3Errors.learnerNotReady();
       if (err instanceof ReconfigCheckError) throw err.kind === "unhealthy" ? V3Errors.unhealthy() : new V3Error(GrpcCode.Unknown, err.message);
       if (err instanceof MemberError) {
         // etcd's gRPC table maps ErrIDRemoved to the same ErrGRPCMemberNotFound.
