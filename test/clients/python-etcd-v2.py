@@ -331,7 +331,7 @@ step("read hidden dir", lambda: c.read("/py/h/_hdir", recursive=True))
 hw = c.read("/py/h").etcd_index
 c.write("/py/h/_hidden", "changed")
 c.write("/py/h/visible", "changed")
-step("recursive watch skips hidden", lambda: c.watch("/py/h", index=hw + 1, recursive=True, timeout=5))
+step("recursive watch from history shows hidden", lambda: c.watch("/py/h", index=hw + 1, recursive=True, timeout=5))
 step("watch hidden directly", lambda: c.watch("/py/h/_hidden", index=hw + 1, timeout=5))
 step("delete hidden", lambda: c.delete("/py/h/_hidden"))
 
@@ -449,7 +449,8 @@ def urls(xs):
 
 
 step("machines", lambda: urls(c.machines))
-step("members", lambda: sorted((m["name"], urls(m["peerURLs"]), urls(m["clientURLs"])) for m in c.members.values()))
+# Member names are the harness's choice: shown as whether each has one.
+step("members", lambda: sorted((bool(m["name"]), urls(m["peerURLs"]), urls(m["clientURLs"])) for m in c.members.values()))
 step("members ids are keys", lambda: all(k == m["id"] for k, m in c.members.items()))
 step("leader", lambda: (lambda l: (sorted(l.keys()), l["name"] in [m["name"] for m in c.members.values()]))(c.leader))
 step("stats keys", lambda: sorted(c.stats.keys()))
@@ -458,7 +459,8 @@ step("stats name is this member's", lambda: [m["name"] for m in c.members.values
 step("stats state", lambda: c.stats["state"] in ("StateLeader", "StateFollower"))
 step("stats leader is a member", lambda: c.stats["leaderInfo"]["leader"] in c.members)
 step("store_stats keys", lambda: sorted(c.store_stats.keys()))
-step("store_stats watchers", lambda: c.store_stats["watchers"])
+# The count itself depends on when the server noticed the timed-out watches' connections go.
+step("store_stats counts are numbers", lambda: all(isinstance(v, int) for v in c.store_stats.values()))
 step("leader_stats keys", lambda: (lambda s: (sorted(s.keys()), sorted(s.get("followers", {}).keys()) == sorted(k for k in c.members if k != s.get("leader"))))(c.leader_stats))
 step("version", lambda: c.version)
 step("cluster_version", lambda: c.cluster_version)
@@ -580,7 +582,7 @@ step("bad password", lambda: bad.read("/py/secret/a"))
 step("root read", lambda: rootc.read("/py/secret/a").value)
 step("root write", lambda: rootc.write("/py/secret/a", "r"))
 step("root machines", lambda: urls(rootc.machines))
-step("anonymous stats", lambda: c.store_stats["watchers"])
+step("anonymous stats", lambda: len(c.store_stats))
 
 
 def put_user(body):
