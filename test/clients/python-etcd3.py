@@ -539,6 +539,38 @@ def watches(c):
 
     step("watch on a second client", watch_other_client)
 
+    def history_batches():
+        # etcd sends a replay of more than 1000 revisions in responses of 1000 revisions.
+        start = c.put("wb/k", "0").header.revision
+        for i in range(1, 1200):
+            c.put("wb/k", str(i))
+        q = queue.Queue()
+        wid = c.add_watch_callback("wb/k", q.put, start_revision=start)
+        sizes, got = [], 0
+        while got < 1200:
+            r = q.get(timeout=10)
+            if isinstance(r, Exception):
+                return describe_error(r)
+            sizes.append(len(r.events))
+            got += len(r.events)
+        c.cancel_watch(wid)
+        return f"responses of {sizes} events"
+
+    step("watch history of 1200 revisions", history_batches)
+
+    def big_range():
+        for i in range(5):
+            c.put(f"wbig/{i}", b"z" * (1024 * 1024))
+        try:
+            return len(list(c.get_prefix("wbig/")))
+        except grpc.RpcError as e:
+            # The size in the text counts the header's ids, which differ between servers.
+            return f"ERR RpcError {e.code().name} {re.sub(r'[0-9]+ vs', 'N vs', e.details())}"
+        finally:
+            c.delete_prefix("wbig/")
+
+    step("get_prefix of 5 MiB (over grpcio's 4 MiB receive limit)", big_range)
+
 
 def compaction(c):
     T = c.transactions
@@ -757,6 +789,8 @@ def auth(c):
     step("bad token refresh", lambda: [r.TTL for r in bad.refresh_lease(4242)])
     step("bad token lease info", lambda: bad.get_lease_info(4242).TTL)
     step("bad token compact", lambda: bad.compact(1))
+    step("bad token watch", lambda: bad.add_watch_callback("a/bt", Collector()))
+    step("bad token snapshot", lambda: bad.snapshot(io.BytesIO()))
     step("bad token remove_member", lambda: bad.remove_member(4242))
     bad.close()
     step("wrong password", lambda: new_client(user="alice", password="nope"))
