@@ -7,7 +7,6 @@ import { describe, test } from "node:test";
 import { GrpcCode, V3Error, V3Errors } from "../../api/v3-errors.ts";
 import { SortOrder, SortTarget, V3KeySpace, WatchHub, type LeaseId, type TxnResponse, type WriteResult } from "../../store/v3/index.ts";
 import type { V3Backend, V3CallContext, V3WatchRegistration } from "./v3-backend.ts";
-import { txnRequestSize } from "./v3-proto-size.ts";
 import {
   ErrElectionNoLeader,
   ErrElectionNotLeader,
@@ -15,9 +14,6 @@ import {
   SESSION_TTL_SECONDS,
   V3Concurrency,
   asClientError,
-  campaignTxn,
-  encodedTxnSize,
-  proclaimTxn,
   firstCreated,
   goHex,
   lockPosition,
@@ -59,13 +55,6 @@ describe("pure parts", () => {
     assert.deepEqual(lockPosition(created(4)), { myRev: 9, owner: false });
     const existing: TxnResponse = { revision: 9, succeeded: false, responses: [range([kv(6)]), range([kv(4)])] };
     assert.deepEqual(lockPosition(existing), { myRev: 6, owner: false });
-  });
-
-  test("a txn's size counts its compares' operands set to 0, as clientv3 encodes them", () => {
-    // With it, a Campaign's largest value under --max-request-bytes 1.5 MiB is the same as etcd 3.4.23's (without it, 2 bytes more).
-    const t = campaignTxn(b("e/1"), Buffer.alloc(10), 1n);
-    assert.equal(encodedTxnSize(t), txnRequestSize(t) + 2);
-    assert.equal(encodedTxnSize(proclaimTxn(b("e/1"), 5, b("v"), 1n)), txnRequestSize(proclaimTxn(b("e/1"), 5, b("v"), 1n)));
   });
 
   test("an inner call's error comes back as code 2 with its text (clientv3's toErr)", () => {

@@ -38,7 +38,7 @@ import {
   type WatchMessage,
 } from "../../store/v3/index.ts";
 import type { V3Backend, V3CallContext, V3WatchRegistration } from "./v3-backend.ts";
-import { RaftField, raftRequestSize, txnRequestSize } from "./v3-proto-size.ts";
+import { RaftField, givenOperand, raftRequestSize, txnRequestSize } from "./v3-proto-size.ts";
 
 /** concurrency.defaultSessionTTL: the lease a session grants when asked for lease 0. */
 export const SESSION_TTL_SECONDS = 60;
@@ -100,8 +100,9 @@ export function prefixOf(name: Buffer): Buffer {
 
 const NONE = Buffer.alloc(0);
 
+/** As clientv3's Compare(CreateRevision(key), "=", rev): the operand set, 0 too (on the wire, in the size). */
 function createRevisionIs(key: Buffer, rev: number): TxnRequest["compare"][number] {
-  return { key, rangeEnd: NONE, result: CompareResult.EQUAL, target: CompareTarget.CREATE, createRevision: rev };
+  return givenOperand({ key, rangeEnd: NONE, result: CompareResult.EQUAL, target: CompareTarget.CREATE, createRevision: rev }, { createRevision: rev });
 }
 
 function putOp(key: Buffer, value: Buffer, lease: LeaseId): TxnRequest["success"][number] {
@@ -160,16 +161,6 @@ export function proclaimTxn(key: Buffer, rev: number, value: Buffer, lease: Leas
 /** Election.Resign's txn: delete the key, if it is still the one created at `rev`. */
 export function resignTxn(key: Buffer, rev: number): TxnRequest {
   return { compare: [createRevisionIs(key, rev)], success: [{ deleteRange: { key, rangeEnd: NONE, prevKv: false } }], failure: [] };
-}
-
-/**
- * The txn's encoded size as clientv3 sends it: its compares always set their operand, and
- * a oneof set to 0 is still on the wire (2 bytes), which txnRequestSize cannot know from
- * the store's shape (it counts a 0 operand as absent).
- */
-export function encodedTxnSize(req: TxnRequest): number {
-  const zeroOperands = req.compare.filter((c) => "createRevision" in c && c.createRevision === 0).length;
-  return txnRequestSize(req) + 2 * zeroOperands;
 }
 
 /** An inner call's failure as the service answers it: code 2, the inner message (clientv3's toErr). */
@@ -364,7 +355,7 @@ export class V3Concurrency {
   async #txn(req: TxnRequest, call: ConcurrencyCall): Promise<TxnResponse> {
     try {
       validateTxn(req, this.#maxTxnOps);
-      if (!isReadOnlyTxn(req) && raftRequestSize(RaftField.txn, encodedTxnSize(req)) > this.#maxRequestBytes) throw V3Errors.requestTooLarge();
+      if (!isReadOnlyTxn(req) && raftRequestSize(RaftField.txn, txnRequestSize(req)) > this.#maxRequestBytes) throw V3Errors.requestTooLarge();
       return await this.#b.txn(req, call.ctx);
     } catch (err) {
       throw asClientError(err);

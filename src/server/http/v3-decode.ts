@@ -41,6 +41,7 @@ import {
   type Fields,
 } from "./v3-wire.ts";
 import type { JsonNode } from "./v3-json.ts";
+import { givenOperand } from "./v3-proto-size.ts";
 
 const enumType = (values: Readonly<Record<string, number>>, goType: string): EnumType => ({ values, goType, protoName: goType });
 
@@ -126,17 +127,19 @@ function decodeCompare(node: JsonNode): Compare {
   // target_union: the member given last in proto order wins; an operand of another kind
   // than `target` compares as zero, as in etcd (it reads the union only if it matches).
   let union: CompareUnion = { target: CompareTarget.VERSION, version: 0 };
+  // The member as sent, 0 included: it is on the wire etcd sizes (v3-proto-size.ts).
+  let given: CompareUnion | undefined;
   const version = pick(f, "version");
-  if (version !== undefined) union = { target: CompareTarget.VERSION, version: int64Number(version) };
+  if (version !== undefined) union = given = { target: CompareTarget.VERSION, version: int64Number(version) };
   const create = pick(f, "create_revision", "createRevision");
-  if (create !== undefined) union = { target: CompareTarget.CREATE, createRevision: int64Number(create) };
+  if (create !== undefined) union = given = { target: CompareTarget.CREATE, createRevision: int64Number(create) };
   const mod = pick(f, "mod_revision", "modRevision");
-  if (mod !== undefined) union = { target: CompareTarget.MOD, modRevision: int64Number(mod) };
+  if (mod !== undefined) union = given = { target: CompareTarget.MOD, modRevision: int64Number(mod) };
   const value = pick(f, "value");
-  if (value !== undefined) union = { target: CompareTarget.VALUE, value: bytes(value) };
+  if (value !== undefined) union = given = { target: CompareTarget.VALUE, value: bytes(value) };
   const lease = pick(f, "lease");
-  if (lease !== undefined) union = { target: CompareTarget.LEASE, lease: int64(lease) };
-  return { ...operandFor(target, union), result, key, rangeEnd };
+  if (lease !== undefined) union = given = { target: CompareTarget.LEASE, lease: int64(lease) };
+  return givenOperand({ ...operandFor(target, union), result, key, rangeEnd }, given);
 }
 
 type CompareUnion = Compare extends infer C ? (C extends Compare ? Omit<C, "result" | "key" | "rangeEnd"> : never) : never;

@@ -60,13 +60,55 @@ export function deleteRangeRequestSize(r: DeleteRangeRequest): number {
   return bytesField(1, r.key.length) + bytesField(2, r.rangeEnd.length) + boolField(3, r.prevKv);
 }
 
+/** A compare's target_union member: the one field of the oneof a sender set. */
+export type CompareOperandGiven =
+  | { version: number }
+  | { createRevision: number }
+  | { modRevision: number }
+  | { value: Buffer }
+  | { lease: bigint };
+
+/**
+ * A set oneof member is on the wire even when it holds 0 or nothing: its tag and a 0 varint
+ * (or a 0 length), 2 bytes, as gogoproto writes it and etcd then counts it.
+ */
+function oneofSize(u: CompareOperandGiven): number {
+  if ("version" in u) return tagLen(4) + varintLen(u.version);
+  if ("createRevision" in u) return tagLen(5) + varintLen(u.createRevision);
+  if ("modRevision" in u) return tagLen(6) + varintLen(u.modRevision);
+  if ("value" in u) return tagLen(7) + varintLen(u.value.length) + u.value.length;
+  return tagLen(8) + varintLen(u.lease);
+}
+
+/**
+ * The target_union's bytes of the compares whose operand, as sent, is not what their shape
+ * says: a Compare keeps the operand of its target only, and 0 for one not sent, so it cannot
+ * tell an operand sent as 0 (on the wire) from none (absent), nor keep one of another kind
+ * than its target (on the wire, compared as zero). Recorded by whoever read or built the
+ * compare (givenOperand), read by compareSize; the compare objects themselves stay the
+ * store's shape.
+ */
+const operandBytes = new WeakMap<Compare, number>();
+
+/** `c`, whose sender set its target_union to `given` (undefined: set none): sized as sent from now on. */
+export function givenOperand<C extends Compare>(c: C, given: CompareOperandGiven | undefined): C {
+  const bytes = given === undefined ? 0 : oneofSize(given);
+  if (bytes !== shapeOperandSize(c)) operandBytes.set(c, bytes);
+  return c;
+}
+
+/** The operand's bytes as the shape says: its target's member, absent when 0. */
+function shapeOperandSize(c: Compare): number {
+  if ("version" in c) return intField(4, c.version);
+  if ("createRevision" in c) return intField(5, c.createRevision);
+  if ("modRevision" in c) return intField(6, c.modRevision);
+  if ("value" in c) return bytesField(7, c.value.length);
+  if ("lease" in c) return intField(8, c.lease);
+  return 0;
+}
+
 function compareSize(c: Compare): number {
-  let union = 0;
-  if ("version" in c) union = intField(4, c.version);
-  else if ("createRevision" in c) union = intField(5, c.createRevision);
-  else if ("modRevision" in c) union = intField(6, c.modRevision);
-  else if ("value" in c) union = bytesField(7, c.value.length);
-  else if ("lease" in c) union = intField(8, c.lease);
+  const union = operandBytes.get(c) ?? shapeOperandSize(c);
   return intField(1, c.result) + intField(2, c.target) + bytesField(3, c.key.length) + union + bytesField(64, c.rangeEnd.length);
 }
 
