@@ -410,6 +410,27 @@ def eternal(n):
 
 step("eternal_watch 4 events", lambda: eternal(4))
 
+# A directory's TTL, and watches on what a directory's removal takes along.
+dt = c.write("/py/dttl", None, dir=True, ttl=1)
+c.write("/py/dttl/child", "c")
+step("child watch sees its dir expire", lambda: c.watch("/py/dttl/child", index=dt.modifiedIndex + 2, timeout=10))
+step("expired dir", lambda: c.read("/py/dttl"))
+rd = c.write("/py/rd/a/b", "x")
+c.delete("/py/rd", recursive=True)
+step("watch below a deleted dir, from history", lambda: c.watch("/py/rd/a/b", index=rd.modifiedIndex + 1, timeout=2))
+step("recursive watch of the deleted dir", lambda: c.watch("/py/rd", index=rd.modifiedIndex + 1, recursive=True, timeout=2))
+step("watch a sibling with the dir's prefix", lambda: c.watch("/py/rdx", index=rd.modifiedIndex + 1, timeout=1))
+step("read with timeout", lambda: c.read("/py/base", timeout=5).value)
+
+# Keys that python-etcd puts into the URL as they are (it does not escape them).
+step("write key with %41", lambda: c.write("/py/esc/p%41", "pct"))
+step("read key with A", lambda: c.read("/py/esc/pA"))
+step("write key with ?", lambda: c.write("/py/esc/q?x=1", "query"))
+step("write key with #", lambda: c.write("/py/esc/h#frag", "hash"))
+step("write key with //", lambda: c.write("/py/esc//double", "slashes"))
+step("write key with ..", lambda: c.write("/py/esc/../esc/dots", "dots"))
+step("list escaped", lambda: c.read("/py/esc", recursive=True))
+
 # Past the 1000-event history: the watch of an old index is refused.
 old = c.write("/py/cleared", "start")
 
@@ -513,6 +534,11 @@ lock3 = etcd.Lock(client(), "exp")
 lock3.acquire(lock_ttl=60)
 c.delete(lock3.lock_key)
 step("lock gone", lambda: lock3.is_acquired)
+lock4 = etcd.Lock(client(), "ttl")
+lock4.acquire(lock_ttl=1)
+step("lock with ttl expires", lambda: c.watch(lock4.lock_key, index=c.read(lock4.lock_key).modifiedIndex + 1, timeout=10).action)
+step("expired lock not acquired", lambda: lock4.is_acquired)
+step("release of an expired lock", lambda: lock4.release())
 step("lock bad uuid", lambda: setattr(etcd.Lock(client(), "exp"), "uuid", "nope"))
 
 # --- auth (v2): users, roles, enable/disable, permission denied ----------------------------
