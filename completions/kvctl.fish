@@ -183,7 +183,7 @@ complete -c kvctl -n '__fish_seen_subcommand_from serve' -l version -d 'print th
 
 # kvctl v3 (etcdctl v3's commands)
 complete -c kvctl -n __kvctl_no_command -f -a v3 -d 'etcdctl v3 commands through the v3 JSON gateway'
-set -l v3_cmds get range put del txn compaction compact watch lease user role auth alarm defrag snapshot endpoint member move-leader lock elect make-mirror check version
+set -l v3_cmds get range put del txn compaction compact watch lease user role auth alarm defrag snapshot endpoint member move-leader lock elect make-mirror check completion help version
 complete -c kvctl -n "__fish_seen_subcommand_from v3; and not __fish_seen_subcommand_from $v3_cmds" -f -a "$v3_cmds"
 complete -c kvctl -n '__fish_seen_subcommand_from v3' -s w -l write-out -x -a 'simple json fields protobuf table' -d 'output format'
 complete -c kvctl -n '__fish_seen_subcommand_from v3' -l hex -d 'print byte strings as hex'
@@ -196,6 +196,9 @@ complete -c kvctl -n '__fish_seen_subcommand_from v3' -l cert -r -d 'client cert
 complete -c kvctl -n '__fish_seen_subcommand_from v3' -l key -r -d 'client key'
 complete -c kvctl -n '__fish_seen_subcommand_from v3' -l cacert -r -d 'CA bundle'
 complete -c kvctl -n '__fish_seen_subcommand_from v3' -l user -x -d 'username[:password]'
+complete -c kvctl -n '__fish_seen_subcommand_from v3' -s d -l discovery-srv -x -d 'domain of the SRV records'
+complete -c kvctl -n '__fish_seen_subcommand_from v3' -l discovery-srv-name -x -d 'SRV service name'
+complete -c kvctl -n '__fish_seen_subcommand_from v3' -l insecure-discovery -d 'accept http SRV endpoints'
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from get range' -l consistency -x -a 'l s' -d 'Linearizable(l) or Serializable(s)'
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from get range' -l order -x -a 'ASCEND DESCEND' -d 'order of results'
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from get range' -l sort-by -x -a 'CREATE KEY MODIFY VALUE VERSION' -d 'sort target'

@@ -139,6 +139,9 @@ export const v3Flags: readonly FlagSpec[] = [
   { name: "cacert", type: "string", description: "verify certificates of TLS-enabled secure servers using this CA bundle" },
   { name: "user", type: "string", description: "username[:password] for authentication (prompt if password is not supplied)" },
   { name: "password", type: "string", description: "password for authentication (if this option is used, --user option shouldn't include password)" },
+  { name: "discovery-srv", aliases: ["d"], type: "string", description: "domain name to query for SRV records describing cluster endpoints" },
+  { name: "discovery-srv-name", type: "string", description: "service name to query when using DNS discovery" },
+  { name: "insecure-discovery", type: "bool", default: "true", description: "accept insecure SRV records describing cluster endpoints" },
 ];
 
 const v3Prefix = (what: string): FlagSpec => ({ name: "prefix", type: "bool", description: `${what} keys with matching prefix` });
@@ -289,6 +292,12 @@ export const v3Commands: readonly V3CommandSpec[] = [
     { name: "dest-cacert", type: "string", default: "", description: "Verify certificates of TLS enabled secure servers using this CA bundle" },
     { name: "dest-insecure-transport", type: "bool", default: "true", description: "Disable transport security for client connections" },
   ] },
+  { name: "completion", args: "<bash|zsh|fish>", description: "Generate the autocompletion script for the specified shell (kvctl's: completions/)", flags: [], subcommands: [
+    { name: "bash", args: "", description: "Generate the autocompletion script for bash", flags: [] },
+    { name: "fish", args: "", description: "Generate the autocompletion script for fish", flags: [] },
+    { name: "zsh", args: "", description: "Generate the autocompletion script for zsh", flags: [] },
+  ] },
+  { name: "help", args: "[command]", description: "Help about any command", flags: [] },
   { name: "version", args: "", description: "Prints the version of etcdctl", flags: [] },
   { name: "snapshot", args: "<subcommand>", description: "Manages etcd node snapshots", flags: [], subcommands: [
     { name: "save", args: "<filename>", description: "Stores an etcd node backend snapshot to a given file", flags: [] },

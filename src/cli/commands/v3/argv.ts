@@ -24,6 +24,10 @@ export interface V3Globals {
   key: string | undefined;
   insecureSkipTlsVerify: boolean;
   insecureTransport: boolean;
+  /** --discovery-srv: the endpoints come from this domain's SRV records (run.ts resolves them). */
+  discoverySrv: string | undefined;
+  discoverySrvName: string | undefined;
+  insecureDiscovery: boolean;
 }
 
 export interface V3Invocation {
@@ -269,6 +273,9 @@ export function parseV3Argv(argv: readonly string[], env: NodeJS.ProcessEnv, opt
     key: str("key"),
     insecureSkipTlsVerify: g["insecure-skip-tls-verify"] === true,
     insecureTransport: g["insecure-transport"] === true,
+    discoverySrv: str("discovery-srv"),
+    discoverySrvName: str("discovery-srv-name"),
+    insecureDiscovery: g["insecure-discovery"] === true,
   };
   return {
     path: specs.map((s) => s.name),

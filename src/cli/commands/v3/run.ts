@@ -34,19 +34,66 @@ const loaders: Readonly<Record<string, () => Promise<V3Module>>> = {
   check: () => import("./check.ts"),
 };
 
+/**
+ * --discovery-srv: the endpoints from the domain's SRV records (etcdctl's
+ * endpointsFromCmd); without --insecure-discovery the http ones are dropped with a line on
+ * stderr; none found leaves --endpoints. A failed lookup is `Error: dns lookup errors: …`, exit 1.
+ */
+async function discoverEndpoints(inv: V3Invocation, io: Io): Promise<void> {
+  const { srvClientEndpoints } = await import("../../../client/srv.ts");
+  const g = inv.globals;
+  let eps: string[];
+  try {
+    eps = await srvClientEndpoints(g.discoverySrv ?? "", g.discoverySrvName === undefined ? {} : { serviceName: g.discoverySrvName });
+  } catch (err) {
+    throw v3Fail(V3Exit.Error, err instanceof Error ? err.message : String(err));
+  }
+  if (!g.insecureDiscovery) {
+    eps = eps.filter((ep) => {
+      if (!ep.startsWith("http://")) return true;
+      io.stderr(`ignoring discovered insecure endpoint ${JSON.stringify(ep)}\n`);
+      return false;
+    });
+  }
+  if (eps.length > 0) g.endpoints = eps;
+}
+
 /** Runs `kvctl v3 <argv>`; returns the exit code. */
 export async function runV3(argv: readonly string[], io: Io, env: NodeJS.ProcessEnv): Promise<number> {
   try {
     const inv = parseV3Argv(argv, env);
-    const needsSub = inv.path.length === 1 && ["lease", "user", "role", "auth", "alarm", "snapshot", "endpoint", "member", "check"].includes(inv.path[0] ?? "");
+    const needsSub = inv.path.length === 1 && ["lease", "user", "role", "auth", "alarm", "snapshot", "endpoint", "member", "check", "completion"].includes(inv.path[0] ?? "");
     if (inv.help || inv.path.length === 0 || needsSub) {
       const { helpText } = await import("../../yargs-app.ts");
       io.stdout(await helpText(["v3", ...inv.path]));
       return V3Exit.Success;
     }
+    if (inv.path[0] === "help") {
+      // cobra's `help <command>`: that command's help (an unknown one: the group's).
+      const { findV3Command } = await import("./argv.ts");
+      const { v3Commands } = await import("../../spec.ts");
+      const path: string[] = [];
+      let level = v3Commands;
+      for (const word of inv.args) {
+        const c = findV3Command(level, word);
+        if (c === undefined) break;
+        path.push(c.name);
+        level = c.subcommands ?? [];
+      }
+      const { helpText } = await import("../../yargs-app.ts");
+      io.stdout(await helpText(["v3", ...path]));
+      return V3Exit.Success;
+    }
+    if (inv.path[0] === "completion") {
+      const { completionPath } = await import("../completion.ts");
+      const { readFileSync } = await import("node:fs");
+      io.stdout(readFileSync(completionPath(inv.path[1] === "zsh" ? "zsh" : inv.path[1] === "fish" ? "fish" : "bash"), "utf8"));
+      return V3Exit.Success;
+    }
     if (!(outputFormats as readonly string[]).includes(inv.globals.writeOut)) {
       throw v3Fail(V3Exit.BadFeature, "unsupported output format");
     }
+    if (inv.globals.discoverySrv !== undefined) await discoverEndpoints(inv, io);
     const load = loaders[inv.path[0] ?? ""];
     if (load === undefined) throw v3Fail(V3Exit.Error, `unknown command "${inv.path[0] ?? ""}" for "kvctl v3"`);
     return await (await load()).run(inv, io);
