@@ -1,0 +1,43 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+const moduleUrl = new URL("./jit-tiering.ts", import.meta.url).href;
+
+// Calls a small function until V8 has marked it for TurboFan (or compiled it), in a child
+// process (flags are per process), and prints how many calls that took.
+function callsUntilOptimized(lower: boolean, extraArgs: string[] = []): { calls: number; lowered: boolean } {
+  const script = `
+    const { tierUpSooner } = await import(${JSON.stringify(moduleUrl)});
+    const lowered = ${lower} ? tierUpSooner() : false;
+    function work(a) { let s = 0; for (let i = 0; i < 20; i++) s += a[i % a.length] * i; return s; }
+    const a = [1, 2, 3, 4];
+    // kMarkedForOptimization | kMarkedForConcurrentOptimization | kOptimizingConcurrently | kTurboFanned
+    const tiered = (1 << 8) | (1 << 9) | (1 << 10) | (1 << 6);
+    let calls = 0;
+    while (calls < 1e6 && (%GetOptimizationStatus(work) & tiered) === 0) { work(a); calls++; }
+    console.log(JSON.stringify({ calls, lowered }));
+  `;
+  const r = spawnSync(process.execPath, ["--allow-natives-syntax", ...extraArgs, "--import", "tsx", "--input-type=module", "-e", script], {
+    cwd: fileURLToPath(new URL("../..", import.meta.url)),
+    encoding: "utf8",
+  });
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout.trim().split("\n").pop() ?? "") as { calls: number; lowered: boolean };
+}
+
+test("a server's functions are optimized after fewer calls than with V8's default budget", () => {
+  const before = callsUntilOptimized(false);
+  const after = callsUntilOptimized(true);
+  assert.equal(after.lowered, true);
+  assert.ok(before.calls < 1e6, "V8 optimizes the function at all");
+  assert.ok(after.calls * 2 < before.calls, `optimized after ${after.calls} calls, ${before.calls} with the default`);
+});
+
+test("a budget given on node's command line is left as given", () => {
+  const given = callsUntilOptimized(true, ["--interrupt-budget=200000"]);
+  assert.equal(given.lowered, false);
+  const lowered = callsUntilOptimized(true);
+  assert.ok(lowered.calls * 2 < given.calls, `${lowered.calls} lowered, ${given.calls} with the command line's`);
+});
