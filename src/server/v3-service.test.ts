@@ -153,3 +153,31 @@ test("the header's ids follow the member's (decimal strings of the current ids)"
   host.clusterId = 2 ** 53 - 1;
   assert.deepEqual(s.header(7), { clusterId: "9007199254740991", memberId: "22", revision: 7, raftTerm: 3 });
 });
+
+// etcd 3.4.23's MoveLeader: a member that does not exist or is a learner is a bad
+// transferee; the leader itself is not (Raft drops the transfer and the call succeeds).
+test("MoveLeader to the leader itself succeeds without a transfer; a learner or a missing member is refused", async () => {
+  const moved: number[] = [];
+  const members = new Map([
+    [22, { id: 22 }],
+    [33, { id: 33 }],
+    [44, { id: 44, isLearner: true }],
+  ]);
+  const host = {
+    config: { authToken: { type: "simple" } },
+    memberId: 22,
+    isLeader: true,
+    v3auth: new V3AuthState(),
+    membership: { get: (id: number) => members.get(id) },
+    transferLeadershipTo: async (id: number) => {
+      moved.push(id);
+    },
+  };
+  const s = new V3Service(host as unknown as V3ServiceHost);
+  await s.moveLeader("22", { token: undefined });
+  assert.deepEqual(moved, []);
+  await assert.rejects(s.moveLeader("44", { token: undefined }), V3Errors.badLeaderTransferee());
+  await assert.rejects(s.moveLeader("55", { token: undefined }), V3Errors.badLeaderTransferee());
+  await s.moveLeader("33", { token: undefined });
+  assert.deepEqual(moved, [33]);
+});

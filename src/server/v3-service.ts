@@ -640,7 +640,11 @@ export class V3Service implements V3Backend {
     await this.#admin(ctx);
     if (!this.#kv.isLeader) throw V3Errors.notLeader();
     const target = parseMemberId(targetId);
-    if (!this.#kv.membership.get(target) || target === this.#kv.memberId) throw V3Errors.badLeaderTransferee();
+    const member = this.#kv.membership.get(target);
+    if (!member || member.isLearner) throw V3Errors.badLeaderTransferee();
+    // etcd 3.4 answers a move to the leader itself with success: Raft drops the
+    // transfer, and the wait for the transferee to lead is over at once
+    if (target === this.#kv.memberId) return;
     await this.#kv.transferLeadershipTo(target);
   }
 
