@@ -86,7 +86,7 @@ _kvctl() {
                 defrag) flags="--cluster" ;;
                 snapshot) [[ -z $sub2 ]] && { COMPREPLY=($(compgen -W "save status restore" -- "$cur")); return; }
                     [[ $cur != -* ]] && { COMPREPLY=($(compgen -f -- "$cur")); return; }
-                    [[ $sub2 == restore ]] && flags="--name --data-dir --initial-cluster --initial-cluster-token --initial-advertise-peer-urls --skip-hash-check" ;;
+                    [[ $sub2 == restore ]] && flags="--name --data-dir --initial-cluster --initial-cluster-token --initial-advertise-peer-urls --skip-hash-check --wal-dir" ;;
                 endpoint) [[ -z $sub2 ]] && { COMPREPLY=($(compgen -W "health status hashkv" -- "$cur")); return; }
                     flags="--cluster"; [[ $sub2 == hashkv ]] && flags="--cluster --rev" ;;
                 member) [[ -z $sub2 ]] && { COMPREPLY=($(compgen -W "add remove update list promote" -- "$cur")); return; }

@@ -234,6 +234,7 @@ complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from restore' -l initial-cluster-token -x -d 'initial cluster token'
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from restore' -l initial-advertise-peer-urls -x -d 'peer URLs to advertise'
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from restore' -l skip-hash-check -d 'ignore the sha256'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from restore' -l wal-dir -r -d 'WAL directory'
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from endpoint; and not __fish_seen_subcommand_from health status hashkv' -f -a 'health status hashkv'
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from hashkv' -l rev -x -d 'maximum revision to hash'
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from member; and not __fish_seen_subcommand_from add remove update list promote' -f -a 'add remove update list promote'

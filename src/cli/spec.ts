@@ -308,6 +308,7 @@ export const v3Commands: readonly V3CommandSpec[] = [
       { name: "initial-cluster-token", type: "string", default: "etcd-cluster", description: "Initial cluster token for the etcd cluster during restore bootstrap" },
       { name: "initial-advertise-peer-urls", type: "string", default: "http://localhost:2380", description: "List of this member's peer URLs to advertise to the rest of the cluster" },
       { name: "skip-hash-check", type: "bool", description: "Ignore snapshot integrity hash value (required if copied from data directory)" },
+      { name: "wal-dir", type: "string", default: "", description: "Path to the WAL directory (use --data-dir if none given; start the member with the same serve --wal-dir)" },
     ] },
     { name: "status", args: "<filename>", description: "Gets backend snapshot status of a given file", flags: [] },
   ] },

@@ -25,6 +25,8 @@ export interface RestoreOptions {
   initialClusterToken: string;
   /** Restore a file without (or with a wrong) sha256 trailer. */
   skipHashCheck: boolean;
+  /** --wal-dir: the WAL's own directory (default <data-dir>/member/wal), as `serve --wal-dir`. */
+  walDir?: string;
 }
 
 export interface RestoreResult {
@@ -79,7 +81,7 @@ export async function restoreBackup(o: RestoreOptions): Promise<RestoreResult> {
   const confState = { voters: membership.ids(), learners: [] };
   await new Snapshotter(join(memberDir, "snap")).save({ index, term: 1, data, meta: encodeConfState(confState) });
   const meta: WalMetadata = { memberId: me.id, clusterId: membership.clusterId, members: membership.list() };
-  const wal = await Wal.create(join(memberDir, "wal"), Buffer.from(JSON.stringify(meta)));
+  const wal = await Wal.create(o.walDir !== undefined && o.walDir !== "" ? o.walDir : join(memberDir, "wal"), Buffer.from(JSON.stringify(meta)));
   try {
     await wal.saveSnapshotRef({ index, term: 1 });
     await wal.save({ term: 1, vote: 0, commit: index }, []);

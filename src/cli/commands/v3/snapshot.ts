@@ -207,6 +207,8 @@ async function restore(inv: V3Invocation, io: Io): Promise<number> {
     );
   }
   if (existsSync(dataDir)) throw v3Fail(V3Exit.Error, `data-dir "${dataDir}" exists`);
+  const walDir = str(inv, "wal-dir");
+  if (walDir !== "" && existsSync(walDir)) throw v3Fail(V3Exit.Error, `wal-dir "${walDir}" exists`);
   try {
     await stat(file);
   } catch (err) {
@@ -221,6 +223,7 @@ async function restore(inv: V3Invocation, io: Io): Promise<number> {
       initialCluster: cluster,
       initialClusterToken: str(inv, "initial-cluster-token"),
       skipHashCheck: inv.flags["skip-hash-check"] === true,
+      walDir,
     });
     // etcdctl logs its progress on stderr (zap JSON lines); kvctl says what it made in one line.
     io.stderr(
@@ -230,6 +233,7 @@ async function restore(inv: V3Invocation, io: Io): Promise<number> {
   } catch (err) {
     // The data dir did not exist before: a half-made one would only stop the next try.
     rmSync(dataDir, { recursive: true, force: true });
+    if (walDir !== "") rmSync(walDir, { recursive: true, force: true });
     throw v3Fail(V3Exit.Error, err instanceof Error ? err.message : String(err));
   }
   return V3Exit.Success;
