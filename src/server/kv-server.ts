@@ -24,7 +24,7 @@ import { PeerTransport, type PeerTlsClient } from "../transport/index.ts";
 import type { Wal, Snapshotter } from "../wal/index.ts";
 import type { V2Store, V2Event } from "../store/v2/store.ts";
 import { PasswordVerifier, type V2AuthState, type V3AuthState } from "../auth/index.ts";
-import { AlarmAction, WatchHub, alarmName, type V3KeySpace, type WatchHistory } from "../store/v3/index.ts";
+import { AlarmAction, WatchHub, alarmName, rangeRequest, type V3KeySpace, type WatchHistory } from "../store/v3/index.ts";
 import { applyCommand, type ApplyResult } from "./apply.ts";
 import { decodeCommand, peekKeySpaceCommand, type Command, type CommandBody, type KeySpaceCommandHead } from "./request.ts";
 import type { Membership } from "./membership.ts";
@@ -224,6 +224,9 @@ export class KvServer {
     this.#storage = m.storage;
     // The compaction deletions report to this member's metrics, in a database received later too.
     m.v3db.compactionObserver = this.metrics.compactionObserver;
+    m.snapshotter.observer = this.metrics.snapshotObserver;
+    // A put with ignore_value counts the value it kept (etcd_debugging_mvcc_total_put_size_in_bytes).
+    this.metrics.valueLength = (key) => this.v3.range(rangeRequest({ key, limit: 1 })).kvs[0]?.value.length ?? 0;
     this.#state = new StateStorage(m, { db: { ...v3DbOptions(this.config), compactionObserver: this.metrics.compactionObserver }, dataDir: this.config.dataDir, quotaBackendBytes: this.config.quotaBackendBytes, logger: this.#log });
     this.#memberId = m.memberId;
     this.#appliedIndex = m.appliedIndex;

@@ -3,21 +3,28 @@ import assert from "node:assert/strict";
 import type { Command } from "../request.ts";
 import type { ApplyResult } from "../apply.ts";
 import type { V3Answer } from "../v3-results.ts";
+import { Registry } from "./registry.ts";
 import { SLOW_APPLY_MS, ServerMetrics } from "./server-metrics.ts";
 
 const v3 = (op: unknown): Command => ({ t: "v3", m: 1, id: 1, time: 0, op }) as Command;
 // Partial answers: the metrics read only what a txn's answer says of its branch.
 const ok = (v3Result?: unknown): ApplyResult => ({ ok: true, v3: v3Result as V3Answer });
+function expose(m: ServerMetrics): string {
+  const r = new Registry();
+  for (const f of m.families()) r.register(f);
+  return r.expose();
+}
+const put = (key = "k", value = "v", ignoreValue = false): { key: Buffer; value: Buffer; ignoreValue: boolean } => ({ key: Buffer.from(key), value: Buffer.from(value), ignoreValue });
 
 test("mvcc counters as etcd's metricsTxnWrite: puts, deletes, a txn's ops in the branch it took", () => {
   const m = new ServerMetrics();
-  m.applied(v3({ k: "put", r: {} }), ok(), 1);
+  m.applied(v3({ k: "put", r: put() }), ok(), 1);
   m.applied(v3({ k: "deleteRange", r: {} }), ok(), 1);
-  const txn = { compare: [], success: [{ put: {} }, { range: {} }, { put: {} }], failure: [{ deleteRange: {} }] };
+  const txn = { compare: [], success: [{ put: put() }, { range: {} }, { put: put() }], failure: [{ deleteRange: {} }] };
   m.applied(v3({ k: "txn", r: txn }), ok({ succeeded: true, responses: [] }), 1);
   m.applied(v3({ k: "txn", r: txn }), ok({ succeeded: false, responses: [] }), 1);
   // A refused write (e.g. an alarm) changed nothing.
-  m.applied(v3({ k: "put", r: {} }), { ok: false, error: new Error("x") } as ApplyResult, 1);
+  m.applied(v3({ k: "put", r: put() }), { ok: false, error: new Error("x") } as ApplyResult, 1);
   assert.equal(m.mvccPut.value(), 3);
   assert.equal(m.mvccRange.value(), 1);
   assert.equal(m.mvccDelete.value(), 2);
@@ -26,13 +33,41 @@ test("mvcc counters as etcd's metricsTxnWrite: puts, deletes, a txn's ops in the
 
 test("nested txns count their inner branch; read-only txns count their ranges", () => {
   const m = new ServerMetrics();
-  const inner = { compare: [], success: [{ put: {} }, { put: {} }], failure: [] };
+  const inner = { compare: [], success: [{ put: put() }, { put: put() }], failure: [] };
   const outer = { compare: [], success: [{ txn: inner }], failure: [] };
   m.applied(v3({ k: "txn", r: outer }), ok({ succeeded: true, responses: [{ txn: { succeeded: true, responses: [] } }] }), 1);
   assert.equal(m.mvccPut.value(), 2);
   m.readOnlyTxn({ compare: [], success: [{ range: {} }, { range: {} }], failure: [] } as never, { revision: 1, succeeded: true, responses: [] });
   assert.equal(m.mvccRange.value(), 2);
   assert.equal(m.mvccTxn.value(), 2);
+});
+
+test("put sizes as etcd's metricsTxnWrite adds them: key and value, a txn's puts in its branch, ignore_value's kept value", () => {
+  const m = new ServerMetrics();
+  assert.match(expose(m), /^etcd_debugging_mvcc_total_put_size_in_bytes 0$/m, "at 0 from the start, as etcd's gauge");
+  m.applied(v3({ k: "put", r: put("k1", "v1") }), ok(), 1);
+  const txn = { compare: [], success: [{ put: put("k3", "xyz") }, { range: {} }], failure: [{ put: put("never", "counted") }] };
+  m.applied(v3({ k: "txn", r: txn }), ok({ succeeded: true, responses: [] }), 1);
+  m.applied(v3({ k: "put", r: put("k2", "", true) }), ok(), 1);
+  assert.equal(m.mvccPutSize.value(), 4 + 5 + 2, "without the server's lookup, ignore_value counts the key");
+  m.valueLength = (key) => (key.toString() === "k2" ? 11 : 0);
+  m.applied(v3({ k: "put", r: put("k2", "", true) }), ok(), 1);
+  m.applied(v3({ k: "put", r: put("k9", "v") }), { ok: false, error: new Error("x") } as ApplyResult, 1);
+  assert.equal(m.mvccPutSize.value(), 11 + 13);
+});
+
+test("a compaction's apply is the index compaction pause, in whole ms; each snapshot save's marshalling and total, in seconds", () => {
+  const m = new ServerMetrics();
+  m.applied(v3({ k: "compact", r: { revision: 4, physical: false } }), ok({ revision: 9 }), 2.7);
+  m.applied(v3({ k: "compact", r: { revision: 99, physical: false } }), { ok: false, error: new Error("future") } as ApplyResult, 1);
+  m.snapshotObserver.saved({ marshallingMs: 3, totalMs: 40 });
+  const t = expose(m);
+  assert.match(t, /^etcd_debugging_mvcc_index_compaction_pause_duration_milliseconds_sum 2$/m);
+  assert.match(t, /^etcd_debugging_mvcc_index_compaction_pause_duration_milliseconds_count 1$/m);
+  assert.match(t, /^etcd_debugging_mvcc_index_compaction_pause_duration_milliseconds_bucket\{le="0.5"\} 0$/m);
+  assert.match(t, /^etcd_debugging_snap_save_marshalling_duration_seconds_sum 0.003$/m);
+  assert.match(t, /^etcd_debugging_snap_save_total_duration_seconds_sum 0.04$/m);
+  assert.match(t, /^etcd_debugging_snap_save_total_duration_seconds_count 1$/m);
 });
 
 test("slow applies, leases, proposals, disk latencies in seconds", () => {

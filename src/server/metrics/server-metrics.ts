@@ -8,7 +8,7 @@
 import type { Command } from "../request.ts";
 import type { ApplyResult } from "../apply.ts";
 import { v3ResultOf } from "../v3-results.ts";
-import type { RequestOp, TxnRequest, TxnResponse } from "../../store/v3/index.ts";
+import type { PutRequest, RequestOp, TxnRequest, TxnResponse } from "../../store/v3/index.ts";
 import { Counter, Gauge, Histogram, exponentialBuckets } from "./registry.ts";
 import { V2HttpMetrics } from "./v2-http-metrics.ts";
 import { WatchMetrics } from "./watch-metrics.ts";
@@ -16,20 +16,26 @@ import { WatchMetrics } from "./watch-metrics.ts";
 /** etcd's warnApplyDuration: an apply slower than this counts as slow. */
 export const SLOW_APPLY_MS = 100;
 
-/** A txn's reads, puts and deletes in the branch it took, nested txns included. */
-function countTxn(req: TxnRequest, res: TxnResponse | undefined): { ranges: number; puts: number; deletes: number } {
-  const out = { ranges: 0, puts: 0, deletes: 0 };
+/**
+ * A txn's reads, puts and deletes in the branch it took, nested txns included, and its puts'
+ * bytes (`putSize`: key and value of each, as etcd's metricsTxnWrite adds them).
+ */
+function countTxn(req: TxnRequest, res: TxnResponse | undefined, putSize: (p: PutRequest) => number = () => 0): { ranges: number; puts: number; deletes: number; putBytes: number } {
+  const out = { ranges: 0, puts: 0, deletes: 0, putBytes: 0 };
   const ops: readonly RequestOp[] = res === undefined ? [] : res.succeeded ? req.success : req.failure;
   ops.forEach((op, i) => {
     if ("range" in op) out.ranges++;
-    else if ("put" in op) out.puts++;
-    else if ("deleteRange" in op) out.deletes++;
+    else if ("put" in op) {
+      out.puts++;
+      out.putBytes += putSize(op.put);
+    } else if ("deleteRange" in op) out.deletes++;
     else {
       const inner = res?.responses[i];
-      const sub = countTxn(op.txn, inner !== undefined && "txn" in inner ? inner.txn : undefined);
+      const sub = countTxn(op.txn, inner !== undefined && "txn" in inner ? inner.txn : undefined, putSize);
       out.ranges += sub.ranges;
       out.puts += sub.puts;
       out.deletes += sub.deletes;
+      out.putBytes += sub.putBytes;
     }
   });
   return out;
@@ -92,6 +98,28 @@ export class ServerMetrics {
     exponentialBuckets(100, 2, 14),
   );
   readonly dbCompactionKeys = new Counter("etcd_debugging_mvcc_db_compaction_keys_total", "Total number of db keys compacted.");
+  // etcd: mvcc/kvstore.go times kvindex.Compact, whole ms; here the compaction's apply,
+  // which compacts the index (the database's deletions follow in batches, above).
+  readonly indexCompactionPause = new Histogram(
+    "etcd_debugging_mvcc_index_compaction_pause_duration_milliseconds",
+    "Bucketed histogram of index compaction pause duration.",
+    exponentialBuckets(0.5, 2, 14),
+  );
+  // etcd: snap/snapshotter.go's save, for every snapshot the member saves (made or received):
+  // marshalling is the encoding and CRC (the header and CRC here), total adds the write and fsyncs.
+  readonly snapSaveTotal = new Histogram("etcd_debugging_snap_save_total_duration_seconds", "The total latency distributions of save called by snapshot.", exponentialBuckets(0.001, 2, 14));
+  readonly snapSaveMarshalling = new Histogram(
+    "etcd_debugging_snap_save_marshalling_duration_seconds",
+    "The marshalling cost distributions of save called by snapshot.",
+    exponentialBuckets(0.001, 2, 14),
+  );
+  /** What the snapshotter reports each save to (wal/snapshotter.ts). */
+  readonly snapshotObserver = {
+    saved: (t: { marshallingMs: number; totalMs: number }): void => {
+      this.snapSaveMarshalling.observe(t.marshallingMs / 1000);
+      this.snapSaveTotal.observe(t.totalMs / 1000);
+    },
+  };
   /** What the v3 database's compaction deletions report to (backend/compactions.ts). */
   readonly compactionObserver = {
     batch: (ms: number): void => this.dbCompactionPause.observe(ms),
@@ -114,6 +142,14 @@ export class ServerMetrics {
   readonly mvccRange = new Counter("etcd_mvcc_range_total", "Total number of ranges seen by this member.");
   readonly mvccDelete = new Counter("etcd_mvcc_delete_total", "Total number of deletes seen by this member.");
   readonly mvccTxn = new Counter("etcd_mvcc_txn_total", "Total number of txns seen by this member.");
+  // etcd: mvcc/metrics_txn.go adds each put's key and value length when its write txn ends.
+  readonly mvccPutSize = new Gauge("etcd_debugging_mvcc_total_put_size_in_bytes", "The total size of put kv pairs seen by this member.");
+  /**
+   * The length of a key's value now (after the put applied): a put with ignore_value writes
+   * the value the key had, and etcd counts that one. Set by the server; unset, such a put
+   * counts its key only.
+   */
+  valueLength: ((key: Buffer) => number) | undefined;
   readonly leaseGranted = new Counter("etcd_debugging_lease_granted_total", "The total number of granted leases.");
   readonly leaseRevoked = new Counter("etcd_debugging_lease_revoked_total", "The total number of revoked leases.");
   readonly leaseRenewed = new Counter("etcd_debugging_lease_renewed_total", "The number of renewed leases seen by the leader.");
@@ -194,14 +230,19 @@ export class ServerMetrics {
     switch (op.k) {
       case "put":
         this.mvccPut.inc();
+        this.mvccPutSize.inc({}, this.#putSize(op.r));
         break;
       case "deleteRange":
         this.mvccDelete.inc();
         break;
+      case "compact":
+        this.indexCompactionPause.observe(Math.trunc(ms));
+        break;
       case "txn": {
-        const n = countTxn(op.r, v3ResultOf(op, result));
+        const n = countTxn(op.r, v3ResultOf(op, result), (p) => this.#putSize(p));
         this.mvccRange.inc({}, n.ranges);
         this.mvccPut.inc({}, n.puts);
+        if (n.putBytes > 0) this.mvccPutSize.inc({}, n.putBytes);
         this.mvccDelete.inc({}, n.deletes);
         if (n.ranges + n.puts + n.deletes > 1) this.mvccTxn.inc();
         break;
@@ -219,6 +260,10 @@ export class ServerMetrics {
       default:
         break;
     }
+  }
+
+  #putSize(p: PutRequest): number {
+    return p.key.length + (p.ignoreValue ? (this.valueLength?.(p.key) ?? 0) : p.value.length);
   }
 
   peerSent(to: string, bytes: number): void {
@@ -288,10 +333,14 @@ export class ServerMetrics {
       this.dbCompactionPause,
       this.dbCompactionTotal,
       this.dbCompactionKeys,
+      this.indexCompactionPause,
+      this.snapSaveTotal,
+      this.snapSaveMarshalling,
       this.mvccPut,
       this.mvccRange,
       this.mvccDelete,
       this.mvccTxn,
+      this.mvccPutSize,
       this.leaseGranted,
       this.leaseRevoked,
       this.leaseRenewed,
