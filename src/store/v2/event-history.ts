@@ -139,16 +139,17 @@ export class EventHistory {
 /**
  * Whether a watcher on `key` wants event `e` from the history: the key itself; with
  * recursive, any descendant, hidden ones too (etcd's history scan does not hide them, only
- * live delivery does); and the delete/expire of a directory above the key (etcd compares
- * by string prefix; we compare whole segments so deleting "/foo" does not match a watch on
- * "/foobar").
+ * live delivery does); and the delete/expire of a directory whose path the key starts
+ * with. That last match is etcd's string prefix, not whole segments: a watch on "/foobar"
+ * replaying history is woken by the delete of the directory "/foo", as on etcd (live
+ * delivery walks segments and is not).
  */
 export function eventConcerns(e: V2Event, key: string, recursive: boolean): boolean {
   const k = e.node.key ?? "/";
   if (k === key) return true;
   if (recursive && isStrictlyBelow(key, k)) return true;
   if ((e.action === Action.Delete || e.action === Action.Expire) && e.prevNode?.dir === true) {
-    return isStrictlyBelow(k, key);
+    return key.startsWith(k);
   }
   return false;
 }
