@@ -1,5 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { CliExit } from "../../exit-codes.ts";
 import { argify, linesOf, parseCompare, parseJsonTxn, parseRequestOp, readLineTxn, TxnInputError } from "./txn-parse.ts";
 
 const b = (s: string): string => Buffer.from(s).toString("base64");
@@ -34,6 +35,8 @@ for (const c of ops) test(`parseRequestOp reads ${c.line}`, () => assert.deepEqu
 test("parseRequestOp rejects unknown commands and global flags", () => {
   assert.throws(() => parseRequestOp("bogus x"), /invalid txn request: bogus x/);
   assert.throws(() => parseRequestOp("get a -w json"), /invalid txn request/);
+  // The command's own argument check exits as that command (etcdctl 3.4.23: exit 128).
+  assert.throws(() => parseRequestOp("put /k"), (e: unknown) => e instanceof CliExit && e.exitCode === 128 && e.stderr === "Error: put command needs 1 argument and input from stdin or 2 arguments\n");
 });
 
 test("argify splits like a shell and unquotes Go strings", () => {

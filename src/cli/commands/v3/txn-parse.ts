@@ -16,7 +16,6 @@
 
 import type { WireCompare, WireCompareResult, WireCompareTarget, WireRequestOp, WireTxnRequest } from "../../../client/v3-types.ts";
 import { b64 } from "../../../client/v3-types.ts";
-import { CliExit } from "../../exit-codes.ts";
 import { parseV3Argv, V3UsageError } from "./argv.ts";
 import { parseDecInt64, parseHexInt64 } from "./go-format.ts";
 import { delRequest, getRequest, putRequest } from "./kv.ts";
@@ -166,7 +165,9 @@ export function parseRequestOp(line: string): WireRequestOp {
     }
   } catch (err) {
     if (err instanceof TxnInputError) throw err;
-    if (err instanceof V3UsageError || err instanceof CliExit) throw invalid();
+    // A flag cobra refuses is the txn's error; a command's own argument check exits as
+    // that command would (etcdctl's getPutOp: `put command needs 1 argument …`, exit 128).
+    if (err instanceof V3UsageError) throw invalid();
     throw err;
   }
 }

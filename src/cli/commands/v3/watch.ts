@@ -13,7 +13,7 @@ import { printOut, v3ErrorText, v3Fail, V3Exit, withV3Context, type V3Context } 
 import { goQuote } from "./go-format.ts";
 import { printWatch } from "./printers.ts";
 import { prefixRangeEnd } from "./printers-admin.ts";
-import { argify, linesOf } from "./txn-parse.ts";
+import { argify } from "./txn-parse.ts";
 
 export interface WatchTarget {
   key: string;
@@ -90,10 +90,11 @@ function runExec(exec: readonly string[], r: WireWatchResponse): void {
 }
 
 /** Streams one watch until the server cancels or ends it; resolves with the cancel text. */
-async function watchOne(ctx: V3Context, t: WatchTarget): Promise<string | undefined> {
+async function watchOne(ctx: V3Context, t: WatchTarget, stop?: AbortSignal): Promise<string | undefined> {
   let canceled: string | undefined;
   const print = (r: WireWatchResponse): void => printOut(ctx.io, () => printWatch(r, ctx.print));
   const controller = new AbortController();
+  stop?.addEventListener("abort", () => controller.abort(), { once: true });
   let failure: unknown;
   try {
     await ctx.client.stream(
@@ -133,24 +134,19 @@ async function watchOne(ctx: V3Context, t: WatchTarget): Promise<string | undefi
 }
 
 async function interactive(ctx: V3Context, io: Io): Promise<number> {
-  const { readAllStdin } = await import("../../tty.ts");
-  // etcdctl reads until EOF, then fails; watches started before keep printing meanwhile.
-  const next = process.stdin.isTTY === true ? undefined : linesOf(await readAllStdin());
-  const running: Promise<unknown>[] = [];
-  const nextLine =
-    next ??
-    (await (async () => {
-      const { createInterface } = await import("node:readline");
-      const it = createInterface({ input: process.stdin, terminal: false })[Symbol.asyncIterator]();
-      return async () => {
-        const r = await it.next();
-        return r.done === true ? undefined : r.value;
-      };
-    })());
+  // etcdctl reads stdin a line at a time and starts each watch as its line arrives; at the
+  // end of input it exits at once (exit 3), cutting the watches started before.
+  const { createInterface } = await import("node:readline");
+  const it = createInterface({ input: process.stdin, terminal: false })[Symbol.asyncIterator]();
+  const nextLine = async (): Promise<string | undefined> => {
+    const r = await it.next();
+    return r.done === true ? undefined : r.value;
+  };
+  const stop = new AbortController();
   for (;;) {
     const line = await nextLine();
     if (line === undefined) {
-      if (next !== undefined && running.length > 0) await Promise.race(running);
+      stop.abort();
       throw v3Fail(V3Exit.InvalidInput, "Error reading watch request line: EOF");
     }
     const words = argify(line);
@@ -158,18 +154,28 @@ async function interactive(ctx: V3Context, io: Io): Promise<number> {
       io.stderr(`Invalid command: ${line} (watch and progress supported)\n`);
       continue;
     }
+    // etcdctl asks the server for a progress notification on its one watch stream; kvctl
+    // runs a stream per watch and takes the request without sending one.
+    if (words[0] === "progress") continue;
     if (words[0] !== "watch") {
       io.stderr(`Invalid command ${line} (only support watch)\n`);
       continue;
     }
+    if (words.length < 2) {
+      io.stderr(`Invalid command ${line} (command type or key is not provided)\n`);
+      continue;
+    }
     let t: WatchTarget;
     try {
-      t = watchTarget(parseV3Argv(words, {}), {});
+      const inv = parseV3Argv(words, {});
+      // etcdctl's getWatchChan: a range end only when exactly two arguments, more are ignored.
+      const args = inv.args.length > 2 ? inv.args.slice(0, 1) : inv.args;
+      t = watchTarget({ ...inv, args }, {});
     } catch (err) {
       io.stderr(`Invalid command ${line} (${err instanceof CliExit ? err.stderr.replace(/^Error: |\n$/g, "") : String(err)})\n`);
       continue;
     }
-    running.push(watchOne(ctx, t).catch((err: unknown) => io.stderr(`${err instanceof CliExit ? err.stderr : String(err)}`)));
+    void watchOne(ctx, t, stop.signal).catch((err: unknown) => io.stderr(`${err instanceof CliExit ? err.stderr : String(err)}`));
   }
 }
 
