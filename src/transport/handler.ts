@@ -50,6 +50,8 @@ export interface HandlerContext {
   deliver(d: Delivery): void;
   /** A fresh path to write a database file received with a snapshot into; without it such snapshots are refused. */
   snapshotDbPath?(): string;
+  /** Received bytes that did not decode, from `remoteAddr` ("ip:port", etcd's label for them). */
+  onReceiveFailed?(remoteAddr: string): void;
 }
 
 /** The body a removed member's requests get (etcd's wording). */
@@ -246,6 +248,7 @@ export function createHandler(ctx: HandlerContext): (req: IncomingMessage, res: 
     } catch (err) {
       if (!(err instanceof CodecError)) throw err;
       ctx.logger.warn("failed to decode raft messages", { localMemberId: local, remotePeerId: idHex(from), error: err.message });
+      ctx.onReceiveFailed?.(`${req.socket.remoteAddress}:${req.socket.remotePort}`);
       drop();
       return reply(res, 400, err.message);
     }
@@ -308,6 +311,7 @@ export function createHandler(ctx: HandlerContext): (req: IncomingMessage, res: 
       } catch (err) {
         if (!(err instanceof CodecError)) throw err;
         ctx.logger.warn("failed to decode raft messages", { localMemberId: local, remotePeerId: idHex(from), error: err.message });
+        ctx.onReceiveFailed?.(`${req.socket.remoteAddress}:${req.socket.remotePort}`);
         return fail(err instanceof FrameTooLargeError ? 413 : 400, err.message);
       }
       const why = refusal(ctx, from, messages, false);

@@ -48,6 +48,8 @@ export interface TransportObserver {
   peerActive(id: number, active: boolean): void;
   /** `n` messages to a peer were lost: dropped from a full queue, cut off in a failed stream, a failed snapshot. */
   sendFailed(to: number, n: number): void;
+  /** Bytes a peer sent did not decode (a message stream's or a snapshot's), from `remoteAddr` ("ip:port"). */
+  receiveFailed?(remoteAddr: string): void;
 }
 
 /** Running latency statistics (mean and standard deviation from sums, as etcd). */

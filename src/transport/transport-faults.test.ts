@@ -91,7 +91,8 @@ test("members of different clusters refuse to talk: 412 and a log line on both s
   assert.deepStrictEqual(r, { status: 412, text: "cluster ID mismatch\n" });
 });
 
-const refusals: { name: string; path?: string; method?: string; headers: Record<string, string>; body?: Uint8Array; status: number; text: RegExp }[] = [
+// `undecoded`: bytes that did not decode, which the observer hears of (etcd's peer_received_failures_total).
+const refusals: { name: string; path?: string; method?: string; headers: Record<string, string>; body?: Uint8Array; status: number; text: RegExp; undecoded?: true }[] = [
   { name: "the path is unknown", path: "/raft/stream", headers: okHeaders, status: 404, text: /404 page not found/ },
   { name: "the method is GET", method: "GET", headers: okHeaders, status: 405, text: /Method Not Allowed/ },
   { name: "the cluster id header is missing", headers: { "X-Server-From": "1", "X-Raft-To": "2" }, status: 412, text: /cluster ID mismatch/ },
@@ -100,18 +101,26 @@ const refusals: { name: string; path?: string; method?: string; headers: Record<
   { name: "a message is addressed to another member", headers: okHeaders, body: Buffer.concat(encodeBatch([app(1, 2, 1), app(1, 3, 2)])), status: 400, text: /addressed to member 3, this is 2/ },
   { name: "a message claims another sender", headers: okHeaders, body: Buffer.concat(encodeBatch([app(4, 2, 1)])), status: 400, text: /from 4 sent by member 1/ },
   { name: "a message has a local type", headers: okHeaders, body: Buffer.concat(encodeBatch([message({ type: MessageType.MsgHup, from: 1, to: 2 })])), status: 400, text: /local message type MsgHup/ },
-  { name: "the body does not decode", headers: okHeaders, body: Uint8Array.of(9), status: 400, text: /unsupported codec version 9/ },
+  { name: "the body does not decode", headers: okHeaders, body: Uint8Array.of(9), status: 400, text: /unsupported codec version 9/, undecoded: true },
+  { name: "a snapshot's body does not decode", path: "/raft/snapshot", headers: okHeaders, body: Uint8Array.of(9), status: 400, text: /unsupported codec version 9/, undecoded: true },
   { name: "a snapshot request carries a MsgApp", path: "/raft/snapshot", headers: okHeaders, status: 400, text: /exactly one MsgSnap/ },
-  { name: "a frame is larger than the limit", headers: okHeaders, body: Uint8Array.of(1, 0, 0, 0x20, 0, 0), status: 413, text: /frame of 8192 bytes exceeds the limit of 4096/ },
+  { name: "a frame is larger than the limit", headers: okHeaders, body: Uint8Array.of(1, 0, 0, 0x20, 0, 0), status: 413, text: /frame of 8192 bytes exceeds the limit of 4096/, undecoded: true },
 ];
 
 for (const c of refusals) {
   test(`the handler refuses a request when ${c.name}`, async () => {
     const b = await member({ id: 2, limits: { maxReceiveBatchBytes: 4096 } });
+    const undecoded: string[] = [];
+    const none = (): void => {};
+    b.transport.observer = { sent: none, received: none, roundTrip: none, heartbeatDropped: none, peerActive: none, sendFailed: none, receiveFailed: (addr) => void undecoded.push(addr) };
     const r = await rawPost(b.url, c.path ?? "/raft", c.headers, c.body ?? batchTo2, c.method);
     assert.equal(r.status, c.status, r.text);
     assert.match(r.text, c.text);
     assert.deepStrictEqual(b.batches, [], "nothing reaches Raft");
+    if (c.undecoded === true) {
+      assert.equal(undecoded.length, 1, "the observer hears of the bytes that did not decode");
+      assert.match(undecoded[0]!, /^127\.0\.0\.1:\d+$/, "labelled with the sender's address, as etcd's");
+    } else assert.deepStrictEqual(undecoded, []);
     if (c.status !== 404 && c.status !== 405) assert.equal((await fetch(b.url + "/raft", { method: "POST", headers: okHeaders, body: batchTo2 })).status, 200);
   });
 }

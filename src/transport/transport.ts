@@ -206,6 +206,7 @@ export class PeerTransport {
       isStopped: () => this.#stopped,
       isRemoved: (id) => this.#removed.has(id),
       deliver: (d) => this.#deliver(d),
+      onReceiveFailed: (addr) => this.observer?.receiveFailed?.(addr),
       ...(this.#opts.snapshotDbPath === undefined ? {} : { snapshotDbPath: this.#opts.snapshotDbPath }),
     });
   }

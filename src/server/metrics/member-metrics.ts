@@ -167,6 +167,7 @@ export class MemberMetrics {
       heartbeatDropped: () => m.heartbeatSendFailed(),
       peerActive: (id, active) => m.peerActive(hex(this.#kv.memberId), hex(id), active),
       sendFailed: (to, n) => m.peerSendFailed(hex(to), n),
+      receiveFailed: (remoteAddr) => m.peerReceivedFailures.inc({ From: remoteAddr }),
     };
   }
 

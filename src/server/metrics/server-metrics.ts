@@ -169,6 +169,10 @@ export class ServerMetrics {
   readonly activePeers = new Gauge("etcd_network_active_peers", "The current number of active peer connections.", ["Local", "Remote"]);
   readonly disconnectedPeers = new Counter("etcd_network_disconnected_peers_total", "The total number of disconnected peers.", ["Local", "Remote"]);
   readonly peerSentFailures = new Counter("etcd_network_peer_sent_failures_total", "The total number of send failures from peers.", ["To"]);
+  // etcd: rafthttp counts a pipeline or snapshot body it cannot read or decode, labelled with
+  // the connection's remote address (and a message its full receive buffer dropped, by member
+  // id: kvctl hands every message to Raft at once and drops none).
+  readonly peerReceivedFailures = new Counter("etcd_network_peer_received_failures_total", "The total number of receive failures from peers.", ["From"]);
   readonly peerRoundTrip = new Histogram(
     "etcd_network_peer_round_trip_time_seconds",
     "Round-Trip-Time histogram between peers",
@@ -353,6 +357,7 @@ export class ServerMetrics {
       this.activePeers,
       this.disconnectedPeers,
       this.peerSentFailures,
+      this.peerReceivedFailures,
       this.grpcSentBytes,
       this.grpcReceivedBytes,
       ...this.v2Http.families(),
