@@ -190,6 +190,11 @@ export class V3Service implements V3Backend {
     if (!auth.enabled) return null;
     if (ctx.token === undefined || ctx.token === "") {
       if (ctx.commonName !== undefined) return { user: ctx.commonName, revision: auth.authRevision };
+      // etcd refuses a write without a token when it applies it, in log order: an
+      // AuthDisable acknowledged by another member is in effect. This member may not have
+      // applied it yet: catch up before refusing (a refusal is rare, the round cheap).
+      await this.#read(ctx).catch(() => undefined);
+      if (!auth.enabled) return null;
       throw V3Errors.userEmpty();
     }
     // A JWT stands on its own: its signature, its exp, and the auth revision it carries
