@@ -5,7 +5,9 @@
 //     etcdctl prints it;
 // (b) a live etcd 3.4 -> kvctl, every key (no --prefix), then --prefix with
 //     --no-dest-prefix: the keys land at the destination's root;
-// (c) argument errors: the same words and exit codes as etcdctl 3.4.23.
+// (c) a source with auth on (--user) into a TLS destination that asks for a client
+//     certificate (--dest-cacert, --dest-cert, --dest-key);
+// (d) argument errors: the same words and exit codes as etcdctl 3.4.23.
 // Ports: KVCTL_V3_TEST_PORTS (helpers/etcd.ts).
 
 import { after, describe, test } from "node:test";
@@ -15,6 +17,9 @@ import { collect, gateway, gatewayPut, runEtcdctl, runKvctlV3, spawnKvctlV3, sta
 import { installed } from "../helpers/grpc.ts";
 import { stopProcess } from "../helpers/run-process.ts";
 import { eventually } from "../../src/until.test-helper.ts";
+import { readFileSync } from "node:fs";
+import { CertDir } from "../helpers/certs.ts";
+import { request, startTlsServer, type TlsTestServer } from "../helpers/tls-server.ts";
 
 const b64 = (s: string): string => Buffer.from(s, "utf8").toString("base64");
 const unb64 = (s: string | undefined): string => Buffer.from(s ?? "", "base64").toString("utf8");
@@ -93,6 +98,37 @@ describe("make-mirror", { timeout: 180_000 }, () => {
     await eventually(async () => ((await dump(dst2.url, "")).length === 31 ? true : undefined), "the prefix copied to the root", 30_000, { intervalMs: 100 });
     const keys = (await dump(dst2.url, "")).map((l) => l.split("=")[0]);
     assert.ok(keys.includes("00000") && keys.includes("late") && !keys.includes("top"), keys.join(","));
+  });
+
+  test("a source with auth on into a TLS destination with a client certificate", async () => {
+    const certs = new CertDir();
+    let dst: TlsTestServer | undefined;
+    try {
+      const serverCert = certs.server();
+      const client = certs.client("mirror");
+      const tls = { ca: readFileSync(certs.ca.cert), cert: readFileSync(client.cert), key: readFileSync(client.key) };
+      dst = await startTlsServer({
+        flags: ["--cert-file", serverCert.cert, "--key-file", serverCert.key, "--client-cert-auth", "--trusted-ca-file", certs.ca.cert],
+        health: tls,
+      });
+      const src = await server("kvctl");
+      await gatewayPut(src.url, "/s/1", "one");
+      await gateway(src.url, "/v3/auth/user/add", { name: "root", password: "pw" });
+      await gateway(src.url, "/v3/auth/user/grant", { user: "root", role: "root" });
+      await gateway(src.url, "/v3/auth/enable", {});
+      const m = spawnKvctlV3(src.url, ["--user", "root:pw", "make-mirror", "--prefix", "/s/", "--dest-cacert", certs.ca.cert, "--dest-cert", client.cert, "--dest-key", client.key, dst.url]);
+      mirrors.push(m);
+      const value = async (): Promise<string | undefined> => {
+        const r = await request(dst!.url, { method: "POST", path: "/v3/kv/range", body: JSON.stringify({ key: b64("/s/1") }), tls });
+        const kv = (JSON.parse(r.body) as { kvs?: { value: string }[] }).kvs?.[0];
+        return kv === undefined ? undefined : unb64(kv.value);
+      };
+      assert.equal(await eventually(value, "the key in the TLS destination", 30_000, { intervalMs: 100 }), "one");
+      await stopProcess(m);
+    } finally {
+      await dst?.stop();
+      certs.remove();
+    }
   });
 
   test("argument errors as etcdctl's", { skip: !installed("etcdctl") }, async () => {
