@@ -68,7 +68,7 @@ _kvctl() {
                 if [[ ${words[j]} == "$sub" && -n $sub ]]; then [[ ${words[j+1]} != -* ]] && sub2="${words[j+1]}"; break; fi
             done
             case "$sub" in
-                "") COMPREPLY=($(compgen -W "get range put del txn compaction compact watch lease user role auth alarm defrag snapshot endpoint member move-leader lock elect make-mirror check completion help version $v3flags" -- "$cur")); return ;;
+                "") COMPREPLY=($(compgen -W "get range put del txn compaction compact watch lease user role auth alarm defrag snapshot endpoint member move-leader lock elect make-mirror check migrate completion help version $v3flags" -- "$cur")); return ;;
                 get|range) flags="--consistency --order --sort-by --limit --prefix --from-key --rev --keys-only --count-only --print-value-only" ;;
                 put) flags="--lease --prev-kv --ignore-value --ignore-lease" ;;
                 del) flags="--prefix --prev-kv --from-key" ;;
@@ -83,7 +83,8 @@ _kvctl() {
                     flags="--prefix --from-key" ;;
                 auth) [[ -z $sub2 ]] && { COMPREPLY=($(compgen -W "enable disable" -- "$cur")); return; } ;;
                 alarm) [[ -z $sub2 ]] && { COMPREPLY=($(compgen -W "list disarm" -- "$cur")); return; } ;;
-                defrag) flags="--cluster" ;;
+                defrag) flags="--cluster --data-dir" ;;
+                migrate) flags="--data-dir --wal-dir --no-ttl --transformer" ;;
                 snapshot) [[ -z $sub2 ]] && { COMPREPLY=($(compgen -W "save status restore" -- "$cur")); return; }
                     [[ $cur != -* ]] && { COMPREPLY=($(compgen -f -- "$cur")); return; }
                     [[ $sub2 == restore ]] && flags="--name --data-dir --initial-cluster --initial-cluster-token --initial-advertise-peer-urls --skip-hash-check --wal-dir" ;;

@@ -183,7 +183,7 @@ complete -c kvctl -n '__fish_seen_subcommand_from serve' -l version -d 'print th
 
 # kvctl v3 (etcdctl v3's commands)
 complete -c kvctl -n __kvctl_no_command -f -a v3 -d 'etcdctl v3 commands through the v3 JSON gateway'
-set -l v3_cmds get range put del txn compaction compact watch lease user role auth alarm defrag snapshot endpoint member move-leader lock elect make-mirror check completion help version
+set -l v3_cmds get range put del txn compaction compact watch lease user role auth alarm defrag snapshot endpoint member move-leader lock elect make-mirror check migrate completion help version
 complete -c kvctl -n "__fish_seen_subcommand_from v3; and not __fish_seen_subcommand_from $v3_cmds" -f -a "$v3_cmds"
 complete -c kvctl -n '__fish_seen_subcommand_from v3' -s w -l write-out -x -a 'simple json fields protobuf table' -d 'output format'
 complete -c kvctl -n '__fish_seen_subcommand_from v3' -l hex -d 'print byte strings as hex'
@@ -227,6 +227,10 @@ complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from auth' -f -a 'enable disable'
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from alarm; and not __fish_seen_subcommand_from list disarm' -f -a 'list disarm'
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from defrag endpoint' -l cluster -d 'use all endpoints from the cluster member list'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from defrag migrate' -l data-dir -r -d 'data dir (refused)'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from migrate' -l wal-dir -r -d 'WAL dir'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from migrate' -l no-ttl -d 'do not convert TTL keys'
+complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from migrate' -l transformer -r -d 'transformer program'
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from snapshot; and not __fish_seen_subcommand_from save status restore' -f -a 'save status restore'
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from restore' -l name -x -d 'member name'
 complete -c kvctl -n '__fish_seen_subcommand_from v3; and __fish_seen_subcommand_from restore' -l data-dir -r -d 'new data directory'

@@ -240,6 +240,7 @@ export const v3Commands: readonly V3CommandSpec[] = [
   ] },
   { name: "defrag", args: "", description: "Defragments the storage of the etcd members with given endpoints", flags: [
     { name: "cluster", type: "bool", description: "use all endpoints from the cluster member list" },
+    { name: "data-dir", type: "string", default: "", description: "Optional. If present, defragments a data directory not in use by etcd (refused: a kvctl data dir is defragmented by its running member)" },
   ] },
   { name: "endpoint", args: "<subcommand>", description: "Endpoint related commands", flags: [
     { name: "cluster", type: "bool", description: "use all endpoints from the cluster member list" },
@@ -298,6 +299,12 @@ export const v3Commands: readonly V3CommandSpec[] = [
     { name: "zsh", args: "", description: "Generate the autocompletion script for zsh", flags: [] },
   ] },
   { name: "help", args: "[command]", description: "Help about any command", flags: [] },
+  { name: "migrate", args: "", description: "Migrates keys in a v2 store to a mvcc store (refused: kvctl keeps both in one data dir; kvctl migrate copies a running etcd)", flags: [
+    { name: "data-dir", type: "string", default: "", description: "Path to the data directory" },
+    { name: "wal-dir", type: "string", default: "", description: "Path to the WAL directory" },
+    { name: "no-ttl", type: "bool", description: "Do not convert TTL keys" },
+    { name: "transformer", type: "string", default: "", description: "Path to the user-provided transformer program" },
+  ] },
   { name: "version", args: "", description: "Prints the version of etcdctl", flags: [] },
   { name: "snapshot", args: "<subcommand>", description: "Manages etcd node snapshots", flags: [], subcommands: [
     { name: "save", args: "<filename>", description: "Stores an etcd node backend snapshot to a given file", flags: [] },

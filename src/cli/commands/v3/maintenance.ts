@@ -29,6 +29,11 @@ async function alarmDisarm(ctx: V3Context): Promise<WireAlarmResponse> {
 }
 
 async function defrag(inv: V3Invocation, io: Io): Promise<number> {
+  // etcdctl opens an etcd data dir's bbolt file offline; a kvctl data dir's LMDB file is
+  // compacted by its member (POST /v3/maintenance/defragment), which holds it open.
+  if (typeof inv.flags["data-dir"] === "string" && inv.flags["data-dir"] !== "") {
+    throw v3Fail(V3Exit.BadFeature, "defrag --data-dir is not supported: a kvctl data dir is defragmented by its running member (kvctl v3 defrag --endpoints <its client URL>)");
+  }
   let failures = 0;
   for (const ep of await endpointsFromCluster(inv, io)) {
     const ctx = await createV3Context({ ...inv, globals: { ...inv.globals, endpoints: [ep] } }, io);

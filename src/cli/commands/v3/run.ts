@@ -93,6 +93,10 @@ export async function runV3(argv: readonly string[], io: Io, env: NodeJS.Process
     if (!(outputFormats as readonly string[]).includes(inv.globals.writeOut)) {
       throw v3Fail(V3Exit.BadFeature, "unsupported output format");
     }
+    if (inv.path[0] === "migrate") {
+      // etcdctl migrate rewrites an etcd 3.x data dir's v2 keys into its v3 store offline.
+      throw v3Fail(V3Exit.BadFeature, "migrate is not supported: kvctl keeps the v2 and v3 key spaces in one data dir; to move an etcd into kvctl, use kvctl migrate (or kvctl v3 make-mirror)");
+    }
     if (inv.globals.discoverySrv !== undefined) await discoverEndpoints(inv, io);
     const load = loaders[inv.path[0] ?? ""];
     if (load === undefined) throw v3Fail(V3Exit.Error, `unknown command "${inv.path[0] ?? ""}" for "kvctl v3"`);
