@@ -232,7 +232,9 @@ function watchLines(url: string, requests: unknown[], enough: (lines: Array<Reco
 
 describe("--experimental-watch-progress-notify-interval", () => {
   test("watchers created with progress_notify get empty responses at the current revision each interval, none while events flow", { timeout: 60_000 }, async () => {
-    const servers = await both(["--experimental-watch-progress-notify-interval", "300ms"]);
+    // An interval ten times the puts' spacing below: only a stall of a whole second between
+    // two puts (seen with 300 ms on a loaded machine) would let a notification in.
+    const servers = await both(["--experimental-watch-progress-notify-interval", "1s"]);
     await Promise.all(
       servers.map(async (s) => {
         const res = await gw(s, "kv/put", { key: b64("p/x"), value: b64("1") });
@@ -242,16 +244,15 @@ describe("--experimental-watch-progress-notify-interval", () => {
           { create_request: { key: b64("p/b"), watch_id: 2 } },
         ];
         const isProgress = (r: Record<string, unknown>): boolean => r["created"] !== true && r["events"] === undefined;
-        // Until three notifications, which must come within 1.6 s (3 intervals and room for a
-        // loaded machine): three intervals in which the other watcher got none.
-        const quiet = await watchLines(s.url, creates, (lines) => lines.filter(isProgress).length >= 3, undefined, 1600);
+        // Until three notifications (10 s at most): three intervals in which the other watcher got none.
+        const quiet = await watchLines(s.url, creates, (lines) => lines.filter(isProgress).length >= 3);
         const progress = quiet.filter(isProgress);
         assert.ok(progress.length >= 3, `${s.kind}: ${JSON.stringify(quiet)}`);
         for (const p of progress) {
           assert.equal(p["watch_id"], "1", `${s.kind}: only the watcher that asked`);
           assert.equal(Number((p["header"] as { revision: string }).revision), rev, s.kind);
         }
-        // Puts to p/a every 100 ms (a third of the interval): each tick finds events sent since
+        // Puts to p/a every 100 ms (a tenth of the interval): each tick finds events sent since
         // the last one and is skipped. Read until the 12th event.
         const eventsIn = (lines: Array<Record<string, unknown>>): number => lines.reduce((n, r) => n + ((r["events"] as unknown[] | undefined)?.length ?? 0), 0);
         const busy = await watchLines(s.url, creates.slice(0, 1), (lines) => eventsIn(lines) >= 12, async () => {
