@@ -8,6 +8,7 @@
 // - the auth token travels as clientv3 sends it, in the `token` metadata;
 // - a non-OK status becomes a V3Error with grpc-go's code and the decoded grpc-message.
 
+import { isIP } from "node:net";
 import { V3Error, GrpcCode } from "../api/v3-errors.ts";
 import { parseEndpoint } from "./cluster.ts";
 import { DeadlineExceededError } from "./errors.ts";
@@ -45,7 +46,9 @@ export async function grpcUnary(endpoint: string, method: string, message: Uint8
   return new Promise<Buffer>((resolve, reject) => {
     let settled = false;
     let timer: NodeJS.Timeout | undefined;
-    const session = http2.connect(authority, secure ? { ...readTlsFiles(tls), servername: url.hostname } : {});
+    // SNI carries host names only (RFC 6066): an IP address is checked against the certificate's IP SANs.
+    const host = url.hostname.replace(/^\[|\]$/g, "");
+    const session = http2.connect(authority, secure ? { ...readTlsFiles(tls), ...(isIP(host) === 0 ? { servername: host } : {}) } : {});
     const finish = (err: Error | undefined, body?: Buffer): void => {
       if (settled) return;
       settled = true;

@@ -3,7 +3,8 @@
 // both clients in turn, stdout compared byte for byte with the exit codes:
 // (a) endpoint hashkv in every format, a future --rev, a dead endpoint beside a live one,
 //     and with auth on (--user, the token as gRPC metadata);
-// (b) -w protobuf of reads (get variants, member/user/role/lease lists and gets,
+// (b) endpoint hashkv over TLS with a client certificate (kvctl serve --client-cert-auth);
+// (c) -w protobuf of reads (get variants, member/user/role/lease lists and gets,
 //     timetolive, watch --rev), and etcdctl's refusals (lease revoke's "marshal
 //     unsupported", endpoint status).
 // Ports: KVCTL_V3_TEST_PORTS (helpers/etcd.ts).
@@ -14,6 +15,9 @@ import { spawn } from "node:child_process";
 import { gateway, gatewayPut, kvctlCommand, rangePort, startV3Server, type V3Server } from "../helpers/etcd.ts";
 import { installed } from "../helpers/grpc.ts";
 import { repoRoot } from "../helpers/server.ts";
+import { readFileSync } from "node:fs";
+import { CertDir } from "../helpers/certs.ts";
+import { startTlsServer } from "../helpers/tls-server.ts";
 
 interface BytesResult {
   stdout: Buffer;
@@ -165,3 +169,26 @@ for (const kind of ["kvctl", "etcd"] as const) {
     });
   });
 }
+
+test("endpoint hashkv over TLS with a client certificate, as etcdctl", { skip, timeout: 60_000 }, async () => {
+  const certs = new CertDir();
+  try {
+    const server = certs.server();
+    const client = certs.client("hashkv");
+    const s = await startTlsServer({
+      flags: ["--cert-file", server.cert, "--key-file", server.key, "--client-cert-auth", "--trusted-ca-file", certs.ca.cert],
+      health: { ca: readFileSync(certs.ca.cert), cert: readFileSync(client.cert), key: readFileSync(client.key) },
+    });
+    try {
+      const tls = ["--cacert", certs.ca.cert, "--cert", client.cert, "--key", client.key];
+      const r = await same(s.url, [...tls, "endpoint", "hashkv"]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout.toString(), new RegExp(`^${s.url}, \\d+\\n$`));
+      await same(s.url, [...tls, "endpoint", "hashkv", "-w", "json"]);
+    } finally {
+      await s.stop();
+    }
+  } finally {
+    certs.remove();
+  }
+});
