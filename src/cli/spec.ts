@@ -325,7 +325,7 @@ export const v3Commands: readonly V3CommandSpec[] = [
 export const v3Command: V3CommandSpec = {
   name: "v3",
   args: "<command>",
-  description: "etcdctl v3 commands through the v3 JSON gateway (put, get, del, txn, watch, lease, user, role, auth, alarm, defrag, snapshot, endpoint, member, lock, elect …)",
+  description: "etcdctl v3 commands through the v3 JSON gateway (put, get, del, txn, watch, lease, user, role, auth, alarm, defrag, snapshot, endpoint, member, lock, elect, make-mirror, check …; endpoint hashkv over gRPC)",
   flags: v3Flags,
   subcommands: v3Commands,
 };
