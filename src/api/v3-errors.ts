@@ -119,6 +119,8 @@ export const V3Errors = {
   contextDeadlineExceeded: e(GrpcCode.Unknown, "context deadline exceeded"),
   timeoutDueToLeaderFail: e(GrpcCode.Unavailable, "etcdserver: request timed out, possibly due to previous leader failure"),
   timeoutDueToConnectionLost: e(GrpcCode.Unavailable, "etcdserver: request timed out, possibly due to connection lost"),
+  /** MoveLeader's wait for the transferee to lead ran out: not in etcd's gRPC error map, so grpc-go sends it as Unknown. */
+  timeoutLeaderTransfer: e(GrpcCode.Unknown, "etcdserver: request timed out, leader transfer took too long"),
   unhealthy: e(GrpcCode.Unavailable, "etcdserver: unhealthy cluster"),
   corrupt: e(GrpcCode.DataLoss, "etcdserver: corrupt cluster"),
   badLeaderTransferee: e(GrpcCode.FailedPrecondition, "etcdserver: bad leader transferee"),

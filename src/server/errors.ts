@@ -1,10 +1,27 @@
 // Errors the member's core raises, in its own terms. The core knows no HTTP: each API's
 // edge turns these into its wire shape in one place (http/respond.ts and the members
 // handler for v2, v3-service.ts for the v3 gateway and gRPC).
+import { V3Errors } from "../api/v3-errors.ts";
 
 /** The member cannot serve the request now: no leader, stopping, a timeout. */
 export class ServerUnavailableError extends Error {
   override name = "ServerUnavailableError";
+}
+
+/** etcd's request-timeout errors, named as their v3 answers in api/v3-errors.ts. */
+export type TimeoutKind = "timeout" | "timeoutDueToLeaderFail" | "timeoutDueToConnectionLost" | "timeoutLeaderTransfer";
+
+/**
+ * A request whose timeout passed, with etcd's reason (timeout-cause.ts): the text is etcd's
+ * on every API (v2's cause, v3's message), the v3 code the one V3Errors[kind] carries.
+ */
+export class RequestTimeoutError extends ServerUnavailableError {
+  override name = "RequestTimeoutError";
+  readonly kind: TimeoutKind;
+  constructor(kind: TimeoutKind) {
+    super(V3Errors[kind]().message);
+    this.kind = kind;
+  }
 }
 
 /**

@@ -28,7 +28,8 @@ import { AlarmAction, WatchHub, alarmName, rangeRequest, type V3KeySpace, type W
 import { applyCommand, type ApplyResult } from "./apply.ts";
 import { decodeCommand, peekKeySpaceCommand, type Command, type CommandBody, type KeySpaceCommandHead } from "./request.ts";
 import type { Membership } from "./membership.ts";
-import { ServerUnavailableError } from "./errors.ts";
+import { RequestTimeoutError, ServerUnavailableError } from "./errors.ts";
+import { timeoutKind } from "./timeout-cause.ts";
 import { ReadIndexBatcher, type ReadOptions } from "./read-index.ts";
 import { openMember, v3DbOptions, PEER_MEMBERS_PATH } from "./bootstrap.ts";
 import { StateStorage } from "./state-storage.ts";
@@ -115,6 +116,8 @@ export class KvServer {
   #memberId = 0;
   /** Proposing and waiting for apply (proposals.ts). */
   #proposals!: Proposals;
+  /** When this member last became leader (performance.now()): etcd's leadElectedTime, for timeout-cause.ts. */
+  #leadElectedAt: number | undefined;
   /** etcd's member add / promote / remove / update, and conf-change apply (member-admin.ts). */
   #members!: MemberAdmin;
   /** Snapshots made, recorded and installed (snapshot-flow.ts). */
@@ -335,6 +338,7 @@ export class KvServer {
         proposeConfChange: (cc) => this.#node.proposeConfChange(cc),
         kick: () => this.#kick(),
         tracer: this.tracer,
+        timedOut: (startedAt) => this.#timeoutError(startedAt),
       },
       Date.now(),
     );
@@ -654,10 +658,26 @@ export class KvServer {
     });
   }
 
+  /** Why a proposal begun at `startedAt` (Date.now()) timed out: etcd's rule (timeout-cause.ts), on the transport's clock. */
+  #timeoutError(startedAt: number): RequestTimeoutError {
+    return new RequestTimeoutError(
+      timeoutKind({
+        start: performance.now() - (Date.now() - startedAt),
+        leaderElectedAt: this.#leadElectedAt,
+        electionTimeoutMs: this.config.electionTimeout,
+        selfId: this.#memberId,
+        leaderId: this.#lead,
+        memberIds: this.membership.ids(),
+        activeSince: (id) => this.#transport.activeSince(id),
+      }),
+    );
+  }
+
   #onLeader(lead: number): void {
     if (lead === this.#lead) return;
     const previous = this.#lead;
     this.#lead = lead;
+    if (lead === this.#memberId) this.#leadElectedAt = performance.now();
     this.stats.leaderChanged(lead);
     if (previous !== 0) this.#log.info("leader changed", { from: previous.toString(16), to: lead.toString(16), term: this.#term });
     // etcd's Demote; the promotion waits for the first entry of this member's term (#applyEntry).

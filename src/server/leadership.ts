@@ -2,7 +2,7 @@
 // the same, so the cluster does not wait an election timeout), or to a chosen member
 // (etcd's MoveLeader). Both wait at most two election timeouts.
 import type { ConfState, Status } from "../raft/index.ts";
-import { ServerUnavailableError } from "./errors.ts";
+import { RequestTimeoutError } from "./errors.ts";
 import type { Logger } from "./logger.ts";
 
 /** What a leadership transfer needs of its member. */
@@ -52,7 +52,7 @@ export class Leadership {
   async moveTo(target: number): Promise<void> {
     const h = this.#host;
     h.transferLeader(target);
-    if (!(await this.#until(() => h.leaderId() === target))) throw new ServerUnavailableError("etcdserver: request timed out");
+    if (!(await this.#until(() => h.leaderId() === target))) throw new RequestTimeoutError("timeoutLeaderTransfer");
   }
 
   async #until(done: () => boolean): Promise<boolean> {

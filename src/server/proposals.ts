@@ -44,6 +44,8 @@ export interface ProposalHost {
   kick(): void;
   /** Follows sampled writes (write-trace.ts). */
   readonly tracer?: WriteTracer;
+  /** Why a proposal begun at `startedAt` (Date.now()) timed out, as etcd says it (timeout-cause.ts). */
+  timedOut?(startedAt: number): Error;
 }
 
 export class Proposals {
@@ -158,8 +160,8 @@ export class Proposals {
       }
     }
     host.kick();
-    const timer = setTimeout(() => registry.fail(id, new ServerUnavailableError("etcdserver: request timed out")), host.requestTimeoutMs);
-    const stopWatching = proposed ? callerDeadline?.onExpire(() => registry.fail(id, new DeadlineExceededError(true))) : undefined;
+    const timer = setTimeout(() => registry.fail(id, host.timedOut?.(deadline - host.requestTimeoutMs) ?? new ServerUnavailableError("etcdserver: request timed out")), host.requestTimeoutMs);
+    const stopWatching = proposed ? callerDeadline?.onExpire(() => registry.fail(id, host.timedOut?.(deadline - host.requestTimeoutMs) ?? new DeadlineExceededError(true))) : undefined;
     let failed = true;
     try {
       const r = await result;
