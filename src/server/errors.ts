@@ -25,6 +25,18 @@ export class RequestTimeoutError extends ServerUnavailableError {
 }
 
 /**
+ * No leader was known for the whole request timeout, so the entry never went into Raft.
+ * etcd's v2 judges it as any timeout (with no leader: the plain one); its v3 returns the
+ * context's own error, which grpc-go sends as Unknown "context deadline exceeded".
+ */
+export class NotProposedTimeoutError extends RequestTimeoutError {
+  override name = "NotProposedTimeoutError";
+  constructor() {
+    super("timeout");
+  }
+}
+
+/**
  * A linearizable read whose ReadIndex round was still unanswered when a new leader became
  * known (etcd 3.4's ErrLeaderChanged): the read did not happen, and the client may retry.
  */

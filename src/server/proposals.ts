@@ -14,7 +14,7 @@ import type { ApplyResult } from "./apply.ts";
 import { encodeCommand, type Command, type CommandBody } from "./request.ts";
 import type { Member } from "./membership.ts";
 import { WaitRegistry, requestIdGenerator } from "./wait.ts";
-import { ServerUnavailableError, type MemberError } from "./errors.ts";
+import { NotProposedTimeoutError, ServerUnavailableError, type MemberError } from "./errors.ts";
 import { V3Errors } from "../api/v3-errors.ts";
 import type { ServerMetrics } from "./metrics/server-metrics.ts";
 import type { WriteTracer } from "./write-trace.ts";
@@ -150,7 +150,7 @@ export class Proposals {
           break;
         }
         if (Date.now() >= deadline) {
-          registry.fail(id, new ServerUnavailableError("etcdserver: request timed out"));
+          registry.fail(id, new NotProposedTimeoutError());
           break;
         }
         if (callerDeadline?.expired === true || !(await this.#waitForLeader(deadline - Date.now(), callerDeadline))) {

@@ -59,7 +59,7 @@ import { jwtTokensOf } from "./config.ts";
 import { encodePermission, type V3Permission } from "../auth/index.ts";
 import type { Member } from "./membership.ts";
 import type { V3Op } from "./v3-command.ts";
-import { LeaderChangedError, MemberError, MemberErrorKind, RequestTimeoutError, ServerUnavailableError } from "./errors.ts";
+import { LeaderChangedError, MemberError, MemberErrorKind, NotProposedTimeoutError, RequestTimeoutError, ServerUnavailableError } from "./errors.ts";
 import { DeadlineExceededError, beforeDeadline } from "./deadline.ts";
 import type { ReadOptions } from "./read-index.ts";
 import { v3AuthResultOf, v3ResultOf, type Applied, type V3Results } from "./v3-results.ts";
@@ -696,6 +696,7 @@ function toV3Error(err: unknown): unknown {
   if (err instanceof V3Error) return err;
   if (err instanceof LeaderChangedError) return V3Errors.leaderChanged();
   if (err instanceof DeadlineExceededError) return err.proposed ? V3Errors.timeout() : V3Errors.contextDeadlineExceeded();
+  if (err instanceof NotProposedTimeoutError) return V3Errors.contextDeadlineExceeded();
   if (err instanceof RequestTimeoutError) return V3Errors[err.kind]();
   if (err instanceof ServerUnavailableError) {
     if (/stopped/.test(err.message)) return V3Errors.stopped();

@@ -12,6 +12,8 @@
 //   only when the election after the resume beats the deadline: a resumed member first
 //   waits out the lease of the leader it knew, and a paused link is seen down only after
 //   5 s, so that race is not tested here.)
+// - no leader at all: the two others killed, the write never goes into Raft; etcd's v2
+//   still judges it (the plain timeout), its v3 sends the context's own error.
 // Each answer is checked on v2 (500, error 300, the text as cause), gRPC (code 14, the
 // text) and the JSON gateway (503, etcd's body).
 import assert from "node:assert/strict";
@@ -170,6 +172,29 @@ for (const kind of kinds) {
       }
     } finally {
       for (const w of writers) w.close();
+      await c.stop();
+    }
+  });
+
+  test(`${kind}: a write that never found a leader: v2 the plain timeout, v3 the context's own 'context deadline exceeded' (code 2)`, { timeout: 120_000 }, async () => {
+    const c = await startGrpcCluster(kind, 3, ["--enable-v2=true", "--heartbeat-interval", "50", "--election-timeout", "500"]);
+    let writer: Writer | undefined;
+    try {
+      const leader = await leaderOf(c);
+      const [member, other] = c.members.filter((m) => m !== leader) as [GrpcTestMember, GrpcTestMember];
+      writer = await Writer.open(member);
+      other.proc.child.kill("SIGKILL");
+      leader.proc.child.kill("SIGKILL");
+      await until(async () => String((await post(member, "/v3/maintenance/status", {})).json["leader"] ?? "0") === "0", 10_000, `${kind}: no leader known`);
+      const got = await Promise.all(writer.all());
+      const deadline = "context deadline exceeded";
+      assert.deepEqual(got, [
+        expected("v2", TIMEOUT),
+        { api: "grpc", status: 2, text: deadline, body: deadline },
+        { api: "gateway", status: 500, text: "", body: JSON.stringify({ error: deadline, message: deadline, code: 2 }) },
+      ]);
+    } finally {
+      writer?.close();
       await c.stop();
     }
   });
