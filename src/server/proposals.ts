@@ -3,7 +3,9 @@
 //
 // Invariants:
 // - A proposal dropped because no leader is known is retried when one is, until the
-//   request timeout (etcd: 5 s + 2 election timeouts); then "request timed out".
+//   request timeout (etcd: 5 s + 2 election timeouts); then NotProposedTimeoutError (etcd:
+//   v2 "request timed out", v3 "context deadline exceeded"). One proposed that times out
+//   says why (timeout-cause.ts).
 // - Every waiter ends: with its apply result, the timeout, or "server stopped" (failAll).
 // - Only the proposing member has a waiter: apply on the others triggers nothing.
 // - A caller's deadline (gRPC's grpc-timeout) ends the wait as etcd's context does: before

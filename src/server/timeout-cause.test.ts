@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { timeoutKind, type TimeoutView } from "./timeout-cause.ts";
-import { RequestTimeoutError, ServerUnavailableError, type TimeoutKind } from "./errors.ts";
+import { NotProposedTimeoutError, RequestTimeoutError, ServerUnavailableError, type TimeoutKind } from "./errors.ts";
 import { V3Errors } from "../api/v3-errors.ts";
 import { proposalErrorParts } from "./http/respond.ts";
 
@@ -79,4 +79,11 @@ test("the errors carry etcd's texts and codes: v3 code 14 (leader transfer: 2), 
     assert.equal(v2.status, 500);
     assert.deepEqual(JSON.parse(v2.body), { errorCode: 300, message: "Raft Internal Error", cause: text, index: 0 });
   }
+});
+
+test("a write never proposed for want of a leader: v2 the plain timeout (v3 maps it to 'context deadline exceeded')", () => {
+  const err = new NotProposedTimeoutError();
+  assert.ok(err instanceof RequestTimeoutError);
+  assert.equal(err.kind, "timeout");
+  assert.equal(JSON.parse(proposalErrorParts(err, "c1").body).cause, "etcdserver: request timed out");
 });
