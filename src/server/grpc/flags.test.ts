@@ -81,6 +81,52 @@ describe("--grpc-keepalive-*", () => {
     client.destroy();
   });
 
+  test("a ping after any frame the server wrote is no strike (grpc-go's BDP pings: a watch stream answering creates, a large event)", async () => {
+    const s = await start({ keepAlive: { minTimeMs: 5_000, intervalMs: 0, timeoutMs: 0 } });
+    const client = s.connect();
+    client.on("error", () => undefined);
+    let goaway = false;
+    const refused = new Promise<never>((_, reject) =>
+      client.on("goaway", (_code, _last, data) => {
+        goaway = true;
+        reject(new Error(`GOAWAY ${data?.toString() ?? ""}`));
+      }),
+    );
+    refused.catch(() => undefined);
+    const w = client.request(grpcHeaders("/etcdserverpb.Watch/Watch"));
+    w.on("error", () => undefined);
+    const reader = new MessageReader(1 << 30);
+    const answers: unknown[] = [];
+    let arrived: () => void = () => undefined;
+    w.on("data", (chunk: Buffer) => {
+      for (const m of reader.push(chunk)) answers.push(fromBinary(WatchResponseSchema, m));
+      arrived();
+    });
+    // Before the fix the fourth ping was the third strike: GOAWAY too_many_pings.
+    for (let i = 0; i < 6; i++) {
+      const answered = new Promise<void>((r) => (arrived = r));
+      w.write(watchCreate(`k${i}`));
+      await Promise.race([answered, refused]);
+      await new Promise<void>((r) => client.ping(() => r()));
+    }
+    assert.equal(answers.length, 6);
+    // One large message (an event of 700 KB, in 16 KB DATA frames): the client pings after
+    // each frame it reads, once the previous ping was answered; the message's frames
+    // forgive them (grpc-go resets the strikes per DATA frame written, not per message).
+    let pinging = false;
+    w.on("data", () => {
+      if (pinging) return;
+      pinging = true;
+      client.ping(() => (pinging = false));
+    });
+    const big = new Promise<void>((r) => (arrived = () => answers.length === 7 && r()));
+    await s.backend.put({ key: Buffer.from("k0"), value: Buffer.alloc(700 * 1024, 0x61), lease: 0n, prevKv: false, ignoreValue: false, ignoreLease: false }, { token: undefined });
+    await Promise.race([big, refused]);
+    assert.equal(goaway, false);
+    assert.equal(await rangeCall(client), "0");
+    client.destroy();
+  });
+
   test("pings spaced by the minimum time are fine", async () => {
     const s = await start({ keepAlive: { minTimeMs: 100, intervalMs: 0, timeoutMs: 0 } });
     const client = s.connect();

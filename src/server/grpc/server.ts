@@ -565,11 +565,15 @@ const pingPolicy = new WeakMap<H2Connection, { lastPingAt: number; strikes: numb
 function keepAlive(conn: H2Connection, ka: GrpcKeepAlive): () => void {
   const p = { lastPingAt: Number.NEGATIVE_INFINITY, strikes: 0, reset: false };
   pingPolicy.set(conn, p);
-  conn.onPing = () => {
+  // grpc-go forgives the ping that follows any HEADERS or DATA frame it wrote: its clients
+  // ping after DATA they receive (the BDP estimator), several times during one large
+  // message, and a watch stream's answers draw one each; counted as strikes they closed
+  // the connection (too_many_pings) and the client resumed its watchers, replaying events.
+  conn.onPing = (afterWrite) => {
     const now = performance.now();
     const last = p.lastPingAt;
     p.lastPingAt = now;
-    if (p.reset) {
+    if (p.reset || afterWrite) {
       p.reset = false;
       p.strikes = 0;
       return;

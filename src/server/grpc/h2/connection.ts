@@ -119,8 +119,13 @@ export class H2Connection implements StreamHost {
   /** The client's GOAWAY arrived: the connection ends with its last stream. */
   #peerGoaway = false;
 
-  /** A PING from the client (acknowledged already); grpc-go's policy watches these. */
-  onPing: (() => void) | undefined;
+  /**
+   * A PING from the client (acknowledged already); grpc-go's policy watches these.
+   * `afterWrite`: this connection wrote a HEADERS or DATA frame since the previous PING.
+   */
+  onPing: ((afterWrite: boolean) => void) | undefined;
+  /** A HEADERS or DATA frame went out since the last PING arrived. */
+  #wroteSincePing = false;
   /** The connection is gone (every stream closed first). Once. */
   onClose: (() => void) | undefined;
 
@@ -435,7 +440,9 @@ export class H2Connection implements StreamHost {
       return;
     }
     this.#send(pingFrame(payload, true));
-    this.onPing?.();
+    const afterWrite = this.#wroteSincePing;
+    this.#wroteSincePing = false;
+    this.onPing?.(afterWrite);
   }
 
   #onWindowUpdate(streamId: number, payload: Buffer): void {
@@ -533,6 +540,7 @@ export class H2Connection implements StreamHost {
       const last = whole && q.length === 0 && stream.pendingEnd === null;
       const head = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
       writeFrameHeader(head, 0, n, FrameType.DATA, last ? Flag.END_STREAM : 0, stream.id);
+      this.#wroteSincePing = true;
       this.#send(head);
       this.#send(whole ? chunk : chunk.subarray(0, n));
       if (last) {
@@ -556,6 +564,7 @@ export class H2Connection implements StreamHost {
   }
 
   #sendFrameHeaderOnly(type: number, flags: number, streamId: number): void {
+    if (type === FrameType.DATA) this.#wroteSincePing = true;
     const b = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
     writeFrameHeader(b, 0, 0, type, flags, streamId);
     this.#send(b);
@@ -588,6 +597,7 @@ export class H2Connection implements StreamHost {
     const bytes = this.#blockBytes(block);
     const out = Buffer.allocUnsafe(headersBytes(bytes, this.#peerMaxFrame));
     writeHeaders(out, 0, streamId, bytes, endStream, this.#peerMaxFrame);
+    this.#wroteSincePing = true;
     this.#send(out);
   }
 
@@ -608,6 +618,7 @@ export class H2Connection implements StreamHost {
     this.#sendWindow.consume(n);
     stream.localEnded = true;
     stream.trailersSent = trailers;
+    this.#wroteSincePing = true;
     this.#send(out);
     this.#localEndWritten(stream);
     return true;
