@@ -9,5 +9,6 @@ export { v3FastKv } from "./http/v3-fast-kv.ts";
 export { firstOf } from "./http/fast-lane.ts";
 export { V3Service } from "./v3-service.ts";
 export { GrpcServer } from "./grpc/server.ts";
+export { LeaderMonitor } from "./grpc/require-leader.ts";
 export { createRpcTable, grpcRecvLimit } from "./grpc/services.ts";
 export { createMetricsRouter } from "./metrics/http.ts";

@@ -45,12 +45,12 @@ export async function startServer(config: ServerConfig, log: Logger, bound: read
   try {
     peerListeners = await listen(config.listenPeerUrls, createPeerRouter(kv), log, { traffic: "peer", tls: peerTls?.listener }, bound);
     opened.push(...peerListeners);
-    const { createRouter, keysFastGet, keysFast, keysFastWrite, v3FastKv, firstOf, V3Service, GrpcServer, createRpcTable, grpcRecvLimit, createMetricsRouter } = await import("./client-api.ts");
+    const { createRouter, keysFastGet, keysFast, keysFastWrite, v3FastKv, firstOf, V3Service, GrpcServer, LeaderMonitor, createRpcTable, grpcRecvLimit, createMetricsRouter } = await import("./client-api.ts");
     // v3 streams (watch, keepalive) join the v2 watches: shutdown ends them all.
     const v3Gateway = { backend: new V3Service(kv), maxRequestBytes: config.maxRequestBytes, maxTxnOps: config.maxTxnOps, streams: watches, watchMetrics: kv.metrics.watch, clientRequests: kv.metrics.clientRequest.bind(kv.metrics) };
     const routes = { server: kv, clusterId: kv.clusterId.toString(16), watches, v3Gateway, metrics };
     // The same backend serves etcd's gRPC API on the client port (grpc/: cmux, HTTP/2).
-    grpc = new GrpcServer(createRpcTable(v3Gateway), { maxRecvBytes: grpcRecvLimit(v3Gateway), clientCertAuth: clientTls?.clientCertAuth ?? false, observer: metrics.grpc, onRequest: () => kv.noteClientRequest(), maxConcurrentStreams: config.maxConcurrentStreams, keepAlive: config.grpcKeepAlive });
+    grpc = new GrpcServer(createRpcTable(v3Gateway), { maxRecvBytes: grpcRecvLimit(v3Gateway), clientCertAuth: clientTls?.clientCertAuth ?? false, observer: metrics.grpc, onRequest: () => kv.noteClientRequest(), maxConcurrentStreams: config.maxConcurrentStreams, keepAlive: config.grpcKeepAlive, leader: new LeaderMonitor(() => kv.leaderId !== 0, config.electionTimeout) });
     metrics.attachGrpc(grpc);
     const toGrpc = grpc;
     // Plain key reads and writes, and v3 puts and ranges, skip node:http (fast-lane.ts); everything else goes through the router.

@@ -25,6 +25,7 @@ import { MessageReader, UNARY_UNMARSHAL_PREFIX, encodeGrpcMessage, firstMessage,
 import { H2Connection } from "./h2/connection.ts";
 import { ErrorCode } from "./h2/frame.ts";
 import { HeaderBlock, type H2Stream, type RequestHeaders } from "./h2/stream.ts";
+import { NO_LEADER, requiresLeader, type LeaderMonitor } from "./require-leader.ts";
 
 /** What an RPC knows of its caller. */
 export interface GrpcCall {
@@ -196,6 +197,8 @@ export interface GrpcServerOptions {
   maxConcurrentStreams?: number;
   /** --grpc-keepalive-*: grpc-go's server parameters and enforcement policy (0 = off). */
   keepAlive?: GrpcKeepAlive;
+  /** Calls with hasleader=true need a leader (require-leader.ts); absent: not checked. */
+  leader?: LeaderMonitor;
 }
 
 export interface GrpcKeepAlive {
@@ -279,6 +282,7 @@ export class GrpcServer {
   /** Ends every connection now (GOAWAY; open streams end, unary calls in flight are dropped). */
   close(): void {
     this.#closed = true;
+    this.#opts.leader?.stop();
     for (const c of [...this.#connections]) c.close();
     this.#connections.clear();
   }
@@ -352,7 +356,7 @@ export class GrpcServer {
   }
 
   #streaming(rpc: StreamRpc, stream: H2Stream, call: GrpcCall, path: string, deadline: CallDeadline | undefined): void {
-    const refused = rpc.refuse?.();
+    const refused = rpc.refuse?.() ?? leaderRefusal(this.#opts.leader, call.headers);
     if (refused !== undefined) {
       deadline?.cancel();
       respondStatus(stream, refused);
@@ -363,13 +367,16 @@ export class GrpcServer {
     observer?.callStarted(path);
     observer?.clientRequest?.(path, headerValue(call.headers["client-api-version"]));
     let closed = false;
+    let untrack: (() => void) | undefined;
     const ended = (): void => {
       deadline?.cancel();
       if (closed) return;
       closed = true;
+      untrack?.();
       s.onClose();
     };
     const s = new RpcStream(stream, ended);
+    if (this.#opts.leader !== undefined && requiresLeader(call.headers)) untrack = this.#opts.leader.track(s);
     const reader = new MessageReader(this.#opts.maxRecvBytes);
     stream.onClose = () => {
       if (observer !== undefined) {
@@ -481,7 +488,7 @@ class UnaryCall {
       this.#fail(DEADLINE_EXCEEDED);
       return;
     }
-    const refused = this.#rpc.refuse?.(request);
+    const refused = this.#rpc.refuse?.(request) ?? leaderRefusal(this.#opts.leader, this.#call.headers);
     if (refused !== undefined) {
       // Not counted: #handled sees no start.
       this.#fail(refused);
@@ -614,6 +621,11 @@ function keepAlive(conn: H2Connection, ka: GrpcKeepAlive): () => void {
 function noteCall(stream: H2Stream): void {
   const p = pingPolicy.get(stream.connection);
   if (p !== undefined) p.reset = true;
+}
+
+/** etcd's interceptors after the learner's: a call that requires a leader, with none known. */
+function leaderRefusal(leader: LeaderMonitor | undefined, headers: RequestHeaders): GrpcStatus | undefined {
+  return leader !== undefined && requiresLeader(headers) && !leader.hasLeader ? NO_LEADER : undefined;
 }
 
 function headerValue(v: string | readonly string[] | undefined): string | undefined {
