@@ -766,9 +766,9 @@ export class KvServer {
     process.exit(1);
   }
 
-  /** Hands leadership to `target` (etcd's MoveLeader); resolves when it leads or after two election timeouts. */
-  transferLeadershipTo(target: number): Promise<void> {
-    return this.#leadership.moveTo(target);
+  /** Hands leadership to `target` (etcd's MoveLeader); resolves when it leads, fails at the caller's deadline (none: two election timeouts). */
+  transferLeadershipTo(target: number, deadline?: Deadline): Promise<void> {
+    return this.#leadership.moveTo(target, deadline);
   }
 
   /** Stops ticking, fails pending requests, closes the peer links and the WAL. */

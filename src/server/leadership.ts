@@ -3,6 +3,7 @@
 // (etcd's MoveLeader). Both wait at most two election timeouts.
 import type { ConfState, Status } from "../raft/index.ts";
 import { RequestTimeoutError } from "./errors.ts";
+import type { Deadline } from "./deadline.ts";
 import type { Logger } from "./logger.ts";
 
 /** What a leadership transfer needs of its member. */
@@ -48,16 +49,21 @@ export class Leadership {
     await this.#until(() => h.leaderId() !== h.memberId);
   }
 
-  /** Hands leadership to `target` (etcd's MoveLeader); resolves when it leads, else times out. */
-  async moveTo(target: number): Promise<void> {
+  /**
+   * Hands leadership to `target` (etcd's MoveLeader); resolves when it leads. etcd waits for
+   * that until the caller's deadline, then answers "leader transfer took too long"; a caller
+   * without one (the gateway's) would wait for ever there, so here two election timeouts.
+   */
+  async moveTo(target: number, deadline?: Deadline): Promise<void> {
     const h = this.#host;
     h.transferLeader(target);
-    if (!(await this.#until(() => h.leaderId() === target))) throw new RequestTimeoutError("timeoutLeaderTransfer");
+    if (!(await this.#until(() => h.leaderId() === target, deadline))) throw new RequestTimeoutError("timeoutLeaderTransfer");
   }
 
-  async #until(done: () => boolean): Promise<boolean> {
-    const deadline = Date.now() + 2 * this.#host.electionTimeoutMs;
-    while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  async #until(done: () => boolean, deadline?: Deadline): Promise<boolean> {
+    const end = Date.now() + 2 * this.#host.electionTimeoutMs;
+    const over = deadline === undefined ? (): boolean => Date.now() >= end : (): boolean => deadline.expired;
+    while (!done() && !over()) await new Promise((r) => setTimeout(r, 10));
     return done();
   }
 }
