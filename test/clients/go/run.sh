@@ -68,6 +68,17 @@ done
 
 "$bin" -endpoints "$eps" -spare-peer-url "http://127.0.0.1:$((base + 20))" "${@:3}" 2>"$work/client.log" | tee "$out"
 
+# With 3 members and the whole scenario: a watch that requires a leader on member 1 while
+# members 2 and 3 stop (clientv3.WithRequireLeader, as Kubernetes' API server watches).
+if [ "$members" -ge 3 ] && [ -z "${3:-}" ]; then
+  "$bin" -endpoints "$eps" -require-leader-probe >"$work/probe" 2>>"$work/client.log" &
+  probe=$!
+  for _ in $(seq 1 100); do grep -q '^probe.ready' "$work/probe" && break; sleep 0.1; done
+  for p in "${pids[@]:1}"; do kill "$p" 2>/dev/null || true; done
+  wait "$probe" || true
+  tee -a "$out" <"$work/probe"
+fi
+
 # Steps where kvctl answers otherwise by design (reported, not failed):
 # - watch.fragment, watch.nofragment: kvctl replays history in messages of at most 1 MiB
 #   (store/v3/watch-hub.ts REPLAY_BATCH_BYTES) where etcd sends up to 1,000 revisions in

@@ -147,8 +147,13 @@ func main() {
 	flag.StringVar(&eps, "endpoints", "http://127.0.0.1:2379", "comma-separated client URLs")
 	flag.StringVar(&spareURL, "spare-peer-url", "http://127.0.0.1:2390", "peer URL for a member that is added and removed again (nothing listens there)")
 	flag.StringVar(&only, "only", "", "run only the sections whose name contains this")
+	probe := flag.Bool("require-leader-probe", false, "watch with WithRequireLeader on the first endpoint, print a ready line, and report what happens when the others stop (run.sh stops them)")
 	flag.Parse()
 	endpoints = strings.Split(eps, ",")
+	if *probe {
+		requireLeaderProbe()
+		return
+	}
 
 	var err error
 	cli, err = newClient(endpoints, "", "")
@@ -2148,4 +2153,46 @@ func v2AuthSection() {
 	step("user.remove.root", users.RemoveUser(ctx, "root"))
 	_, _ = k.Delete(ctx, "/v2a", &v2.DeleteOptions{Recursive: true})
 	_, _ = k.Delete(ctx, "/elsewhere", nil)
+}
+
+// ---------------------------------------------------------------- require leader
+
+// requireLeaderProbe: a watch and a read that require a leader, on a member that loses
+// its quorum (run.sh stops the other members once the ready line is out). etcd ends the
+// watch with "etcdserver: no leader" after 3 election timeouts without a leader, and
+// refuses the read at once.
+func requireLeaderProbe() {
+	c, err := newClient(endpoints[:1], "", "")
+	if err != nil {
+		fmt.Println("connect:", err)
+		os.Exit(2)
+	}
+	defer c.Close()
+	ctx := clientv3.WithRequireLeader(context.Background())
+	wch := c.Watch(ctx, "probe", clientv3.WithCreatedNotify())
+	<-wch
+	pctx, cancel := ctxT(5 * time.Second)
+	pr, err := c.Put(pctx, "probe", "1")
+	cancel()
+	if err == nil {
+		base = pr.Header.Revision - 1
+	}
+	s, _ := collect(wch, 1, 5*time.Second)
+	out("probe.watch.event", "%s", s)
+	out("probe.ready", "stop the other members now")
+	start := time.Now()
+	select {
+	case r, ok := <-wch:
+		out("probe.watch.end", "open=%v canceled=%v err=%s within-15s=%v", ok, r.Canceled, errs(r.Err()), time.Since(start) < 15*time.Second)
+	case <-time.After(30 * time.Second):
+		out("probe.watch.end", "(nothing in 30 s)")
+	}
+	gctx, gcancel := ctxT(5 * time.Second)
+	_, err = c.Get(clientv3.WithRequireLeader(gctx), "probe", clientv3.WithSerializable())
+	gcancel()
+	out("probe.get.requireleader", "%s", errs(err))
+	gctx, gcancel = ctxT(5 * time.Second)
+	_, err = c.Get(gctx, "probe", clientv3.WithSerializable())
+	gcancel()
+	out("probe.get.serializable", "%s", errs(err))
 }
