@@ -33,7 +33,7 @@ function authState(): { auth: V3AuthState; u1: string } {
   return { auth, u1: r.kind === "authenticated" ? r.token : "" };
 }
 
-function member(): { service: V3Service; proposed: string[]; u1: string; v3: V3KeySpace } {
+function member(): { service: V3Service; proposed: string[]; u1: string; v3: V3KeySpace; auth: V3AuthState } {
   const { auth, u1 } = authState();
   const v3 = new V3KeySpace();
   const proposed: string[] = [];
@@ -59,7 +59,7 @@ function member(): { service: V3Service; proposed: string[]; u1: string; v3: V3K
       return { ok: true, v3: { revision: 9 }, lease: { id: 1n, ttl: 7 }, alarms: [] };
     },
   };
-  return { service: new V3Service(kv as unknown as V3ServiceHost), proposed, u1, v3 };
+  return { service: new V3Service(kv as unknown as V3ServiceHost), proposed, u1, v3, auth };
 }
 
 const anonymous = { token: undefined };
@@ -158,4 +158,22 @@ test("auth on here, no token: the member catches up before refusing; an AuthDisa
   const still = member();
   await assert.rejects(still.service.put(putReq("a/x", "1"), anonymous), V3Errors.userEmpty());
   assert.deepEqual(still.proposed, []);
+});
+
+test("auth off: a token is still looked up, as etcd's AuthInfoFromCtx does; disabling auth dropped them all", async () => {
+  const m = member();
+  m.auth.apply({ kind: "authDisable" });
+  assert.equal(m.auth.enabled, false);
+  const stale = { token: m.u1 };
+  await assert.rejects(m.service.range({ key: b("a/k"), rangeEnd: Buffer.alloc(0), serializable: true } as Parameters<V3Service["range"]>[0], stale), V3Errors.invalidAuthToken());
+  await assert.rejects(m.service.put(putReq("a/k", "v"), stale), V3Errors.invalidAuthToken());
+  await assert.rejects(m.service.put(putReq("a/k", "v"), { token: "bogus" }), V3Errors.invalidAuthToken());
+  await assert.rejects(m.service.leaseGrant({ id: 0n, ttl: 5 }, stale), V3Errors.invalidAuthToken());
+  await assert.rejects(m.service.watch({ key: b("a/k"), rangeEnd: Buffer.alloc(0) } as Parameters<V3Service["watch"]>[0], { send: () => undefined, more: () => undefined } as unknown as Parameters<V3Service["watch"]>[1], stale), V3Errors.invalidAuthToken());
+  assert.deepEqual(m.proposed, []);
+  // Calls that read no token, and calls without one, are served.
+  assert.equal((await m.service.status(stale)).leader, "22");
+  assert.equal(await m.service.leaseKeepAlive(1n, stale), 7);
+  assert.deepEqual(await m.service.put(putReq("a/k", "v"), anonymous), { revision: 9 });
+  assert.deepEqual(m.proposed, ["put"]);
 });

@@ -103,7 +103,7 @@ export interface V3ServiceHost {
   compactionFinished(revision: number): Promise<void>;
   defragment(): Promise<void>;
   makeBackup(): Promise<{ path: string; size: number; release(): void }>;
-  transferLeadershipTo(target: number): Promise<void>;
+  transferLeadershipTo(target: number, deadline?: Deadline): Promise<void>;
 }
 
 
@@ -113,6 +113,11 @@ const LOOP_READ: ReadOptions = { failOnLeaderChange: true };
 /** etcd's quota costs (etcdserver/quota.go): a key's metadata and a lease, estimated. */
 const KV_OVERHEAD = 256;
 const LEASE_OVERHEAD = 64;
+
+/** Did the call bring a token (checked even while auth is disabled, as etcd does)? */
+function hasToken(ctx: V3CallContext): boolean {
+  return ctx.token !== undefined && ctx.token !== "";
+}
 
 function costPut(r: PutRequest): number {
   return KV_OVERHEAD + r.key.length + r.value.length;
@@ -183,12 +188,16 @@ export class V3Service implements V3Backend {
 
   /**
    * The caller as auth sees it: null while auth is disabled; with auth enabled a request
-   * without a token is refused (etcd: "user name is empty"), a bad token is 401.
+   * without a token is refused (etcd: "user name is empty"), a bad token is 401. A token
+   * is looked up while auth is disabled too, as etcd's AuthInfoFromCtx does: disabling
+   * auth dropped every simple token, so a client still sending one (patroni after auth
+   * was turned off) is refused until it authenticates again and learns auth is off.
    */
   async authInfo(ctx: V3Caller): Promise<V3AuthInfo | null> {
     const auth = this.#kv.v3auth;
-    if (!auth.enabled) return null;
-    if (ctx.token === undefined || ctx.token === "") {
+    const token = ctx.token;
+    if (token === undefined || token === "") {
+      if (!auth.enabled) return null;
       if (ctx.commonName !== undefined) return { user: ctx.commonName, revision: auth.authRevision };
       // etcd refuses a write without a token when it applies it, in log order: an
       // AuthDisable acknowledged by another member is in effect. This member may not have
@@ -199,12 +208,12 @@ export class V3Service implements V3Backend {
     }
     // A JWT stands on its own: its signature, its exp, and the auth revision it carries
     // (which the permission checks compare with the state's).
-    if (this.#jwt !== undefined) return this.#jwt.verify(ctx.token, Date.now());
+    if (this.#jwt !== undefined) return this.#jwt.verify(token, Date.now());
     // A token issued through another member names a log index this member may not have
     // applied yet: catch up before looking it up.
-    const index = simpleTokenIndex(ctx.token);
+    const index = simpleTokenIndex(token);
     if (index !== undefined && index > this.#kv.appliedIndex) await this.#read(ctx);
-    return this.#kv.v3auth.authInfoOf(ctx.token, Date.now());
+    return this.#kv.v3auth.authInfoOf(token, Date.now());
   }
 
   /**
@@ -258,7 +267,7 @@ export class V3Service implements V3Backend {
   // failure is a rejection, never a synchronous throw.
   range(req: RangeRequest, ctx: V3CallContext): Promise<RangeResponse> {
     const auth = this.#kv.v3auth;
-    if (auth.enabled) return this.#rangeAuth(req, ctx);
+    if (auth.enabled || hasToken(ctx)) return this.#rangeAuth(req, ctx);
     try {
       checkRangePerm(auth, null, req);
       if (req.serializable) return Promise.resolve(this.#ranged(req));
@@ -287,7 +296,7 @@ export class V3Service implements V3Backend {
 
   put(req: PutRequest, ctx: V3CallContext): Promise<PutResponse> {
     const auth = this.#kv.v3auth;
-    if (auth.enabled || !this.#kv.quotaAvailable(costPut(req))) return this.#putChecked(req, ctx);
+    if (auth.enabled || hasToken(ctx) || !this.#kv.quotaAvailable(costPut(req))) return this.#putChecked(req, ctx);
     try {
       checkPutPerm(auth, null, req);
       return this.#kv.propose({ t: "v3", time: Date.now(), op: { k: "put", r: req } }, ctx.deadline).then(appliedPut, rethrowV3);
@@ -650,7 +659,7 @@ export class V3Service implements V3Backend {
     // etcd 3.4 answers a move to the leader itself with success: Raft drops the
     // transfer, and the wait for the transferee to lead is over at once
     if (target === this.#kv.memberId) return;
-    await this.#kv.transferLeadershipTo(target);
+    await this.#kv.transferLeadershipTo(target, ctx.deadline);
   }
 
   /** A progress message to one watcher of this member (etcd's progress_request). */
