@@ -37,7 +37,10 @@ export interface GrpcCall {
 
 export interface UnaryRpc {
   kind: "unary";
-  /** May throw instead of rejecting: the call's error either way. */
+  /**
+   * May throw instead of rejecting: the call's error either way. A request that does not
+   * decode must throw (grpc-go refuses it before any interceptor: the call is not counted).
+   */
   run(request: Uint8Array, call: GrpcCall): Promise<Uint8Array>;
   /** `run` answers a message with its 5-byte prefix already in place (fast-codec.ts). */
   framed?: boolean;
@@ -494,13 +497,11 @@ class UnaryCall {
       this.#fail(refused);
       return;
     }
-    const observer = this.#opts.observer;
-    if (observer !== undefined) {
-      // go-grpc-prometheus counts a unary call once its request is decoded, and its code
-      // when the handler returns (not when the stream closes: no 'close' listener per call).
-      this.#t0 = performance.now();
-      observer.callStarted(this.#path);
-    }
+    // go-grpc-prometheus counts a unary call once grpc-go decoded its request, and its code
+    // when the handler returns (not when the stream closes: no 'close' listener per call).
+    // One that does not decode (run throws it) is counted nowhere: etcd 3.4.23's
+    // grpc_server_started_total and _handled_total stay as they were.
+    const t0 = this.#opts.observer === undefined ? 0 : performance.now();
     if (deadline !== undefined) {
       // The backend ends its own waits at the deadline (etcd's answers, ctx.deadline); this
       // answers, a turn later, for a wait that does not watch it.
@@ -510,9 +511,12 @@ class UnaryCall {
     try {
       answer = this.#rpc.run(request, this.#call);
     } catch (err) {
-      this.#fail(statusOf(err));
+      const s = statusOf(err);
+      if (!undecoded(s)) this.#started(t0);
+      this.#fail(s);
       return;
     }
+    this.#started(t0);
     answer.then(
       (bytes) => this.#answer(bytes),
       (err: unknown) => this.#fail(statusOf(err)),
@@ -543,10 +547,16 @@ class UnaryCall {
     stream.answer(RESPONSE_HEADERS, framed, OK_TRAILERS);
   }
 
+  #started(t0: number): void {
+    if (t0 === 0) return;
+    this.#t0 = t0;
+    this.#opts.observer?.callStarted(this.#path);
+  }
+
   #fail(s: GrpcStatus): void {
     const stream = this.#settle();
     if (stream === undefined) return;
-    this.#handled(s.code, s.code === GrpcCode.Internal && s.message.startsWith(UNARY_UNMARSHAL_PREFIX));
+    this.#handled(s.code, undecoded(s));
     respondStatus(stream, s);
   }
 
@@ -557,6 +567,11 @@ class UnaryCall {
     observer?.callHandled(this.#path, code, performance.now() - this.#t0);
     if (!undecoded) observer?.clientRequest?.(this.#path, headerValue(this.#call.headers["client-api-version"]));
   }
+}
+
+/** grpc-go's refusal of a unary request that did not decode (code 13 and its prefix). */
+function undecoded(s: GrpcStatus): boolean {
+  return s.code === GrpcCode.Internal && s.message.startsWith(UNARY_UNMARSHAL_PREFIX);
 }
 
 /** Per-connection state of the keepalive enforcement; `reset` clears the strikes (grpc-go). */

@@ -49,7 +49,11 @@ type UnaryHandler<I extends DescMessage, O extends DescMessage> = (req: MessageS
 function unary<I extends DescMessage, O extends DescMessage>(table: RpcTable, m: DescMethodUnary<I, O>, handle: UnaryHandler<I, O>): void {
   table.set(pathOf(m), {
     kind: "unary",
-    run: async (bytes, call) => toBinary(m.output, create(m.output, await handle(decodeRequest(m.input, bytes), call, bytes.length))),
+    // Decoded before the promise: a request that does not decode throws (UnaryRpc.run).
+    run: (bytes, call) => {
+      const req = decodeRequest(m.input, bytes);
+      return handle(req, call, bytes.length).then((r) => toBinary(m.output, create(m.output, r)));
+    },
   });
 }
 
