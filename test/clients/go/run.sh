@@ -68,9 +68,12 @@ done
 
 "$bin" -endpoints "$eps" -spare-peer-url "http://127.0.0.1:$((base + 20))" "${@:3}" 2>"$work/client.log" | tee "$out"
 
-# With 3 members and the whole scenario: a watch that requires a leader on member 1 while
-# members 2 and 3 stop (clientv3.WithRequireLeader, as Kubernetes' API server watches).
+# With 3 members and the whole scenario, two probes: a write through member 3 right after
+# a revoke through member 1; a watch that requires a leader on member 1 while members 2
+# and 3 stop (clientv3.WithRequireLeader, as Kubernetes' API server watches).
 if [ "$members" -ge 3 ] && [ -z "${3:-}" ]; then
+  # a permission revoked through member 1, then a write through member 3 (30 times)
+  "$bin" -endpoints "$eps" -auth-revoke-probe 2>>"$work/client.log" | tee -a "$out"
   "$bin" -endpoints "$eps" -require-leader-probe >"$work/probe" 2>>"$work/client.log" &
   probe=$!
   for _ in $(seq 1 100); do grep -q '^probe.ready' "$work/probe" && break; sleep 0.1; done

@@ -148,8 +148,13 @@ func main() {
 	flag.StringVar(&spareURL, "spare-peer-url", "http://127.0.0.1:2390", "peer URL for a member that is added and removed again (nothing listens there)")
 	flag.StringVar(&only, "only", "", "run only the sections whose name contains this")
 	probe := flag.Bool("require-leader-probe", false, "watch with WithRequireLeader on the first endpoint, print a ready line, and report what happens when the others stop (run.sh stops them)")
+	authProbe := flag.Bool("auth-revoke-probe", false, "with 3 or more members: a permission revoked through the first, then a write through the last, 30 times")
 	flag.Parse()
 	endpoints = strings.Split(eps, ",")
+	if *authProbe {
+		authRevokeProbe()
+		return
+	}
 	if *probe {
 		requireLeaderProbe()
 		return
@@ -2195,4 +2200,55 @@ func requireLeaderProbe() {
 	_, err = c.Get(gctx, "probe", clientv3.WithSerializable())
 	gcancel()
 	out("probe.get.serializable", "%s", errs(err))
+}
+
+// ---------------------------------------------------------------- revoke, then write elsewhere
+
+// authRevokeProbe: alice may write a/; root revokes that through the first member and,
+// once it is acknowledged, alice writes through the last one. etcd checks the write when
+// it applies it, after the revoke: refused every time.
+func authRevokeProbe() {
+	ctx, cancel := ctxT(120 * time.Second)
+	defer cancel()
+	c0, err := newClient(endpoints[:1], "", "")
+	if !must("probe.auth.connect", err) {
+		return
+	}
+	defer c0.Close()
+	_, _ = c0.UserAdd(ctx, "root", "r")
+	_, _ = c0.UserGrantRole(ctx, "root", "root")
+	_, _ = c0.RoleAdd(ctx, "rw")
+	_, _ = c0.UserAdd(ctx, "alice", "a")
+	_, _ = c0.UserGrantRole(ctx, "alice", "rw")
+	_, _ = c0.RoleGrantPermission(ctx, "rw", "a/", "a0", clientv3.PermissionType(clientv3.PermReadWrite))
+	if _, err := c0.AuthEnable(ctx); !must("probe.auth.enable", err) {
+		return
+	}
+	root, err := newClient(endpoints[:1], "root", "r")
+	if !must("probe.auth.root", err) {
+		return
+	}
+	defer root.Close()
+	alice, err := newClient(endpoints[len(endpoints)-1:], "alice", "a")
+	if !must("probe.auth.alice", err) {
+		return
+	}
+	defer alice.Close()
+	accepted, refused := 0, 0
+	for i := 0; i < 30; i++ {
+		if _, err := root.RoleRevokePermission(ctx, "rw", "a/", "a0"); err != nil {
+			out("probe.auth.revoke", "%s", errs(err))
+			return
+		}
+		if _, err := alice.Put(ctx, "a/x", fmt.Sprint(i)); err == nil {
+			accepted++
+		} else if rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(rpctypes.ErrPermissionDenied) {
+			refused++
+		}
+		_, _ = root.RoleGrantPermission(ctx, "rw", "a/", "a0", clientv3.PermissionType(clientv3.PermReadWrite))
+		time.Sleep(20 * time.Millisecond)
+	}
+	out("probe.auth.revoke.then.put", "accepted=%d permission-denied=%d of 30", accepted, refused)
+	_, err = root.AuthDisable(ctx)
+	out("probe.auth.disable", "%s", errs(err))
 }
