@@ -26,6 +26,7 @@ drops etcd's tokens, and patroni must authenticate again.
 Usage: patroni-dcs.py --dcs etcd3|etcd --hosts H:P[,H:P...] [--wait S] [--failover] [--auth]
 """
 import argparse
+import base64
 import datetime
 import json
 import logging
@@ -36,7 +37,7 @@ import time
 import urllib3
 
 from patroni.dcs import get_dcs
-from patroni.dcs.etcd3 import Etcd3
+from patroni.dcs.etcd3 import Etcd3, Etcd3Client, prefix_range_end
 
 args = None
 base = None
@@ -99,8 +100,10 @@ def show(c):
     return " ".join(parts)
 
 
-def node(name, ttl=30, **extra):
-    """A DCS object built from the config dict patroni builds from its YAML (get_dcs)."""
+def node(name, ttl=120, **extra):
+    """A DCS object built from the config dict patroni builds from its YAML (get_dcs). TTL
+    120 s: longer than the scenario, so that member keys, which a real node touches every
+    loop, do not expire however slowly the machine runs it (n3 has 5 s: its loss is a step)."""
     section = {"hosts": args.hosts, "protocol": "http"}
     section.update(extra)
     config = {"scope": "pt", "name": name, "namespace": "/service/", "ttl": ttl, "loop_wait": 1 if ttl < 10 else 10,
@@ -156,13 +159,22 @@ def settled(d):
     cache = d._client._kv_cache
 
     def same():
-        direct = d.retry(d._client.prefix, d.cluster_prefix).get("kvs", [])
+        # linearizable: patroni's own range is serializable, as stale as the cache may be
+        prefix = d.cluster_prefix.encode()
+        fields = {"key": base64.b64encode(prefix).decode(), "range_end": base64.b64encode(prefix_range_end(prefix)).decode()}
+        direct = d.retry(_linearizable_range, d._client, fields).get("kvs", [])
         want = sorted((n["key"], int(n["mod_revision"])) for n in direct)
         have = sorted((n["key"], int(n["mod_revision"])) for n in cache.copy())
         return want == have
     if not until(same, 5):
         raise RuntimeError("UNSETTLED")
     return d
+
+
+@Etcd3Client._handle_auth_errors
+def _linearizable_range(client, fields, retry=None):
+    """A range as patroni's own (a stale token makes it authenticate again), linearizable."""
+    return client.call_rpc("/kv/range", dict(fields), retry)
 
 
 def ha(d, fn):
@@ -267,7 +279,7 @@ def main():
     step("n3-acquire-after-expiry", lambda: ha(n3, lambda: n3.attempt_to_acquire_leader()))
     step("cluster-after-expiry", lambda: show(settled(n2).get_cluster()))
     if isinstance(n1, Etcd3):
-        step("ttl-change", lambda: (n1.set_ttl(20), ha(n1, lambda: n1.update_leader(last_lsn=800))))
+        step("ttl-change", lambda: (n1.set_ttl(90), ha(n1, lambda: n1.update_leader(last_lsn=800))))
     step("update-leader-n1", lambda: ha(n1, lambda: n1.update_leader(last_lsn=850)))
 
     step("cancel-initialization", lambda: ha(n1, lambda: n1.cancel_initialization()))
