@@ -30,7 +30,10 @@ function deadlineIn(ms: number): Deadline {
     get expired() {
       return Date.now() >= at;
     },
-    onExpire: () => () => undefined,
+    onExpire: (fn) => {
+      const t = setTimeout(fn, Math.max(0, at - Date.now()));
+      return () => clearTimeout(t);
+    },
   };
 }
 

@@ -63,7 +63,23 @@ export class Leadership {
   async #until(done: () => boolean, deadline?: Deadline): Promise<boolean> {
     const end = Date.now() + 2 * this.#host.electionTimeoutMs;
     const over = deadline === undefined ? (): boolean => Date.now() >= end : (): boolean => deadline.expired;
-    while (!done() && !over()) await new Promise((r) => setTimeout(r, 10));
+    // Woken at the deadline itself, not at the next poll: the gRPC server answers a call
+    // whose backend did not end its wait a turn after the deadline, with the context's error.
+    let wake: (() => void) | undefined;
+    const stopWatching = deadline?.onExpire(() => wake?.());
+    try {
+      while (!done() && !over()) {
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, 10);
+          wake = () => {
+            clearTimeout(t);
+            resolve();
+          };
+        });
+      }
+    } finally {
+      stopWatching?.();
+    }
     return done();
   }
 }

@@ -14,13 +14,14 @@
 //   5 s, so that race is not tested here.)
 // - no leader at all: the two others killed, the write never goes into Raft; etcd's v2
 //   still judges it (the plain timeout), its v3 sends the context's own error.
+// - MoveLeader to a paused member: etcd answers at the caller's deadline, code 2.
 // Each answer is checked on v2 (500, error 300, the text as cause), gRPC (code 14, the
 // text) and the JSON gateway (503, etcd's body).
 import assert from "node:assert/strict";
 import http2 from "node:http2";
 import { test } from "node:test";
 import { once } from "node:events";
-import { installed, startGrpcCluster, type GrpcTestCluster, type GrpcTestMember } from "../helpers/grpc.ts";
+import { grpcUnary, installed, startGrpcCluster, type GrpcTestCluster, type GrpcTestMember } from "../helpers/grpc.ts";
 import { until } from "../helpers/http.ts";
 import { repoRoot } from "../helpers/server.ts";
 import { spawnServer, type Spawned } from "../helpers/spawned.ts";
@@ -133,6 +134,10 @@ function expected(api: Answer["api"], text: string): Answer {
 
 const ok = (a: Answer): boolean => (a.api === "grpc" ? a.status === 0 : a.status === 200 || a.status === 201);
 
+// Eight 3-member clusters, six ports each, and rangePort never hands a port out twice: more
+// than the 40 of the default range.
+process.env["KVCTL_V3_TEST_PORTS"] ??= "23500-23699";
+
 const kinds = installed("etcd") ? (["kvctl", "etcd"] as const) : (["kvctl"] as const);
 
 for (const kind of kinds) {
@@ -172,6 +177,33 @@ for (const kind of kinds) {
       }
     } finally {
       for (const w of writers) w.close();
+      await c.stop();
+    }
+  });
+
+  test(`${kind}: MoveLeader to a paused member answers at the caller's deadline: code 2 'leader transfer took too long'`, { timeout: 60_000 }, async () => {
+    const c = await startGrpcCluster(kind, 3, ["--heartbeat-interval", "50", "--election-timeout", "500"]);
+    let paused: GrpcTestMember | undefined;
+    try {
+      const leader = await leaderOf(c);
+      paused = c.members.find((m) => m !== leader)!;
+      const id = BigInt(String(((await post(paused, "/v3/maintenance/status", {})).json["header"] as { member_id: string }).member_id));
+      paused.proc.child.kill("SIGSTOP");
+      const varint: number[] = [];
+      for (let n = id; ; n >>= 7n) {
+        if (n < 0x80n) {
+          varint.push(Number(n));
+          break;
+        }
+        varint.push(Number(n & 0x7fn) | 0x80);
+      }
+      // etcd waits for the transferee to lead until the call's context ends (grpc-timeout);
+      // kvctl without the deadline gave up after two election timeouts (1 s here).
+      const got = await grpcUnary(leader.endpoint, "/etcdserverpb.Maintenance/MoveLeader", [0x08, ...varint], { "grpc-timeout": "2S" });
+      assert.deepEqual([got.status, decodeURIComponent(got.message)], ["2", "etcdserver: request timed out, leader transfer took too long"]);
+      assert.ok(got.ms >= 1900, `answered after ${Math.round(got.ms)} ms, before the 2 s deadline`);
+    } finally {
+      paused?.proc.child.kill("SIGCONT");
       await c.stop();
     }
   });
