@@ -217,3 +217,23 @@ test("auth on: a write is checked once the member caught up, so a revoke committ
     assert.deepEqual(proposed, [], write);
   }
 });
+
+// etcd 3.4.23's authMaintenanceServer.MoveLeader calls the server without an admin check.
+test("auth on: MoveLeader reads no token; any caller, even without one, may move the leader", async () => {
+  const m = member();
+  const moved: number[] = [];
+  const service = new V3Service({
+    config: { authToken: { type: "simple" } },
+    memberId: 22,
+    isLeader: true,
+    v3auth: m.auth,
+    membership: { get: (id: number) => (id === 22 || id === 33 ? { id } : undefined) },
+    transferLeadershipTo: async (id: number) => {
+      moved.push(id);
+    },
+  } as unknown as V3ServiceHost);
+  await service.moveLeader("33", anonymous);
+  await service.moveLeader("33", { token: m.u1 });
+  await service.moveLeader("33", { token: "bogus" });
+  assert.deepEqual(moved, [33, 33, 33]);
+});
