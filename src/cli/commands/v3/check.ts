@@ -21,7 +21,7 @@ import type { V3Invocation } from "./argv.ts";
 import { createV3Context, v3ErrorText, v3Fail, V3Exit, withV3Context, type V3Context } from "./context.ts";
 import { prefixRangeEnd } from "./printers-admin.ts";
 
-interface PerfModel {
+export interface PerfModel {
   limit: number;
   clients: number;
   duration: number;
@@ -183,8 +183,8 @@ function model<T>(inv: V3Invocation, models: Readonly<Record<string, T>>): T {
   return m;
 }
 
-async function perf(inv: V3Invocation, io: Io): Promise<number> {
-  const cfg = model(inv, perfModels);
+/** perf with the model given (`run` passes the one --load names: 60 s each, as etcdctl's). */
+export async function perf(inv: V3Invocation, io: Io, cfg: PerfModel): Promise<number> {
   const prefix = Buffer.from(str(inv, "prefix"), "utf8");
   return withV3Context(inv, io, async (ctx) => {
     await emptyPrefix(ctx, prefix);
@@ -288,5 +288,5 @@ async function datascale(inv: V3Invocation, io: Io): Promise<number> {
 }
 
 export async function run(inv: V3Invocation, io: Io): Promise<number> {
-  return inv.path[1] === "datascale" ? datascale(inv, io) : perf(inv, io);
+  return inv.path[1] === "datascale" ? datascale(inv, io) : perf(inv, io, model(inv, perfModels));
 }
