@@ -8,7 +8,8 @@ import type { Membership } from "./membership.ts";
 import type { V2AuthResult, V2AuthState, V3AuthState } from "../auth/index.ts"; // v2 access control
 import { V3Error } from "../api/v3-errors.ts";
 import type { RevisionEvents, V3KeySpace } from "../store/v3/index.ts";
-import type { V3Op } from "./v3-command.ts";
+import type { V3Op, V3WriteStamp } from "./v3-command.ts";
+import { checkDeleteRangeRequest, checkLeaseKeys, checkPutRequest, checkTxnRequest } from "../auth/index.ts";
 import type { V3Answer } from "./v3-results.ts";
 
 /**
@@ -30,16 +31,30 @@ export interface StateMachine {
   v3auth: V3AuthState;
 }
 
+/**
+ * etcd's authApplierV3.Put: the stamped caller may write the key (and read it for prevKv)
+ * in the auth state this entry meets, and, as checkLeasePuts, write every key its lease
+ * already holds (revoking the lease deletes them). A stamp older than the state's auth
+ * revision is refused whatever it asks (ErrAuthOldRevision); auth off lets every write by.
+ */
+function checkPutAtApply(sm: StateMachine, r: Extract<V3Op, { k: "put" }>["r"], a: V3WriteStamp, time: number): void {
+  checkPutRequest(sm.v3auth, a, r);
+  if (r.lease !== 0n && sm.v3auth.enabled) checkLeaseKeys(sm.v3auth, a, sm.v3.timeToLive(r.lease, time, { keys: true })?.keys ?? []);
+}
+
 /** Applies one v3 operation at the entry's time and index. Throws V3Error for a refused one. */
 function applyV3(sm: StateMachine, op: V3Op, at: { time: number; index: number }): { v3: V3Answer; changes?: RevisionEvents[] } {
   const one = <R extends V3Answer>(w: { response: R; changes?: RevisionEvents }): { v3: V3Answer; changes?: RevisionEvents[] } =>
     w.changes === undefined ? { v3: w.response } : { v3: w.response, changes: [w.changes] };
   switch (op.k) {
     case "put":
+      if (op.a !== undefined) checkPutAtApply(sm, op.r, op.a, at.time);
       return one(sm.v3.put(op.r));
     case "deleteRange":
+      if (op.a !== undefined) checkDeleteRangeRequest(sm.v3auth, op.a, op.r);
       return one(sm.v3.deleteRange(op.r));
     case "txn":
+      if (op.a !== undefined) checkTxnRequest(sm.v3auth, op.a, op.r);
       return one(sm.v3.txn(op.r));
     case "compact":
       return { v3: sm.v3.compact(op.r.revision) };

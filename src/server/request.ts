@@ -124,7 +124,8 @@ function decodePut(buf: Buffer): Command {
 }
 
 function encodeText(c: Command): Buffer {
-  if (c.t === "v3" && c.op.k === "put") return encodePut(c, c.op.r);
+  // A put stamped with its caller (auth on) travels as JSON: the binary form has no room for it.
+  if (c.t === "v3" && c.op.k === "put" && c.op.a === undefined) return encodePut(c, c.op.r);
   if (c.t === "v3") return Buffer.from(stringifyWithBytes({ t: c.t, m: c.m, id: c.id, time: c.time, op: c.op })); // "t" first: decodeCommand looks for it
   if (c.t !== "v2") return Buffer.from(JSON.stringify(c));
   const r: Partial<V2Request> & Pick<V2Request, "method" | "path"> = { method: c.r.method, path: c.r.path };

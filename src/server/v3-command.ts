@@ -5,10 +5,20 @@
 import type { AlarmActionValue, AlarmTypeValue, CompactionRequest, DeleteRangeRequest, LeaseId, PutRequest, TxnRequest } from "../store/v3/index.ts";
 import type { V3AuthInfo, V3AuthOp } from "../auth/index.ts";
 
+/**
+ * A write's caller as the proposing member saw it, carried only while auth is on there (or
+ * the call brought a token): etcd's RequestHeader{Username, AuthRevision}. null is a caller
+ * without one. Apply judges the write again against the auth state of its log position, so
+ * a revoke committed between the member's check and the write's turn is in effect. Absent
+ * (auth off at the proposer, and every write of an older log) the write is not judged at
+ * apply: an older log's writes were checked before they were proposed.
+ */
+export type V3WriteStamp = V3AuthInfo | null;
+
 export type V3Op =
-  | { k: "put"; r: PutRequest }
-  | { k: "deleteRange"; r: DeleteRangeRequest }
-  | { k: "txn"; r: TxnRequest }
+  | { k: "put"; r: PutRequest; a?: V3WriteStamp }
+  | { k: "deleteRange"; r: DeleteRangeRequest; a?: V3WriteStamp }
+  | { k: "txn"; r: TxnRequest; a?: V3WriteStamp }
   | { k: "compact"; r: CompactionRequest }
   | { k: "leaseGrant"; id: LeaseId; ttl: number }
   | { k: "leaseRevoke"; id: LeaseId }

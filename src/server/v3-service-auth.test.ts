@@ -12,8 +12,22 @@ import { AlarmAction, AlarmType, V3KeySpace } from "../store/v3/index.ts";
 import { opPut, putReq, txnReq } from "../store/v3/v3.test-helper.ts";
 import { ServerMetrics } from "./metrics/server-metrics.ts";
 import { V3Service, type V3ServiceHost } from "./v3-service.ts";
+import { applyCommand, type ApplyResult, type StateMachine } from "./apply.ts";
+import { decodeCommand, encodeCommand, type CommandBody } from "./request.ts";
 
 const b = (s: string): Buffer => Buffer.from(s, "latin1");
+
+let nextId = 1;
+/**
+ * A key-space write as a member runs it: through the log's encoding, then apply, where a
+ * stamped write is judged again. `before` applies what the log holds ahead of it.
+ */
+function applyWrite(v3: V3KeySpace, auth: V3AuthState, body: CommandBody, before?: () => void): ApplyResult {
+  before?.();
+  const cmd = decodeCommand(encodeCommand({ ...body, m: 22, id: nextId++ } as Parameters<typeof encodeCommand>[0]));
+  return applyCommand({ v3, v3auth: auth } as unknown as StateMachine, cmd, 200);
+}
+const WRITES = new Set(["put", "deleteRange", "txn"]);
 
 /** root, and u1 who may write a/ only; auth enabled; u1's token returned. */
 function authState(): { auth: V3AuthState; u1: string } {
@@ -54,8 +68,9 @@ function member(): { service: V3Service; proposed: string[]; u1: string; v3: V3K
     quotaAvailable: () => true,
     linearizableRead: async () => undefined,
     defragment: async () => undefined,
-    propose: async (body: { op: { k: string } }) => {
+    propose: async (body: CommandBody & { op: { k: string } }) => {
       proposed.push(body.op.k);
+      if (WRITES.has(body.op.k)) return applyWrite(v3, auth, body);
       return { ok: true, v3: { revision: 9 }, lease: { id: 1n, ttl: 7 }, alarms: [] };
     },
   };
@@ -86,8 +101,9 @@ test("auth on, no token: LeaseGrant, Compact and Alarm go through the log; a bad
   await assert.rejects(m.service.leaseGrant({ id: 0n, ttl: 5 }, { token: "bogus" }), V3Errors.invalidAuthToken());
   // Alarm returns the auth store's error as it is.
   await assert.rejects(m.service.alarm({ action: AlarmAction.GET, memberId: "0", alarm: AlarmType.NONE }, { token: "bogus" }), unknownError("auth: invalid auth token"));
-  // A put still needs a user.
+  // A put still needs a user: judged at apply, as etcd does (its entry carries no user).
   await assert.rejects(m.service.put(putReq("a/k", "v"), anonymous), V3Errors.userEmpty());
+  assert.equal(m.v3.revision, 1);
 });
 
 test("auth on: Defragment, Hash, HashKV and Snapshot refuse a non-root caller with the auth store's error (code Unknown)", async () => {
@@ -127,10 +143,10 @@ test("auth on: a put may not join a lease that holds a key the caller cannot wri
 // acknowledged is in effect for a put that a lagging member receives just after. Seen with
 // etcd's Go client on 3 members (round robin): AuthDisable through one, a put without a
 // token through another was refused with 'user name is empty' by kvctl, served by etcd.
-test("auth on here, no token: the member catches up before refusing; an AuthDisable it then applies lets the call through", async () => {
-  let caughtUp = 0;
-  // A member whose ReadIndex round applies the AuthDisable committed elsewhere.
+test("auth on here, no token: the write goes to the log unjudged; an AuthDisable applied before it lets it through, else apply refuses it", async () => {
+  let rounds = 0;
   const { auth } = authState();
+  const v3 = new V3KeySpace();
   const proposed: string[] = [];
   const service = new V3Service({
     config: { authToken: { type: "simple" } },
@@ -138,26 +154,29 @@ test("auth on here, no token: the member catches up before refusing; an AuthDisa
     memberId: 22,
     term: 3,
     appliedIndex: 5,
-    v3: new V3KeySpace(),
+    v3,
     v3auth: auth,
     metrics: new ServerMetrics(),
     quotaAvailable: () => true,
     linearizableRead: async () => {
-      caughtUp++;
-      if (auth.enabled) auth.apply({ kind: "authDisable" });
+      rounds++;
     },
-    propose: async (body: { op: { k: string } }) => {
-      proposed.push(body.op.k);
-      return { ok: true, v3: { revision: 9 } };
+    // The log holds the AuthDisable committed through another member ahead of the put.
+    propose: async (body: CommandBody) => {
+      proposed.push(body.t === "v3" ? body.op.k : body.t);
+      return applyWrite(v3, auth, body, () => auth.enabled && auth.apply({ kind: "authDisable" }));
     },
   } as unknown as V3ServiceHost);
-  assert.deepEqual(await service.put(putReq("b", "1"), anonymous), { revision: 9 });
-  assert.equal(caughtUp, 1);
+  const put = await service.put(putReq("b", "1"), anonymous);
+  assert.equal(put.revision, 2);
+  assert.equal(v3.revision, 2);
+  assert.equal(rounds, 0, "no ReadIndex round");
   assert.deepEqual(proposed, ["put"]);
-  // Still enabled once caught up: refused as before, after the one round.
+  // Still enabled when it applies: refused there.
   const still = member();
   await assert.rejects(still.service.put(putReq("a/x", "1"), anonymous), V3Errors.userEmpty());
-  assert.deepEqual(still.proposed, []);
+  assert.deepEqual(still.proposed, ["put"]);
+  assert.equal(still.v3.revision, 1);
 });
 
 test("auth off: a token is still looked up, as etcd's AuthInfoFromCtx does; disabling auth dropped them all", async () => {
@@ -174,17 +193,23 @@ test("auth off: a token is still looked up, as etcd's AuthInfoFromCtx does; disa
   // Calls that read no token, and calls without one, are served.
   assert.equal((await m.service.status(stale)).leader, "22");
   assert.equal(await m.service.leaseKeepAlive(1n, stale), 7);
-  assert.deepEqual(await m.service.put(putReq("a/k", "v"), anonymous), { revision: 9 });
+  await m.service.put(putReq("a/k", "v"), anonymous);
+  assert.equal(m.v3.revision, 2);
   assert.deepEqual(m.proposed, ["put"]);
 });
 
 // etcd checks a write's permissions when it applies it: a revoke another member
 // acknowledged is in effect for a write that a lagging member receives just after. Seen
 // with etcd's Go client on 3 members: after RoleRevokePermission via the leader, a put
-// through a follower was accepted 27 times in 30 by kvctl, never by etcd 3.4.23.
-test("auth on: a write is checked once the member caught up, so a revoke committed elsewhere is in effect", async () => {
+// through a follower was accepted 27 times in 30 by kvctl (checked before proposing, on
+// the follower's state), never by etcd 3.4.23 (a JSON-gateway script: 27 'permission
+// denied', 3 'revision of auth store is old'). Now the write carries u1 and the auth
+// revision its token was looked up at; apply meets the revoke first and refuses it, with
+// no ReadIndex round before proposing.
+test("auth on: a write checked here before a revoke committed elsewhere is refused at apply with ErrAuthOldRevision", async () => {
   for (const write of ["put", "deleteRange", "txn"] as const) {
     const { auth, u1 } = authState();
+    const v3 = new V3KeySpace();
     let rounds = 0;
     const proposed: string[] = [];
     const service = new V3Service({
@@ -193,29 +218,44 @@ test("auth on: a write is checked once the member caught up, so a revoke committ
       memberId: 22,
       term: 3,
       appliedIndex: 100,
-      v3: new V3KeySpace(),
+      v3,
       v3auth: auth,
       metrics: new ServerMetrics(),
       quotaAvailable: () => true,
-      // The ReadIndex round applies what the leader committed meanwhile: u1 loses r1.
       linearizableRead: async () => {
-        if (rounds++ === 0) auth.apply({ kind: "userRevokeRole", name: "u1", role: "r1" });
+        rounds++;
       },
-      propose: async (body: { op: { k: string } }) => {
-        proposed.push(body.op.k);
-        return { ok: true, v3: { revision: 9 } };
+      // The leader committed the revoke ahead of this write: apply meets it first.
+      propose: async (body: CommandBody) => {
+        proposed.push(body.t === "v3" ? body.op.k : body.t);
+        return applyWrite(v3, auth, body, () => auth.apply({ kind: "userRevokeRole", name: "u1", role: "r1" }));
       },
     } as unknown as V3ServiceHost);
     const ctx = { token: u1 };
-    const call =
+    const call = () =>
       write === "put"
         ? service.put(putReq("a/x", "1"), ctx)
         : write === "deleteRange"
           ? service.deleteRange({ key: b("a/x"), rangeEnd: Buffer.alloc(0), prevKv: false }, ctx)
           : service.txn(txnReq({ success: [opPut("a/x", "1")] }), ctx);
-    await assert.rejects(call, V3Errors.permissionDenied(), write);
-    assert.deepEqual(proposed, [], write);
+    await assert.rejects(call(), V3Errors.authOldRevision(), write);
+    assert.deepEqual(proposed, [write], write);
+    assert.equal(rounds, 0, `${write}: no ReadIndex round`);
+    assert.equal(v3.revision, 1, write);
+    // The revoke applied here now: refused before proposing, as etcd's answer once its
+    // member applied it ('permission denied').
+    await assert.rejects(call(), V3Errors.permissionDenied(), `${write} after the revoke`);
+    assert.deepEqual(proposed, [write], write);
   }
+});
+
+test("auth on: a write with no auth change before its turn applies, stamped with its caller", async () => {
+  const m = member();
+  await m.service.put(putReq("a/x", "1"), { token: m.u1 });
+  await m.service.txn(txnReq({ success: [opPut("a/y", "1")] }), { token: m.u1 });
+  await m.service.deleteRange({ key: b("a/x"), rangeEnd: Buffer.alloc(0), prevKv: false }, { token: m.u1 });
+  assert.equal(m.v3.revision, 4);
+  assert.deepEqual(m.proposed, ["put", "txn", "deleteRange"]);
 });
 
 // etcd 3.4.23's authMaintenanceServer.MoveLeader calls the server without an admin check.

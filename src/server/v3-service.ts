@@ -1,9 +1,10 @@
 // The v3 API on a member: what the JSON gateway calls. Writes become log entries (apply.ts
 // runs them on every member); linearizable reads wait on Raft's ReadIndex and read the
 // local key space; watches register in the member's hub. Access control is decided here,
-// at the edge, from the caller's token (etcd's v3 auth): a refused request never reaches
-// the log. Auth changes themselves carry the caller into the entry, so apply judges them
-// against the state they change. Requests arrive already checked as etcd's v3rpc checks
+// at the edge, from the caller's token (etcd's v3 auth), and for writes again at apply:
+// with auth on a write carries its caller and the auth revision its token was looked up
+// at (etcd's RequestHeader), and apply judges it against the auth state of its log
+// position, as etcd's authApplierV3. Auth changes carry the caller into the entry too. Requests arrive already checked as etcd's v3rpc checks
 // them (the gateway does that, see http/v3-backend.ts); they are not checked again here.
 import { randomBytes } from "node:crypto";
 import { createReadStream } from "node:fs";
@@ -58,7 +59,7 @@ import { ETCD_SERVER_VERSION } from "./version.ts";
 import { jwtTokensOf } from "./config.ts";
 import { encodePermission, type V3Permission } from "../auth/index.ts";
 import type { Member } from "./membership.ts";
-import type { V3Op } from "./v3-command.ts";
+import type { V3Op, V3WriteStamp } from "./v3-command.ts";
 import { LeaderChangedError, MemberError, MemberErrorKind, NotProposedTimeoutError, RequestTimeoutError, ServerUnavailableError } from "./errors.ts";
 import { DeadlineExceededError, beforeDeadline } from "./deadline.ts";
 import type { ReadOptions } from "./read-index.ts";
@@ -292,18 +293,20 @@ export class V3Service implements V3Backend {
   }
 
   /**
-   * The caller of a write, with auth on, once this member caught up (a ReadIndex round).
-   * etcd checks a write's permissions when it applies it, against the auth state of that
-   * log position (and refuses one checked against an older auth revision); kvctl checks
-   * before proposing, against this member's state, which on a lagging member may not have
-   * a revoke, a role change or AuthEnable that another member acknowledged already: such
-   * writes were accepted (27 of 30 puts through a follower right after a
-   * RoleRevokePermission via the leader; etcd 3.4.23: 0). The round is paid with auth on
-   * only.
+   * The stamp a write's entry carries: undefined with auth off and no token (the entry is
+   * the same as without auth), null for a caller without a token while auth is on here,
+   * else the caller and the auth revision its token was looked up at. `check` runs the
+   * cheap refusal against this member's state for a caller with a name; apply judges every
+   * stamped write again in log order, so a revoke another member acknowledged before this
+   * write's turn is in effect (answered ErrAuthOldRevision, as etcd). A caller without a
+   * token is judged at apply only: an AuthDisable committed elsewhere lets it through.
    */
-  async #writerInfo(ctx: V3CallContext): Promise<V3AuthInfo | null> {
-    if (this.#kv.v3auth.enabled) await this.#read(ctx);
-    return await this.authInfo(ctx);
+  async #writerStamp(ctx: V3Caller, check: (info: V3AuthInfo | null) => void): Promise<V3WriteStamp | undefined> {
+    const auth = this.#kv.v3auth;
+    if (!hasToken(ctx) && ctx.commonName === undefined) return auth.enabled ? null : undefined;
+    const info = await this.authInfo(ctx);
+    check(info);
+    return info === null ? undefined : info;
   }
 
   #ranged(req: RangeRequest): RangeResponse {
@@ -323,14 +326,16 @@ export class V3Service implements V3Backend {
   }
 
   async #putChecked(req: PutRequest, ctx: V3CallContext): Promise<PutResponse> {
-    const info = await this.#writerInfo(ctx);
-    checkPutPerm(this.#kv.v3auth, info, req);
-    // etcd's authApplierV3.Put: a key joins a lease only if the caller may write every key
-    // the lease holds already (revoking it deletes them all). A put in a txn is not checked
-    // for this in etcd 3.4.
-    if (req.lease !== 0n) this.#checkLeaseKeys(req.lease, info);
+    const a = await this.#writerStamp(ctx, (info) => {
+      checkPutPerm(this.#kv.v3auth, info, req);
+      // etcd's authApplierV3.Put: a key joins a lease only if the caller may write every
+      // key the lease holds already (revoking it deletes them all). A put in a txn is not
+      // checked for this in etcd 3.4.
+      if (req.lease !== 0n) this.#checkLeaseKeys(req.lease, info);
+    });
     await this.#checkQuota(costPut(req));
-    return await this.#propose({ k: "put", r: req }, ctx);
+    // Without a stamp the put keeps the log's binary form (request.ts).
+    return await this.#propose(a === undefined ? { k: "put", r: req } : { k: "put", r: req, a }, ctx);
   }
 
   /**
@@ -348,24 +353,24 @@ export class V3Service implements V3Backend {
   }
 
   async deleteRange(req: DeleteRangeRequest, ctx: V3CallContext): Promise<DeleteRangeResponse> {
-    const info = await this.#writerInfo(ctx);
-    checkDeleteRangePerm(this.#kv.v3auth, info, req);
-    return await this.#propose({ k: "deleteRange", r: req }, ctx);
+    const a = await this.#writerStamp(ctx, (info) => checkDeleteRangePerm(this.#kv.v3auth, info, req));
+    return await this.#propose(a === undefined ? { k: "deleteRange", r: req } : { k: "deleteRange", r: req, a }, ctx);
   }
 
   async txn(req: TxnRequest, ctx: V3CallContext): Promise<TxnResponse> {
-    const info = isReadOnlyTxn(req) ? await this.authInfo(ctx) : await this.#writerInfo(ctx);
-    checkTxnPerm(this.#kv.v3auth, info, req);
-    await this.#checkQuota(costTxn(req));
-    if (isReadOnlyTxn(req)) {
-      // etcd serves a txn without writes as a read: no log entry, no revision; and one
-      // whose ranges are all serializable as a serializable Range, with no ReadIndex round.
-      if (!isSerializableTxn(req)) await this.#read(ctx, LOOP_READ);
-      const res = this.#kv.v3.txn(req).response;
-      this.#kv.metrics.readOnlyTxn(req, res);
-      return res;
+    if (!isReadOnlyTxn(req)) {
+      const a = await this.#writerStamp(ctx, (info) => checkTxnPerm(this.#kv.v3auth, info, req));
+      await this.#checkQuota(costTxn(req));
+      return await this.#propose(a === undefined ? { k: "txn", r: req } : { k: "txn", r: req, a }, ctx);
     }
-    return await this.#propose({ k: "txn", r: req }, ctx);
+    checkTxnPerm(this.#kv.v3auth, await this.authInfo(ctx), req);
+    await this.#checkQuota(costTxn(req));
+    // etcd serves a txn without writes as a read: no log entry, no revision; and one
+    // whose ranges are all serializable as a serializable Range, with no ReadIndex round.
+    if (!isSerializableTxn(req)) await this.#read(ctx, LOOP_READ);
+    const res = this.#kv.v3.txn(req).response;
+    this.#kv.metrics.readOnlyTxn(req, res);
+    return res;
   }
 
   async compact(req: { revision: number; physical: boolean }, ctx: V3CallContext): Promise<{ revision: number }> {
