@@ -5,7 +5,7 @@
 
 import { V3Error } from "../../../api/v3-errors.ts";
 import { ClientError, ClusterError, DeadlineExceededError, NetworkError } from "../../../client/errors.ts";
-import { createNodeTransport } from "../../../client/transport.ts";
+import { createNodeTransport, type TlsFiles } from "../../../client/transport.ts";
 import { V3AuthError, V3Client } from "../../../client/v3-gateway.ts";
 import { CliExit } from "../../exit-codes.ts";
 import { deadline } from "../../context.ts";
@@ -81,15 +81,20 @@ async function credentials(inv: V3Invocation): Promise<{ username: string; passw
   return { username: user, password: await promptPassword("Password: ") };
 }
 
-export async function createV3Context(inv: V3Invocation, io: Io): Promise<V3Context> {
-  const g = inv.globals;
-  const tls = {
+/** The TLS files and switches of the global flags (--cacert, --cert, --key, --insecure-*), for every connection the command opens. */
+export function tlsOf(g: V3Invocation["globals"]): TlsFiles {
+  return {
     ...(g.cacert !== undefined ? { caFile: g.cacert } : {}),
     ...(g.cert !== undefined ? { certFile: g.cert } : {}),
     ...(g.key !== undefined ? { keyFile: g.key } : {}),
     insecureSkipVerify: g.insecureSkipTlsVerify,
     insecureTransport: g.insecureTransport,
   };
+}
+
+export async function createV3Context(inv: V3Invocation, io: Io): Promise<V3Context> {
+  const g = inv.globals;
+  const tls = tlsOf(g);
   const creds = await credentials(inv);
   const transport = await createNodeTransport(tls);
   let client: V3Client;

@@ -13,7 +13,7 @@ import { deadline } from "../../context.ts";
 import type { Io } from "../../io.ts";
 import type { V3Invocation } from "./argv.ts";
 import { endpointsFromCluster } from "./cluster-endpoints.ts";
-import { createV3Context, printOut, v3ErrorText, v3Fail, V3Exit } from "./context.ts";
+import { createV3Context, printOut, tlsOf, v3ErrorText, v3Fail, V3Exit } from "./context.ts";
 import { goDuration, healthLines, printHashKV, printHealth, printStatus, type EndpointHashKVRow, type EndpointHealth, type EndpointStatusRow, type WireStatusResponse } from "./printers-cluster.ts";
 
 const one = (inv: V3Invocation, ep: string): V3Invocation => ({ ...inv, globals: { ...inv.globals, endpoints: [ep] } });
@@ -75,13 +75,7 @@ async function hashkv(inv: V3Invocation, io: Io): Promise<number> {
   const rev = inv.flags["rev"];
   const revision = typeof rev === "number" ? rev : 0;
   const g = inv.globals;
-  const tls = {
-    ...(g.cacert !== undefined ? { caFile: g.cacert } : {}),
-    ...(g.cert !== undefined ? { certFile: g.cert } : {}),
-    ...(g.key !== undefined ? { keyFile: g.key } : {}),
-    insecureSkipVerify: g.insecureSkipTlsVerify,
-    insecureTransport: g.insecureTransport,
-  };
+  const tls = tlsOf(g);
   const endpoints = await endpointsFromCluster(inv, io);
   const rows: EndpointHashKVRow[] = [];
   let last: string | undefined;
