@@ -78,6 +78,36 @@ function member(): { service: V3Service; proposed: string[]; u1: string; v3: V3K
 }
 
 const anonymous = { token: undefined };
+
+/**
+ * A member whose proposals apply at once, after `logAhead` (what the log holds ahead of the
+ * write, committed through another member); counts its ReadIndex rounds.
+ */
+function applyingMember(auth: V3AuthState, logAhead: () => unknown): { service: V3Service; v3: V3KeySpace; proposed: string[]; rounds: () => number } {
+  const v3 = new V3KeySpace();
+  const proposed: string[] = [];
+  let rounds = 0;
+  const service = new V3Service({
+    config: { authToken: { type: "simple" } },
+    clusterId: 11,
+    memberId: 22,
+    term: 3,
+    // At the index u1's token was registered at (authState): its lookup needs no catching up.
+    appliedIndex: 100,
+    v3,
+    v3auth: auth,
+    metrics: new ServerMetrics(),
+    quotaAvailable: () => true,
+    linearizableRead: async () => {
+      rounds++;
+    },
+    propose: async (body: CommandBody) => {
+      proposed.push(body.t === "v3" ? body.op.k : body.t);
+      return applyWrite(v3, auth, body, logAhead);
+    },
+  } as unknown as V3ServiceHost);
+  return { service, v3, proposed, rounds: () => rounds };
+}
 const unknownError = (text: string): V3Error => new V3Error(GrpcCode.Unknown, text);
 
 test("auth on, no token: Status, MemberList, keepalive and time-to-live are served without reading one", async () => {
@@ -144,33 +174,13 @@ test("auth on: a put may not join a lease that holds a key the caller cannot wri
 // etcd's Go client on 3 members (round robin): AuthDisable through one, a put without a
 // token through another was refused with 'user name is empty' by kvctl, served by etcd.
 test("auth on here, no token: the write goes to the log unjudged; an AuthDisable applied before it lets it through, else apply refuses it", async () => {
-  let rounds = 0;
   const { auth } = authState();
-  const v3 = new V3KeySpace();
-  const proposed: string[] = [];
-  const service = new V3Service({
-    config: { authToken: { type: "simple" } },
-    clusterId: 11,
-    memberId: 22,
-    term: 3,
-    appliedIndex: 5,
-    v3,
-    v3auth: auth,
-    metrics: new ServerMetrics(),
-    quotaAvailable: () => true,
-    linearizableRead: async () => {
-      rounds++;
-    },
-    // The log holds the AuthDisable committed through another member ahead of the put.
-    propose: async (body: CommandBody) => {
-      proposed.push(body.t === "v3" ? body.op.k : body.t);
-      return applyWrite(v3, auth, body, () => auth.enabled && auth.apply({ kind: "authDisable" }));
-    },
-  } as unknown as V3ServiceHost);
+  // The log holds the AuthDisable committed through another member ahead of the put.
+  const { service, v3, proposed, rounds } = applyingMember(auth, () => auth.enabled && auth.apply({ kind: "authDisable" }));
   const put = await service.put(putReq("b", "1"), anonymous);
   assert.equal(put.revision, 2);
   assert.equal(v3.revision, 2);
-  assert.equal(rounds, 0, "no ReadIndex round");
+  assert.equal(rounds(), 0, "no ReadIndex round");
   assert.deepEqual(proposed, ["put"]);
   // Still enabled when it applies: refused there.
   const still = member();
@@ -209,28 +219,8 @@ test("auth off: a token is still looked up, as etcd's AuthInfoFromCtx does; disa
 test("auth on: a write checked here before a revoke committed elsewhere is refused at apply with ErrAuthOldRevision", async () => {
   for (const write of ["put", "deleteRange", "txn"] as const) {
     const { auth, u1 } = authState();
-    const v3 = new V3KeySpace();
-    let rounds = 0;
-    const proposed: string[] = [];
-    const service = new V3Service({
-      config: { authToken: { type: "simple" } },
-      clusterId: 11,
-      memberId: 22,
-      term: 3,
-      appliedIndex: 100,
-      v3,
-      v3auth: auth,
-      metrics: new ServerMetrics(),
-      quotaAvailable: () => true,
-      linearizableRead: async () => {
-        rounds++;
-      },
-      // The leader committed the revoke ahead of this write: apply meets it first.
-      propose: async (body: CommandBody) => {
-        proposed.push(body.t === "v3" ? body.op.k : body.t);
-        return applyWrite(v3, auth, body, () => auth.apply({ kind: "userRevokeRole", name: "u1", role: "r1" }));
-      },
-    } as unknown as V3ServiceHost);
+    // The leader committed the revoke ahead of this write: apply meets it first.
+    const { service, v3, proposed, rounds } = applyingMember(auth, () => auth.apply({ kind: "userRevokeRole", name: "u1", role: "r1" }));
     const ctx = { token: u1 };
     const call = () =>
       write === "put"
@@ -240,7 +230,7 @@ test("auth on: a write checked here before a revoke committed elsewhere is refus
           : service.txn(txnReq({ success: [opPut("a/x", "1")] }), ctx);
     await assert.rejects(call(), V3Errors.authOldRevision(), write);
     assert.deepEqual(proposed, [write], write);
-    assert.equal(rounds, 0, `${write}: no ReadIndex round`);
+    assert.equal(rounds(), 0, `${write}: no ReadIndex round`);
     assert.equal(v3.revision, 1, write);
     // The revoke applied here now: refused before proposing, as etcd's answer once its
     // member applied it ('permission denied').
