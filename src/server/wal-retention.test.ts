@@ -43,14 +43,18 @@ test("--max-wals 3: old WAL files go until 3 remain once snapshots cover them; t
   const config = await configFor(dir, ["--max-wals", "3"]);
   const walDir = join(dir, "member", "wal");
   const kv = await run(config, 0, 400);
-  // The last snapshot (every 20 entries) is recorded in the background.
-  await until(async () => (await walFiles(walDir)).length <= 3, "at most 3 WAL files", 10_000);
-  const files = await walFiles(walDir);
-  // Exactly 3: files no snapshot needs are kept up to the count, as etcd keeps them.
-  assert.equal(files.length, 3, files.join(","));
-  assert.ok(!files.includes("0000000000000000-0000000000000000.wal"), `the first segment went: ${files.join(",")}`);
-  assert.ok(Number.parseInt((files[0] as string).slice(0, 16), 16) >= 5, `400 entries of 300 bytes made more segments than kept: ${files.join(",")}`);
-  await kv.stop();
+  try {
+    // The last snapshot (every 20 entries) is recorded in the background.
+    await until(async () => (await walFiles(walDir)).length <= 3, "at most 3 WAL files", 10_000);
+    const files = await walFiles(walDir);
+    // Exactly 3: files no snapshot needs are kept up to the count, as etcd keeps them.
+    assert.equal(files.length, 3, files.join(","));
+    assert.ok(!files.includes("0000000000000000-0000000000000000.wal"), `the first segment went: ${files.join(",")}`);
+    assert.ok(Number.parseInt((files[0] as string).slice(0, 16), 16) >= 5, `400 entries of 300 bytes made more segments than kept: ${files.join(",")}`);
+  } finally {
+    // A member left running keeps the file's process alive past its tests.
+    await kv.stop();
+  }
   const again = await run(config, 400, 10);
   assert.equal(again.store.get("/r/k0", {}, Date.now()).node?.value, "x".repeat(300));
   assert.equal(again.store.get("/r/k409", {}, Date.now()).node?.value, "x".repeat(300));

@@ -92,6 +92,8 @@ export class Wal {
   /** Record bytes this WAL wrote (headers, entries, hard states, snapshot refs), not the zero fill. */
   #written: number;
   #busy = false;
+  /** The last releaseTo, applied again after each cut. */
+  #released: { index: number; maxFiles: number | undefined } | undefined;
   #closed = false;
   #failed: unknown = null;
 
@@ -327,25 +329,37 @@ export class Wal {
    * `maxFiles` is etcd's --max-wals: segments no longer needed are removed only while more
    * than that many remain (oldest first), and 0 keeps them all; absent, every segment no
    * longer needed goes. A needed segment is never removed, whatever the count.
+   *
+   * The release is remembered: each later cut applies it again, so a segment that the count
+   * kept goes as soon as newer segments outnumber it, not only at the next release (etcd
+   * purges released files on a timer; here the count can only grow at a cut).
    */
   async releaseTo(index: number, opts: { maxFiles?: number } = {}): Promise<void> {
     this.#enter();
     try {
-      const limit = Math.min(index, this.#snapshotIndex);
-      let keepFrom = 0;
-      for (let i = 0; i < this.#segments.length; i++) if ((this.#segments[i] as SegmentName).index <= limit) keepFrom = i;
-      const max = opts.maxFiles;
-      if (max !== undefined) keepFrom = max === 0 ? 0 : Math.min(keepFrom, Math.max(0, this.#segments.length - max));
-      if (keepFrom === 0) return;
-      const doomed = this.#segments.slice(0, keepFrom);
-      // Oldest first: a crash part-way leaves a gap-free suffix of segments.
-      for (const s of doomed) await unlink(join(this.#dir, s.name));
-      this.#segments = this.#segments.slice(keepFrom);
-      await fsyncDir(this.#dir);
-      this.#logger.info("released WAL segments", { upTo: index, removed: doomed.map((s) => s.name) });
+      this.#released = { index, maxFiles: opts.maxFiles };
+      await this.#releaseSegments();
     } finally {
       this.#busy = false;
     }
+  }
+
+  /** Removes what the last releaseTo allows; the caller holds the WAL (#enter). */
+  async #releaseSegments(): Promise<void> {
+    const released = this.#released;
+    if (released === undefined) return;
+    const { index, maxFiles } = released;
+    const limit = Math.min(index, this.#snapshotIndex);
+    let keepFrom = 0;
+    for (let i = 0; i < this.#segments.length; i++) if ((this.#segments[i] as SegmentName).index <= limit) keepFrom = i;
+    if (maxFiles !== undefined) keepFrom = maxFiles === 0 ? 0 : Math.min(keepFrom, Math.max(0, this.#segments.length - maxFiles));
+    if (keepFrom === 0) return;
+    const doomed = this.#segments.slice(0, keepFrom);
+    // Oldest first: a crash part-way leaves a gap-free suffix of segments.
+    for (const s of doomed) await unlink(join(this.#dir, s.name));
+    this.#segments = this.#segments.slice(keepFrom);
+    await fsyncDir(this.#dir);
+    this.#logger.info("released WAL segments", { upTo: index, removed: doomed.map((s) => s.name) });
   }
 
   async close(): Promise<void> {
@@ -465,6 +479,8 @@ export class Wal {
     }
     this.#logger.info("created WAL segment", { file: name });
     this.#maybePrepareNext();
+    // The new segment is written: a segment that cannot be removed is no failure of the log.
+    await this.#releaseSegments().catch((err: unknown) => this.#logger.warn("failed to remove released WAL segments", { error: String(err) }));
   }
 }
 
