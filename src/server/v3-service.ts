@@ -116,8 +116,13 @@ const KV_OVERHEAD = 256;
 const LEASE_OVERHEAD = 64;
 
 /** Did the call bring a token (checked even while auth is disabled, as etcd does)? */
-function hasToken(ctx: V3CallContext): boolean {
+function hasToken(ctx: V3Caller): boolean {
   return ctx.token !== undefined && ctx.token !== "";
+}
+
+/** Neither a token nor a client certificate's name: with auth on, an anonymous caller. */
+function isAnonymous(ctx: V3Caller): boolean {
+  return !hasToken(ctx) && ctx.commonName === undefined;
 }
 
 function costPut(r: PutRequest): number {
@@ -200,9 +205,9 @@ export class V3Service implements V3Backend {
     if (token === undefined || token === "") {
       if (!auth.enabled) return null;
       if (ctx.commonName !== undefined) return { user: ctx.commonName, revision: auth.authRevision };
-      // etcd refuses a write without a token when it applies it, in log order: an
-      // AuthDisable acknowledged by another member is in effect. This member may not have
-      // applied it yet: catch up before refusing (a refusal is rare, the round cheap).
+      // An AuthDisable another member acknowledged may not have applied here yet: catch
+      // up before refusing (a refusal is rare, the round cheap). Writes do not come here
+      // without a token: apply judges those in log order (#writerStamp).
       await this.#read(ctx).catch(() => undefined);
       if (!auth.enabled) return null;
       throw V3Errors.userEmpty();
@@ -224,7 +229,7 @@ export class V3Service implements V3Backend {
    * A token that names nobody is still refused.
    */
   async #callerOrAnonymous(ctx: V3Caller): Promise<V3AuthInfo | null> {
-    if (this.#kv.v3auth.enabled && (ctx.token === undefined || ctx.token === "") && ctx.commonName === undefined) return null;
+    if (this.#kv.v3auth.enabled && isAnonymous(ctx)) return null;
     return await this.authInfo(ctx);
   }
 
@@ -303,7 +308,7 @@ export class V3Service implements V3Backend {
    */
   async #writerStamp(ctx: V3Caller, check: (info: V3AuthInfo | null) => void): Promise<V3WriteStamp | undefined> {
     const auth = this.#kv.v3auth;
-    if (!hasToken(ctx) && ctx.commonName === undefined) return auth.enabled ? null : undefined;
+    if (isAnonymous(ctx)) return auth.enabled ? null : undefined;
     const info = await this.authInfo(ctx);
     check(info);
     return info === null ? undefined : info;
@@ -532,7 +537,6 @@ export class V3Service implements V3Backend {
     this.#kv.v3auth.isAdminPermitted(await this.authInfo(ctx));
   }
 
-  /** etcd 3.4's MemberList reads no token: any caller may list. */
   /**
    * etcd's authMaintenanceServer (Defragment, Hash, HashKV, Snapshot): the admin check's
    * error goes back as it is, code Unknown and the auth store's text ("auth: permission
@@ -542,6 +546,7 @@ export class V3Service implements V3Backend {
     await asAuthStoreError(() => this.#admin(ctx));
   }
 
+  /** etcd 3.4's MemberList reads no token: any caller may list. */
   async memberList(req: { linearizable: boolean }, ctx: V3CallContext): Promise<V3Member[]> {
     // etcd 3.5's field, read through the same loop there.
     if (req.linearizable) await this.#read(ctx, LOOP_READ);
