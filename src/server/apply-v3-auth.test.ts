@@ -9,7 +9,7 @@ import { test } from "node:test";
 import { GrpcCode, V3Error, V3Errors } from "../api/v3-errors.ts";
 import { V3AuthState, V3PermType, encodePermission, type V3AuthInfo, type V3AuthOp } from "../auth/index.ts";
 import { V3KeySpace, CompareResult } from "../store/v3/index.ts";
-import { b, cmpVersion, delReq, opDel, opPut, putReq, txnReq } from "../store/v3/v3.test-helper.ts";
+import { b, cmpVersion, delReq, opDel, opPut, putReq, rangeReq, txnReq } from "../store/v3/v3.test-helper.ts";
 import { applyCommand, type ApplyResult, type StateMachine } from "./apply.ts";
 import { decodeCommand, encodeCommand, peekKeySpaceCommand } from "./request.ts";
 import type { V3Op } from "./v3-command.ts";
@@ -112,7 +112,7 @@ test("a caller without a token (null stamp) is refused while auth is on at apply
   assert.equal(apply(sm, { k: "put", r: putReq("r/x", "1"), a: { user: "u1", revision: 1 } }).ok, true);
 });
 
-test("an unstamped write (auth off at its proposer, or an older log) is not judged at apply", () => {
+test("an unstamped write (an older log's, checked before it was proposed) is not judged at apply", () => {
   const { sm } = machine();
   assert.equal(apply(sm, { k: "put", r: putReq("r/x", "1") }).ok, true);
   assert.equal(apply(sm, { k: "txn", r: txnReq({ success: [opPut("r/x", "1")] }) }).ok, true);
@@ -135,4 +135,59 @@ test("log form: a stamped put travels as JSON with its stamp, an unstamped put k
   assert.equal(plain[0], 0x01);
   const plainBack = decodeCommand(plain);
   assert.ok(plainBack.t === "v3" && plainBack.op.k === "put" && !("a" in plainBack.op));
+});
+
+// etcd 3.4.23, 3 members, a lease holding b/held (which u1 may not write), auth on: u1's
+// LeaseRevoke answered 'etcdserver: permission denied' (code 7, gateway 403), one without a
+// token 'etcdserver: user name is empty' (code 3, 400); the lease lived on with its key. A
+// key-less lease was revoked for a caller without a token.
+test("a lease revocation: the stamped caller must be able to write every key of the lease; refused, the lease and its keys stay", () => {
+  const { sm, v3, u1 } = machine();
+  v3.leaseGrant({ id: 5n, ttl: 60 }, 1_000);
+  v3.put(putReq("r/held", "1", { lease: 5n }));
+  refused(apply(sm, { k: "leaseRevoke", id: 5n, a: u1() }), V3Errors.permissionDenied(), "u1 may not write r/held");
+  refused(apply(sm, { k: "leaseRevoke", id: 5n, a: null }), V3Errors.userEmpty(), "no token");
+  assert.deepEqual(v3.timeToLive(5n, 1_000, { keys: true })?.keys, [b("r/held")]);
+  assert.equal(v3.range(rangeReq("r/held")).kvs.length, 1);
+  // root may; and the leader's own revocation of an expired lease (unstamped, etcd's WithRoot) too.
+  v3.leaseGrant({ id: 6n, ttl: 60 }, 1_000);
+  v3.put(putReq("r/held2", "1", { lease: 6n }));
+  assert.equal(apply(sm, { k: "leaseRevoke", id: 6n }).ok, true);
+  assert.equal(v3.timeToLive(6n, 1_000), undefined);
+  // A lease without keys asks nothing, not even a user; an unknown one is not found.
+  v3.leaseGrant({ id: 7n, ttl: 60 }, 1_000);
+  assert.equal(apply(sm, { k: "leaseRevoke", id: 7n, a: null }).ok, true);
+  refused(apply(sm, { k: "leaseRevoke", id: 8n, a: null }), V3Errors.leaseNotFound(), "unknown lease");
+  // Keys the caller may write: revoked.
+  v3.leaseGrant({ id: 9n, ttl: 60 }, 1_000);
+  v3.put(putReq("a/held", "1", { lease: 9n }));
+  assert.equal(apply(sm, { k: "leaseRevoke", id: 9n, a: u1() }).ok, true);
+  assert.equal(v3.range(rangeReq("a/held")).kvs.length, 0);
+});
+
+test("log form: an anonymous put keeps the binary form with its stamp (judged at apply); a revoke carries its stamp", () => {
+  const anon = encodeCommand({ t: "v3", m: 1, id: 10, time: 5, op: { k: "put", r: putReq("a/x", "1", { prevKv: true }), a: null } });
+  assert.equal(anon[0], 0x01);
+  const back = decodeCommand(anon);
+  assert.ok(back.t === "v3" && back.op.k === "put" && back.op.a === null && back.op.r.prevKv);
+  assert.deepEqual(peekKeySpaceCommand(anon), { t: "v3-head", m: 1, id: 10 });
+  const revoke = decodeCommand(encodeCommand({ t: "v3", m: 1, id: 11, time: 5, op: { k: "leaseRevoke", id: 5n, a: { user: "u1", revision: 3 } } }));
+  assert.ok(revoke.t === "v3" && revoke.op.k === "leaseRevoke");
+  if (revoke.t === "v3" && revoke.op.k === "leaseRevoke") assert.deepEqual(revoke.op, { k: "leaseRevoke", id: 5n, a: { user: "u1", revision: 3 } });
+});
+
+// The member that proposed it had not applied an AuthEnable committed through another
+// member: its entry says only that the caller brought no token. etcd 3.4.23, 3 members,
+// AuthEnable via member 1 then a put without a token via member 3, 30 times: 30/30
+// 'etcdserver: user name is empty' (code 3, gateway 400).
+test("an anonymous put proposed while auth was off at its member is refused when auth is on at apply", () => {
+  const { sm, v3, auth } = machine();
+  auth.apply({ kind: "authDisable" });
+  const op = decodeCommand(encodeCommand({ t: "v3", m: 1, id: 12, time: 5, op: { k: "put", r: putReq("a/x", "1"), a: null } }));
+  assert.equal(applyCommand(sm, op, 12).ok, true, "auth off at apply: served");
+  auth.apply({ kind: "authEnable" });
+  refused(applyCommand(sm, op, 13), V3Errors.userEmpty(), "auth on at apply");
+  refused(apply(sm, { k: "deleteRange", r: delReq("a/x"), a: null }), V3Errors.userEmpty(), "delete");
+  refused(apply(sm, { k: "txn", r: txnReq({ success: [opPut("a/x", "3")] }), a: null }), V3Errors.userEmpty(), "txn");
+  assert.equal(v3.revision, 2);
 });

@@ -7,7 +7,7 @@ import type { Command, V2Request } from "./request.ts";
 import type { Membership } from "./membership.ts";
 import type { V2AuthResult, V2AuthState, V3AuthState } from "../auth/index.ts"; // v2 access control
 import { V3Error } from "../api/v3-errors.ts";
-import type { RevisionEvents, V3KeySpace } from "../store/v3/index.ts";
+import type { LeaseId, RevisionEvents, V3KeySpace } from "../store/v3/index.ts";
 import type { V3Op, V3WriteStamp } from "./v3-command.ts";
 import { checkDeleteRangeRequest, checkLeaseKeys, checkPutRequest, checkTxnRequest } from "../auth/index.ts";
 import type { V3Answer } from "./v3-results.ts";
@@ -39,7 +39,16 @@ export interface StateMachine {
  */
 function checkPutAtApply(sm: StateMachine, r: Extract<V3Op, { k: "put" }>["r"], a: V3WriteStamp, time: number): void {
   checkPutRequest(sm.v3auth, a, r);
-  if (r.lease !== 0n && sm.v3auth.enabled) checkLeaseKeys(sm.v3auth, a, sm.v3.timeToLive(r.lease, time, { keys: true })?.keys ?? []);
+  if (r.lease !== 0n) checkLeasePuts(sm, r.lease, a, time);
+}
+
+/**
+ * etcd's checkLeasePuts: with auth on, the stamped caller may write every key lease `id`
+ * holds. A lease without keys (or unknown here) asks nothing, not even a user: etcd
+ * revokes a key-less lease for a caller without a token.
+ */
+function checkLeasePuts(sm: StateMachine, id: LeaseId, a: V3WriteStamp, time: number): void {
+  if (sm.v3auth.enabled) checkLeaseKeys(sm.v3auth, a, sm.v3.timeToLive(id, time, { keys: true })?.keys ?? []);
 }
 
 /** Applies one v3 operation at the entry's time and index. Throws V3Error for a refused one. */
@@ -61,6 +70,8 @@ function applyV3(sm: StateMachine, op: V3Op, at: { time: number; index: number }
     case "leaseGrant":
       return { v3: sm.v3.leaseGrant({ id: op.id, ttl: op.ttl }, at.time) };
     case "leaseRevoke":
+      // Refused, the lease and its keys stay, and so does its deadline (lease-keeper.ts).
+      if (op.a !== undefined) checkLeasePuts(sm, op.id, op.a, at.time);
       return one(sm.v3.leaseRevoke(op.id));
     case "leaseCheckpoint":
       return { v3: sm.v3.leaseCheckpoint(op.cps) };

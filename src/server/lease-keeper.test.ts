@@ -6,6 +6,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, test } from "node:test";
 import type { LeaseId, V3KeySpace } from "../store/v3/index.ts";
+import { V3Errors } from "../api/v3-errors.ts";
 import { peerPost } from "../transport/http-client.ts";
 import { LeaseKeeper, type LeaseKeeperHost } from "./lease-keeper.ts";
 import { PEER_LEASE_BATCH_PATH, PEER_LEASE_PATH } from "./lease-peer-wire.ts";
@@ -101,4 +102,20 @@ test("the peer lease endpoints read a capped body: a larger one is answered 413,
   const res = await fetch(l.url + PEER_LEASE_PATH, { method: "POST", body: Buffer.alloc(2 << 20) });
   assert.equal(res.status, 413);
   assert.match(await res.text(), /^request body larger than \d+ bytes\n$/);
+});
+
+// etcd's authApplierV3.LeaseRevoke refuses a caller who may not write every key of the
+// lease: the lease lives on, and expires at its deadline. A keeper that dropped the
+// deadline on any applied revocation left such a lease alive for ever.
+test("a revocation apply refused for the caller's permissions keeps the lease's deadline; an applied one, or one of a lease gone, ends it", async () => {
+  const host = { memberId: LEADER_ID, leaderId: LEADER_ID, isLeader: true, requestTimeoutMs: 5000, config, v3: { leases: () => [] } as unknown as V3KeySpace } as unknown as LeaseKeeperHost;
+  const keeper = new LeaseKeeper(host, silentLogger);
+  keeper.promote();
+  for (const id of [7n, 8n, 9n]) keeper.applied({ k: "leaseGrant", id, ttl: 10 }, { ok: true, v3: { revision: 1, id, ttl: 10 } });
+  keeper.applied({ k: "leaseRevoke", id: 7n, a: { user: "u1", revision: 3 } }, { ok: false, error: V3Errors.permissionDenied() });
+  keeper.applied({ k: "leaseRevoke", id: 7n, a: null }, { ok: false, error: V3Errors.userEmpty() });
+  keeper.applied({ k: "leaseRevoke", id: 7n, a: { user: "u1", revision: 2 } }, { ok: false, error: V3Errors.authOldRevision() });
+  keeper.applied({ k: "leaseRevoke", id: 8n, a: null }, { ok: true, v3: { revision: 2 } });
+  keeper.applied({ k: "leaseRevoke", id: 9n }, { ok: false, error: V3Errors.leaseNotFound() });
+  assert.deepEqual(await renewAll(keeper, [7n, 8n, 9n]), [10, undefined, undefined]);
 });

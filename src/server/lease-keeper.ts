@@ -93,6 +93,11 @@ export type PrimaryAnswer<T> = { value: T } | { refused: PeerRefusal };
 /** A forwarded request the leader could not serve yet (not primary, catching up): try again. */
 class RetryLaterError extends Error {}
 
+/** A revocation's refusal because its lease is gone already (not a failure to revoke it). */
+function isLeaseNotFound(err: unknown): boolean {
+  return err instanceof V3Error && err.code === V3Errors.leaseNotFound().code && err.message === V3Errors.leaseNotFound().message;
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(1, ms)));
 
 interface PendingRenew {
@@ -167,13 +172,18 @@ export class LeaseKeeper {
     this.#wakePrimaryWaiters();
   }
 
-  /** Told of every applied v3 operation: grants start a deadline, revocations end one, checkpoints schedule the next. */
+  /**
+   * Told of every applied v3 operation: grants start a deadline, revocations end one,
+   * checkpoints schedule the next. A revocation apply refused for its caller's permissions
+   * (etcd's checkLeasePuts) left the lease and its keys: its deadline stays, or the lease
+   * would never expire. One of a lease already gone ends the deadline too.
+   */
   applied(op: V3Op, result: ApplyResult): void {
     if (op.k === "leaseGrant") {
       const r = result.ok ? v3ResultOf(op, result) : undefined;
       if (r !== undefined) this.#table.granted(r.id, r.ttl);
     } else if (op.k === "leaseRevoke") {
-      this.#table.revoked(op.id);
+      if (result.ok || isLeaseNotFound(result.error)) this.#table.revoked(op.id);
     } else if (op.k === "leaseCheckpoint" && result.ok) {
       for (const c of op.cps) this.#table.checkpointed(c.id, c.remainingTtl);
     }
@@ -412,7 +422,7 @@ export class LeaseKeeper {
         (r) => {
           // Counted as etcd counts it: once the revocation applied (not for a lease already gone).
           if (r.ok) this.#host.metrics.leaseExpired.inc();
-          else if (!(r.error instanceof V3Error && r.error.code === V3Errors.leaseNotFound().code)) {
+          else if (!isLeaseNotFound(r.error)) {
             this.#log.warn("failed to revoke an expired lease", { leaseId: id.toString(16), error: r.error.message });
           }
         },

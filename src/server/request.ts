@@ -80,19 +80,21 @@ export function encodeCommand(c: Command): Uint8Array {
 /**
  * v3 puts, the bulk of a v3 log, in binary (JSON entries start with "{"):
  *
- *   0x01 flags:u8 (prevKv 1, ignoreValue 2, ignoreLease 4) m:f64 id:f64 time:f64
+ *   0x01 flags:u8 (prevKv 1, ignoreValue 2, ignoreLease 4, anonymous 8) m:f64 id:f64 time:f64
  *   lease:i64 keyLength:u32 key value
  *
  * A 1 KiB value took 1.45 KiB as JSON with base64, and decoding it was most of an apply;
- * the in-memory log holds up to --snapshot-count entries.
+ * the in-memory log holds up to --snapshot-count entries. "anonymous" is the stamp of a
+ * caller without a token (op.a null, judged at apply); an older log's put has neither
+ * that flag nor a stamp.
  */
 const BINARY_PUT = 0x01;
 const PUT_HEAD = 1 + 1 + 8 + 8 + 8 + 8 + 4;
 
-function encodePut(c: { m: number; id: number; time: number }, r: PutRequest): Buffer {
+function encodePut(c: { m: number; id: number; time: number }, r: PutRequest, anonymous: boolean): Buffer {
   const out = Buffer.allocUnsafe(PUT_HEAD + r.key.length + r.value.length);
   out[0] = BINARY_PUT;
-  out[1] = (r.prevKv ? 1 : 0) | (r.ignoreValue ? 2 : 0) | (r.ignoreLease ? 4 : 0);
+  out[1] = (r.prevKv ? 1 : 0) | (r.ignoreValue ? 2 : 0) | (r.ignoreLease ? 4 : 0) | (anonymous ? 8 : 0);
   out.writeDoubleBE(c.m, 2);
   out.writeDoubleBE(c.id, 10);
   out.writeDoubleBE(c.time, 18);
@@ -120,12 +122,13 @@ function decodePut(buf: Buffer): Command {
     ignoreValue: (flags & 2) !== 0,
     ignoreLease: (flags & 4) !== 0,
   };
-  return { t: "v3", m: buf.readDoubleBE(2), id: buf.readDoubleBE(10), time: buf.readDoubleBE(18), op: { k: "put", r } };
+  const op: V3Op = (flags & 8) !== 0 ? { k: "put", r, a: null } : { k: "put", r };
+  return { t: "v3", m: buf.readDoubleBE(2), id: buf.readDoubleBE(10), time: buf.readDoubleBE(18), op };
 }
 
 function encodeText(c: Command): Buffer {
-  // A put stamped with its caller (auth on) travels as JSON: the binary form has no room for it.
-  if (c.t === "v3" && c.op.k === "put" && c.op.a === undefined) return encodePut(c, c.op.r);
+  // A put stamped with a named caller travels as JSON: the binary form has room for the anonymous stamp only.
+  if (c.t === "v3" && c.op.k === "put" && (c.op.a === undefined || c.op.a === null)) return encodePut(c, c.op.r, c.op.a === null);
   if (c.t === "v3") return Buffer.from(stringifyWithBytes({ t: c.t, m: c.m, id: c.id, time: c.time, op: c.op })); // "t" first: decodeCommand looks for it
   if (c.t !== "v2") return Buffer.from(JSON.stringify(c));
   const r: Partial<V2Request> & Pick<V2Request, "method" | "path"> = { method: c.r.method, path: c.r.path };

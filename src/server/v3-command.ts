@@ -6,12 +6,15 @@ import type { AlarmActionValue, AlarmTypeValue, CompactionRequest, DeleteRangeRe
 import type { V3AuthInfo, V3AuthOp } from "../auth/index.ts";
 
 /**
- * A write's caller as the proposing member saw it, carried only while auth is on there (or
- * the call brought a token): etcd's RequestHeader{Username, AuthRevision}. null is a caller
- * without one. Apply judges the write again against the auth state of its log position, so
- * a revoke committed between the member's check and the write's turn is in effect. Absent
- * (auth off at the proposer, and every write of an older log) the write is not judged at
- * apply: an older log's writes were checked before they were proposed.
+ * A write's caller as the proposing member saw it: etcd's RequestHeader{Username,
+ * AuthRevision}, which every client write carries whatever the member's auth state. null
+ * is a caller without a token (nor a client certificate name): apply refuses it while auth
+ * is on there ('user name is empty'), as etcd's empty Username, even when auth was still
+ * off at the proposing member (an AuthEnable committed through another member ahead of
+ * it). Apply judges the write against the auth state of its log position, so a revoke
+ * committed between the member's lookup and the write's turn is in effect. Absent: an
+ * older log's write (checked before it was proposed), or the leader's own revocation of an
+ * expired lease (etcd revokes those as root): not judged at apply.
  */
 export type V3WriteStamp = V3AuthInfo | null;
 
@@ -21,7 +24,8 @@ export type V3Op =
   | { k: "txn"; r: TxnRequest; a?: V3WriteStamp }
   | { k: "compact"; r: CompactionRequest }
   | { k: "leaseGrant"; id: LeaseId; ttl: number }
-  | { k: "leaseRevoke"; id: LeaseId }
+  /** `a` as a write's: etcd's authApplierV3.LeaseRevoke checks the caller may write every key of the lease. */
+  | { k: "leaseRevoke"; id: LeaseId; a?: V3WriteStamp }
   /**
    * etcd's LeaseCheckpointRequest: the leader's view of each lease's seconds left
    * (--experimental-enable-lease-checkpoint); 0 clears a lease's checkpoint.

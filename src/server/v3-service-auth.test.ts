@@ -9,7 +9,7 @@ import { test } from "node:test";
 import { GrpcCode, V3Error, V3Errors } from "../api/v3-errors.ts";
 import { V3AuthState, V3PermType, encodePermission, type V3AuthOp } from "../auth/index.ts";
 import { AlarmAction, AlarmType, V3KeySpace } from "../store/v3/index.ts";
-import { opPut, putReq, txnReq } from "../store/v3/v3.test-helper.ts";
+import { opPut, opRange, putReq, txnReq } from "../store/v3/v3.test-helper.ts";
 import { ServerMetrics } from "./metrics/server-metrics.ts";
 import { V3Service, type V3ServiceHost } from "./v3-service.ts";
 import { applyCommand, type ApplyResult, type StateMachine } from "./apply.ts";
@@ -27,7 +27,7 @@ function applyWrite(v3: V3KeySpace, auth: V3AuthState, body: CommandBody, before
   const cmd = decodeCommand(encodeCommand({ ...body, m: 22, id: nextId++ } as Parameters<typeof encodeCommand>[0]));
   return applyCommand({ v3, v3auth: auth } as unknown as StateMachine, cmd, 200);
 }
-const WRITES = new Set(["put", "deleteRange", "txn"]);
+const WRITES = new Set(["put", "deleteRange", "txn", "leaseRevoke", "auth"]);
 
 /** root, and u1 who may write a/ only; auth enabled; u1's token returned. */
 function authState(): { auth: V3AuthState; u1: string } {
@@ -83,7 +83,11 @@ const anonymous = { token: undefined };
  * A member whose proposals apply at once, after `logAhead` (what the log holds ahead of the
  * write, committed through another member); counts its ReadIndex rounds.
  */
-function applyingMember(auth: V3AuthState, logAhead: () => unknown): { service: V3Service; v3: V3KeySpace; proposed: string[]; rounds: () => number } {
+function applyingMember(
+  auth: V3AuthState,
+  logAhead: () => unknown,
+  opts: { onRead?: () => unknown } = {},
+): { service: V3Service; v3: V3KeySpace; proposed: string[]; rounds: () => number } {
   const v3 = new V3KeySpace();
   const proposed: string[] = [];
   let rounds = 0;
@@ -100,6 +104,8 @@ function applyingMember(auth: V3AuthState, logAhead: () => unknown): { service: 
     quotaAvailable: () => true,
     linearizableRead: async () => {
       rounds++;
+      // What the round catches up with: entries committed before it, applied here now.
+      opts.onRead?.();
     },
     propose: async (body: CommandBody) => {
       proposed.push(body.t === "v3" ? body.op.k : body.t);
@@ -107,6 +113,14 @@ function applyingMember(auth: V3AuthState, logAhead: () => unknown): { service: 
     },
   } as unknown as V3ServiceHost);
   return { service, v3, proposed, rounds: () => rounds };
+}
+/** `fn` the first time only: an entry the log holds once, ahead of the first write. */
+function once(fn: () => unknown): () => void {
+  let done = false;
+  return () => {
+    if (!done) fn();
+    done = true;
+  };
 }
 const unknownError = (text: string): V3Error => new V3Error(GrpcCode.Unknown, text);
 
@@ -153,20 +167,26 @@ test("auth on: Defragment, Hash, HashKV and Snapshot refuse a non-root caller wi
   await assert.rejects(m.service.memberRemove("4242", { token: m.u1 }), V3Errors.permissionDenied());
 });
 
-test("auth on: a put may not join a lease that holds a key the caller cannot write; revoking it is refused alike", async () => {
+test("auth on: a put may not join a lease that holds a key the caller cannot write; revoking it is refused alike, at apply", async () => {
   const m = member();
   m.v3.leaseGrant({ id: 5n, ttl: 60 }, Date.now());
   m.v3.put({ ...putReq("b/held", "1"), lease: 5n });
   await assert.rejects(m.service.put({ ...putReq("a/k", "v"), lease: 5n }, { token: m.u1 }), V3Errors.permissionDenied());
   await assert.rejects(m.service.leaseRevoke(5n, { token: m.u1 }), V3Errors.permissionDenied());
   await assert.rejects(m.service.leaseRevoke(5n, anonymous), V3Errors.userEmpty());
-  assert.deepEqual(m.proposed, []);
+  // Judged where etcd judges them: at apply, so each went to the log; the lease lives on.
+  assert.deepEqual(m.proposed, ["put", "leaseRevoke", "leaseRevoke"]);
+  assert.deepEqual(m.v3.timeToLive(5n, Date.now(), { keys: true })?.keys, [b("b/held")]);
   // A lease with no keys, or keys the caller may write, takes the put.
   m.v3.leaseGrant({ id: 6n, ttl: 60 }, Date.now());
   m.v3.put({ ...putReq("a/held", "1"), lease: 6n });
   await m.service.put({ ...putReq("a/k", "v"), lease: 6n }, { token: m.u1 });
   await m.service.leaseRevoke(6n, { token: m.u1 });
-  assert.deepEqual(m.proposed, ["put", "leaseRevoke"]);
+  assert.equal(m.v3.timeToLive(6n, Date.now()), undefined);
+  // A key-less lease is revoked for a caller without a token (etcd: served).
+  m.v3.leaseGrant({ id: 7n, ttl: 60 }, Date.now());
+  await m.service.leaseRevoke(7n, anonymous);
+  assert.equal(m.v3.timeToLive(7n, Date.now()), undefined);
 });
 
 // etcd checks a put's permission when it applies it: an AuthDisable another member
@@ -220,7 +240,7 @@ test("auth on: a write checked here before a revoke committed elsewhere is refus
   for (const write of ["put", "deleteRange", "txn"] as const) {
     const { auth, u1 } = authState();
     // The leader committed the revoke ahead of this write: apply meets it first.
-    const { service, v3, proposed, rounds } = applyingMember(auth, () => auth.apply({ kind: "userRevokeRole", name: "u1", role: "r1" }));
+    const { service, v3, proposed, rounds } = applyingMember(auth, once(() => auth.apply({ kind: "userRevokeRole", name: "u1", role: "r1" })));
     const ctx = { token: u1 };
     const call = () =>
       write === "put"
@@ -232,10 +252,10 @@ test("auth on: a write checked here before a revoke committed elsewhere is refus
     assert.deepEqual(proposed, [write], write);
     assert.equal(rounds(), 0, `${write}: no ReadIndex round`);
     assert.equal(v3.revision, 1, write);
-    // The revoke applied here now: refused before proposing, as etcd's answer once its
-    // member applied it ('permission denied').
+    // The revoke applied here now: the token's revision is current, apply refuses the
+    // permission ('permission denied', as etcd once its member applied it).
     await assert.rejects(call(), V3Errors.permissionDenied(), `${write} after the revoke`);
-    assert.deepEqual(proposed, [write], write);
+    assert.deepEqual(proposed, [write, write], write);
   }
 });
 
@@ -266,4 +286,85 @@ test("auth on: MoveLeader reads no token; any caller, even without one, may move
   await service.moveLeader("33", { token: m.u1 });
   await service.moveLeader("33", { token: "bogus" });
   assert.deepEqual(moved, [33, 33, 33]);
+});
+
+// etcd 3.4.23, 3 members: AuthEnable via member 1, then a put without a token via member 3,
+// 30 times: 30/30 'etcdserver: user name is empty' (code 3, gateway 400): its entry carries
+// an empty user, which authApplierV3 refuses once auth is on, whatever member 3 had applied
+// when it proposed it. kvctl served it when member 3 had not applied the AuthEnable yet.
+test("auth off here, on at apply (an AuthEnable committed elsewhere ahead): a write, a revocation, an auth change without a token are refused there", async () => {
+  const { auth } = authState();
+  auth.apply({ kind: "authDisable" });
+  const { service, v3, proposed, rounds } = applyingMember(auth, () => auth.enabled || auth.apply({ kind: "authEnable" }));
+  v3.leaseGrant({ id: 5n, ttl: 60 }, Date.now());
+  v3.put({ ...putReq("a/held", "1"), lease: 5n });
+  const calls: Array<[string, () => Promise<unknown>]> = [
+    ["put", () => service.put(putReq("a/x", "1"), anonymous)],
+    ["deleteRange", () => service.deleteRange({ key: b("a/held"), rangeEnd: Buffer.alloc(0), prevKv: false }, anonymous)],
+    ["txn", () => service.txn(txnReq({ success: [opPut("a/x", "1")] }), anonymous)],
+    ["leaseRevoke", () => service.leaseRevoke(5n, anonymous)],
+    ["userAdd", () => service.userAdd({ name: "u9", password: "", noPassword: true }, anonymous)],
+  ];
+  for (const [name, call] of calls) await assert.rejects(call(), V3Errors.userEmpty(), name);
+  assert.deepEqual(proposed, ["put", "deleteRange", "txn", "leaseRevoke", "auth"]);
+  assert.equal(rounds(), 0);
+  assert.equal(v3.revision, 2, "nothing written");
+  assert.deepEqual(v3.timeToLive(5n, Date.now(), { keys: true })?.keys, [b("a/held")]);
+});
+
+// etcd 3.4.23's Range: a linearizable one checks after its ReadIndex round, a serializable
+// one at once, both against the member's applied auth store (doSerialize); Watch at once.
+test("auth on, no token: a serializable range or a watch is refused at once, a linearizable range after its one round", async () => {
+  const { auth } = authState();
+  const { service, rounds } = applyingMember(auth, () => undefined);
+  const range = (serializable: boolean) => service.range({ key: b("a/x"), rangeEnd: Buffer.alloc(0), serializable } as Parameters<V3Service["range"]>[0], anonymous);
+  await assert.rejects(range(true), V3Errors.userEmpty());
+  assert.equal(rounds(), 0, "serializable: no round");
+  const sink = { send: () => undefined, more: () => undefined } as unknown as Parameters<V3Service["watch"]>[1];
+  await assert.rejects(service.watch({ key: b("a/x"), rangeEnd: Buffer.alloc(0) } as Parameters<V3Service["watch"]>[0], sink, anonymous), V3Errors.userEmpty());
+  assert.equal(rounds(), 0, "watch: no round");
+  await assert.rejects(range(false), V3Errors.userEmpty());
+  assert.equal(rounds(), 1, "linearizable: one round, not a second to catch up before refusing");
+  await assert.rejects(service.txn(txnReq({ success: [opRange("a/x")] }), anonymous), V3Errors.userEmpty());
+  assert.equal(rounds(), 2, "a read-only txn: one round");
+});
+
+test("auth on here, no token: an AuthDisable acknowledged elsewhere before a linearizable read is in effect after its round; an auth change meets it at apply", async () => {
+  const { auth } = authState();
+  const disable = once(() => auth.apply({ kind: "authDisable" }));
+  const reader = applyingMember(auth, () => undefined, { onRead: disable });
+  const res = await reader.service.range({ key: b("a/x"), rangeEnd: Buffer.alloc(0), serializable: false } as Parameters<V3Service["range"]>[0], anonymous);
+  assert.equal(res.kvs.length, 0);
+  assert.equal(reader.rounds(), 1);
+  // An auth change without a token goes to the log: the AuthDisable ahead of it lets it by.
+  const again = authState();
+  const writer = applyingMember(again.auth, once(() => again.auth.apply({ kind: "authDisable" })));
+  await writer.service.userAdd({ name: "u9", password: "", noPassword: true }, anonymous);
+  assert.deepEqual(writer.proposed, ["auth"]);
+  assert.equal(writer.rounds(), 0);
+  assert.deepEqual(await writer.service.userList(anonymous), ["root", "u1", "u9"]);
+});
+
+// etcd 3.4.23, 3 members, RoleGrantPermission via member 1, then the user's put via member
+// 3 with a token from before, 30 times: 29 served, 1 'revision of auth store is old'; never
+// 'permission denied', which kvctl answered when member 3 had not applied the grant (it
+// checked the write against its own state before proposing).
+test("auth on: a write a grant committed elsewhere allows is not refused by a member that has not applied the grant", async () => {
+  const { auth, u1 } = authState();
+  const grant = once(() => auth.apply({ kind: "roleGrantPermission", name: "r1", perm: encodePermission({ permType: V3PermType.READWRITE, key: b("g"), rangeEnd: Buffer.alloc(0) }) }));
+  const { service, v3, proposed } = applyingMember(auth, grant);
+  // Stamped before the grant: apply refuses the stale revision, as etcd's.
+  await assert.rejects(service.put(putReq("g", "1"), { token: u1 }), V3Errors.authOldRevision());
+  assert.deepEqual(proposed, ["put"]);
+  // Looked up after it: served.
+  await service.put(putReq("g", "1"), { token: u1 });
+  assert.equal(v3.revision, 2);
+});
+
+test("auth on: a read-only txn is judged after its ReadIndex round, as a range: a revoke it caught up with is in effect", async () => {
+  const { auth, u1 } = authState();
+  const revoke = once(() => auth.apply({ kind: "userRevokeRole", name: "u1", role: "r1" }));
+  const { service, rounds } = applyingMember(auth, () => undefined, { onRead: revoke });
+  await assert.rejects(service.txn(txnReq({ success: [opRange("a/x")] }), { token: u1 }), V3Errors.permissionDenied());
+  assert.equal(rounds(), 1);
 });

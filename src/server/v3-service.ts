@@ -1,19 +1,18 @@
 // The v3 API on a member: what the JSON gateway calls. Writes become log entries (apply.ts
 // runs them on every member); linearizable reads wait on Raft's ReadIndex and read the
-// local key space; watches register in the member's hub. Access control is decided here,
-// at the edge, from the caller's token (etcd's v3 auth), and for writes again at apply:
-// with auth on a write carries its caller and the auth revision its token was looked up
-// at (etcd's RequestHeader), and apply judges it against the auth state of its log
-// position, as etcd's authApplierV3. Auth changes carry the caller into the entry too. Requests arrive already checked as etcd's v3rpc checks
-// them (the gateway does that, see http/v3-backend.ts); they are not checked again here.
+// local key space; watches register in the member's hub. Access control is decided where
+// etcd 3.4.23 decides it: a read, a watch, a member or maintenance call here, against this
+// member's auth state (a linearizable read after its ReadIndex round); a write, a lease
+// revocation and an auth change at apply only: their entry carries the caller and the
+// auth revision its token was looked up at (etcd's RequestHeader), and apply judges it
+// against the auth state of its log position, as etcd's authApplierV3. Requests arrive
+// already checked as etcd's v3rpc checks them (the gateway does that, see
+// http/v3-backend.ts); they are not checked again here.
 import { randomBytes } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { GrpcCode, V3Error, V3Errors } from "../api/v3-errors.ts";
 import { ReconfigCheckError } from "./reconfig-check.ts";
 import {
-  checkDeleteRangeRequest as checkDeleteRangePerm,
-  checkLeaseKeys,
-  checkPutRequest as checkPutPerm,
   checkRangeRequest as checkRangePerm,
   checkTxnRequest as checkTxnPerm,
   checkV3Password,
@@ -59,7 +58,7 @@ import { ETCD_SERVER_VERSION } from "./version.ts";
 import { jwtTokensOf } from "./config.ts";
 import { encodePermission, type V3Permission } from "../auth/index.ts";
 import type { Member } from "./membership.ts";
-import type { V3Op, V3WriteStamp } from "./v3-command.ts";
+import type { V3Op } from "./v3-command.ts";
 import { LeaderChangedError, MemberError, MemberErrorKind, NotProposedTimeoutError, RequestTimeoutError, ServerUnavailableError } from "./errors.ts";
 import { DeadlineExceededError, beforeDeadline } from "./deadline.ts";
 import type { ReadOptions } from "./read-index.ts";
@@ -116,11 +115,11 @@ const KV_OVERHEAD = 256;
 const LEASE_OVERHEAD = 64;
 
 /** Did the call bring a token (checked even while auth is disabled, as etcd does)? */
-function hasToken(ctx: V3Caller): boolean {
+function hasToken<C extends V3Caller>(ctx: C): ctx is C & { token: string } {
   return ctx.token !== undefined && ctx.token !== "";
 }
 
-/** Neither a token nor a client certificate's name: with auth on, an anonymous caller. */
+/** Neither a token nor a client certificate's name: an anonymous caller. */
 function isAnonymous(ctx: V3Caller): boolean {
   return !hasToken(ctx) && ctx.commonName === undefined;
 }
@@ -193,25 +192,36 @@ export class V3Service implements V3Backend {
   #ids = { clusterNum: Number.NaN, memberNum: Number.NaN, clusterId: "", memberId: "" };
 
   /**
-   * The caller as auth sees it: null while auth is disabled; with auth enabled a request
-   * without a token is refused (etcd: "user name is empty"), a bad token is 401. A token
-   * is looked up while auth is disabled too, as etcd's AuthInfoFromCtx does: disabling
-   * auth dropped every simple token, so a client still sending one (patroni after auth
-   * was turned off) is refused until it authenticates again and learns auth is off.
+   * The caller of a call judged here, against this member's auth state as it is now: null
+   * while auth is disabled; with auth on, a call with neither a token nor a certificate
+   * name is refused at once ("user name is empty"), a bad token is 401. As etcd 3.4.23,
+   * whose Range and read-only Txn check in doSerialize (after the ReadIndex round of a
+   * linearizable one), Watch at its creation, member and maintenance calls before anything
+   * else, all against the member's applied auth store. So an anonymous linearizable read
+   * pays one round, after which an AuthDisable acknowledged through another member before
+   * the call is in effect here; an anonymous serializable read, a watch or a member call
+   * is refused at once by a member that has not applied it yet, as etcd's is. Writes,
+   * lease revocations and auth changes do not come here: apply judges those (#caller),
+   * so an AuthDisable committed ahead of them lets them through.
    */
   async authInfo(ctx: V3Caller): Promise<V3AuthInfo | null> {
     const auth = this.#kv.v3auth;
-    const token = ctx.token;
-    if (token === undefined || token === "") {
+    if (!hasToken(ctx)) {
       if (!auth.enabled) return null;
       if (ctx.commonName !== undefined) return { user: ctx.commonName, revision: auth.authRevision };
-      // An AuthDisable another member acknowledged may not have applied here yet: catch
-      // up before refusing (a refusal is rare, the round cheap). Writes do not come here
-      // without a token: apply judges those in log order (#writerStamp).
-      await this.#read(ctx).catch(() => undefined);
-      if (!auth.enabled) return null;
       throw V3Errors.userEmpty();
     }
+    return await this.#tokenInfo(ctx);
+  }
+
+  /**
+   * The token's user and auth revision. A token is looked up while auth is disabled too, as
+   * etcd's AuthInfoFromCtx does: disabling auth dropped every simple token, so a client
+   * still sending one (patroni after auth was turned off) is refused until it authenticates
+   * again and learns auth is off.
+   */
+  async #tokenInfo(ctx: V3Caller & { token: string }): Promise<V3AuthInfo> {
+    const token = ctx.token;
     // A JWT stands on its own: its signature, its exp, and the auth revision it carries
     // (which the permission checks compare with the state's).
     if (this.#jwt !== undefined) return this.#jwt.verify(token, Date.now());
@@ -223,14 +233,17 @@ export class V3Service implements V3Backend {
   }
 
   /**
-   * etcd's AuthInfoFromCtx: with auth on, a call without a token (or a client certificate
-   * name) is an anonymous caller, null, refused only where a permission is checked (a put,
-   * a range, an admin call); calls that check none (LeaseGrant, Compact, Alarm) are served.
-   * A token that names nobody is still refused.
+   * etcd's AuthInfoFromCtx, judging nothing: the caller a write, a lease revocation or an
+   * auth change carries into its entry for apply to judge (null: neither a token nor a
+   * certificate name, which apply refuses while auth is on there), and the caller of the
+   * calls that check no permission (LeaseGrant, Compact, Alarm). Whatever this member's
+   * auth state: an AuthEnable or AuthDisable committed through another member ahead of
+   * the entry is in effect for it. Only a token that names nobody is refused here.
    */
-  async #callerOrAnonymous(ctx: V3Caller): Promise<V3AuthInfo | null> {
-    if (this.#kv.v3auth.enabled && isAnonymous(ctx)) return null;
-    return await this.authInfo(ctx);
+  async #caller(ctx: V3Caller): Promise<V3AuthInfo | null> {
+    if (hasToken(ctx)) return await this.#tokenInfo(ctx);
+    if (ctx.commonName !== undefined) return { user: ctx.commonName, revision: this.#kv.v3auth.authRevision };
+    return null;
   }
 
   /**
@@ -290,28 +303,12 @@ export class V3Service implements V3Backend {
 
   async #rangeAuth(req: RangeRequest, ctx: V3CallContext): Promise<RangeResponse> {
     // As etcd's Range: the ReadIndex round first, then the permission check, so a change
-    // of permissions acknowledged before the call is in effect for it.
+    // of permissions acknowledged before the call is in effect for it; a serializable one
+    // is judged at once (see authInfo).
     if (!req.serializable) await this.#read(ctx, LOOP_READ);
     const info = await this.authInfo(ctx);
     checkRangePerm(this.#kv.v3auth, info, req);
     return this.#ranged(req);
-  }
-
-  /**
-   * The stamp a write's entry carries: undefined with auth off and no token (the entry is
-   * the same as without auth), null for a caller without a token while auth is on here,
-   * else the caller and the auth revision its token was looked up at. `check` runs the
-   * cheap refusal against this member's state for a caller with a name; apply judges every
-   * stamped write again in log order, so a revoke another member acknowledged before this
-   * write's turn is in effect (answered ErrAuthOldRevision, as etcd). A caller without a
-   * token is judged at apply only: an AuthDisable committed elsewhere lets it through.
-   */
-  async #writerStamp(ctx: V3Caller, check: (info: V3AuthInfo | null) => void): Promise<V3WriteStamp | undefined> {
-    const auth = this.#kv.v3auth;
-    if (isAnonymous(ctx)) return auth.enabled ? null : undefined;
-    const info = await this.authInfo(ctx);
-    check(info);
-    return info === null ? undefined : info;
   }
 
   #ranged(req: RangeRequest): RangeResponse {
@@ -319,28 +316,29 @@ export class V3Service implements V3Backend {
     return this.#kv.v3.range(req);
   }
 
-  put(req: PutRequest, ctx: V3CallContext): Promise<PutResponse> {
-    const auth = this.#kv.v3auth;
-    if (auth.enabled || hasToken(ctx) || !this.#kv.quotaAvailable(costPut(req))) return this.#putChecked(req, ctx);
+  /**
+   * A write is judged at apply only, as etcd's authApplierV3 (its v3rpc and EtcdServer.Put
+   * check nothing but the token): a check here, against this member's state, would refuse
+   * a write that a grant committed through another member allows when the write applies
+   * (etcd 3.4.23, 3 members, RoleGrantPermission via member 1 then the user's put via
+   * member 3 with a token from before: 29/30 served, 1/30 'revision of auth store is old').
+   * A caller without a token goes to the log too, stamped anonymous, with auth on or off
+   * here: apply refuses it while auth is on there.
+   */
+  put(req: PutRequest, ctx: V3Caller): Promise<PutResponse> {
+    if (!isAnonymous(ctx) || !this.#kv.quotaAvailable(costPut(req))) return this.#putChecked(req, ctx);
     try {
-      checkPutPerm(auth, null, req);
-      return this.#kv.propose({ t: "v3", time: Date.now(), op: { k: "put", r: req } }, ctx.deadline).then(appliedPut, rethrowV3);
+      // The anonymous stamp fits the log's binary put (request.ts).
+      return this.#kv.propose({ t: "v3", time: Date.now(), op: { k: "put", r: req, a: null } }, ctx.deadline).then(appliedPut, rethrowV3);
     } catch (err) {
       return Promise.reject(toV3Error(err));
     }
   }
 
-  async #putChecked(req: PutRequest, ctx: V3CallContext): Promise<PutResponse> {
-    const a = await this.#writerStamp(ctx, (info) => {
-      checkPutPerm(this.#kv.v3auth, info, req);
-      // etcd's authApplierV3.Put: a key joins a lease only if the caller may write every
-      // key the lease holds already (revoking it deletes them all). A put in a txn is not
-      // checked for this in etcd 3.4.
-      if (req.lease !== 0n) this.#checkLeaseKeys(req.lease, info);
-    });
+  async #putChecked(req: PutRequest, ctx: V3Caller): Promise<PutResponse> {
+    const a = await this.#caller(ctx);
     await this.#checkQuota(costPut(req));
-    // Without a stamp the put keeps the log's binary form (request.ts).
-    return await this.#propose(a === undefined ? { k: "put", r: req } : { k: "put", r: req, a }, ctx);
+    return await this.#propose({ k: "put", r: req, a }, ctx);
   }
 
   /**
@@ -357,53 +355,55 @@ export class V3Service implements V3Backend {
     throw V3Errors.noSpace();
   }
 
+  /** Judged at apply, as a put. */
   async deleteRange(req: DeleteRangeRequest, ctx: V3CallContext): Promise<DeleteRangeResponse> {
-    const a = await this.#writerStamp(ctx, (info) => checkDeleteRangePerm(this.#kv.v3auth, info, req));
-    return await this.#propose(a === undefined ? { k: "deleteRange", r: req } : { k: "deleteRange", r: req, a }, ctx);
+    return await this.#propose({ k: "deleteRange", r: req, a: await this.#caller(ctx) }, ctx);
   }
 
   async txn(req: TxnRequest, ctx: V3CallContext): Promise<TxnResponse> {
     if (!isReadOnlyTxn(req)) {
-      const a = await this.#writerStamp(ctx, (info) => checkTxnPerm(this.#kv.v3auth, info, req));
+      const a = await this.#caller(ctx);
       await this.#checkQuota(costTxn(req));
-      return await this.#propose(a === undefined ? { k: "txn", r: req } : { k: "txn", r: req, a }, ctx);
+      return await this.#propose({ k: "txn", r: req, a }, ctx);
     }
-    checkTxnPerm(this.#kv.v3auth, await this.authInfo(ctx), req);
     await this.#checkQuota(costTxn(req));
     // etcd serves a txn without writes as a read: no log entry, no revision; and one
     // whose ranges are all serializable as a serializable Range, with no ReadIndex round.
+    // Judged as a Range: after the round, against the state it caught up with.
     if (!isSerializableTxn(req)) await this.#read(ctx, LOOP_READ);
+    checkTxnPerm(this.#kv.v3auth, await this.authInfo(ctx), req);
     const res = this.#kv.v3.txn(req).response;
     this.#kv.metrics.readOnlyTxn(req, res);
     return res;
   }
 
+  /** etcd checks no permission for a compaction: any caller, one without a token too. */
   async compact(req: { revision: number; physical: boolean }, ctx: V3CallContext): Promise<{ revision: number }> {
-    await this.#callerOrAnonymous(ctx);
+    await this.#caller(ctx);
     const r = await this.#propose({ k: "compact", r: { revision: req.revision, physical: req.physical } }, ctx);
     // etcd answers a physical compaction once this member's database deleted its records.
     if (req.physical) await this.#kv.compactionFinished(req.revision);
     return r;
   }
 
+  /** etcd checks no permission for a grant (a new lease holds no key): any caller. */
   async leaseGrant(req: { id: LeaseId; ttl: number }, ctx: V3CallContext): Promise<LeaseGrantResponse> {
-    await this.#callerOrAnonymous(ctx);
+    await this.#caller(ctx);
     if (req.ttl > MAX_LEASE_TTL) throw V3Errors.leaseTTLTooLarge();
     const id = req.id === 0n ? newLeaseId() : req.id;
     await this.#checkQuota(LEASE_OVERHEAD);
     return await this.#propose({ k: "leaseGrant", id, ttl: req.ttl }, ctx);
   }
 
+  /**
+   * Judged at apply, as etcd's authApplierV3.LeaseRevoke: with auth on there, the caller
+   * must be able to write every key the lease holds (revoking it deletes them); a lease
+   * without keys asks nothing. A refused revocation leaves the lease, its keys and its
+   * deadline (etcd 3.4.23: 'etcdserver: permission denied', or 'user name is empty'
+   * without a token; the lease lives on).
+   */
   async leaseRevoke(id: LeaseId, ctx: V3CallContext): Promise<{ revision: number }> {
-    this.#checkLeaseKeys(id, await this.#callerOrAnonymous(ctx));
-    return await this.#propose({ k: "leaseRevoke", id }, ctx);
-  }
-
-  /** etcd's checkLeasePuts: with auth on, the caller must be able to write every key of lease `id`. */
-  #checkLeaseKeys(id: LeaseId, info: V3AuthInfo | null): void {
-    if (!this.#kv.v3auth.enabled) return;
-    const keys = this.#kv.v3.timeToLive(id, Date.now(), { keys: true })?.keys ?? [];
-    checkLeaseKeys(this.#kv.v3auth, info, keys);
+    return await this.#propose({ k: "leaseRevoke", id, a: await this.#caller(ctx) }, ctx);
   }
 
   /**
@@ -426,9 +426,14 @@ export class V3Service implements V3Backend {
     return this.#kv.v3.leases();
   }
 
-  /** An auth change or read through the log, judged at apply against the caller. */
+  /**
+   * An auth change or read through the log, judged at apply against the caller only, as
+   * etcd's authApplierV3 (needAdminPermission): a caller without a token is refused there
+   * ('user name is empty') if auth is on at the entry's turn, whatever this member has
+   * applied, and a non-root caller on a lagging member meets the state its entry applies to.
+   */
   async auth<K extends V3AuthOp["kind"]>(op: Extract<V3AuthOp, { kind: K }>, ctx: V3CallContext): Promise<V3AuthResults[K]> {
-    const info = await this.authInfo(ctx);
+    const info = await this.#caller(ctx);
     return await this.#proposeAuth(op, info, ctx);
   }
 
@@ -635,7 +640,7 @@ export class V3Service implements V3Backend {
    * auth store's own error, not a gRPC status (its Alarm returns the error as it is).
    */
   async alarm(req: V3AlarmRequest, ctx: V3CallContext): Promise<V3AlarmMember[]> {
-    await asAuthStoreError(() => this.#callerOrAnonymous(ctx));
+    await asAuthStoreError(() => this.#caller(ctx));
     if (req.action === AlarmAction.GET) {
       await this.#read(ctx);
       return this.#kv.v3.alarms(req.alarm);
