@@ -8,6 +8,7 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { startCluster, type TestCluster } from "../helpers/cluster.ts";
 import { until } from "../helpers/http.ts";
+import { errorLine, etcdctl, installed } from "../helpers/grpc.ts";
 
 let cluster: TestCluster | undefined;
 after(async () => {
@@ -103,6 +104,12 @@ test("three members: a write, a lease revocation and an auth change are judged a
       await ok(m1, "/v3/kv/put", { key: b64("b/held"), value: b64("1"), lease: id }, root);
       assert.equal(outcome(await call(m3, "/v3/kv/lease/revoke", { ID: id }, u1)), DENIED);
       assert.equal(outcome(await call(m3, "/v3/kv/lease/revoke", { ID: id })), USER_EMPTY);
+      if (installed("etcdctl")) {
+        // Over gRPC, as etcdctl prints the status.
+        const hex = BigInt(id).toString(16);
+        assert.equal(errorLine((await etcdctl(m3, ["--user", "u1:u1pw", "lease", "revoke", hex])).stderr), "Error: failed to revoke lease (etcdserver: permission denied)");
+        assert.equal(errorLine((await etcdctl(m3, ["lease", "revoke", hex])).stderr), "Error: failed to revoke lease (etcdserver: user name is empty)");
+      }
       await until(async () => Number((await ok(m3, "/v3/kv/range", { key: b64("b/held") }, root))["count"] ?? 0) === 0, 8000, "the lease expired");
       // A key-less lease: revoked for a caller without a token.
       const bare = String((await ok(m1, "/v3/lease/grant", { TTL: 60 }, root))["ID"]);
