@@ -168,6 +168,14 @@ export async function openMember(config: ServerConfig, log: Logger, peerTls?: Pe
   const memberDir = join(config.dataDir, "member");
   const walDir = walDirOf(config);
   const snapDir = join(memberDir, "snap");
+  // --discovery: the initial cluster comes from the discovery service, once, before the
+  // first start; before member/ exists, so a full token that makes this a proxy leaves no
+  // member's directory behind.
+  if (config.discovery !== "" && config.initialClusterState === "new" && !Wal.exists(walDir)) {
+    const { joinDiscoveryCluster } = await import("./discovery.ts");
+    const initialCluster = await joinDiscoveryCluster(config.discovery, config.name, config.initialAdvertisePeerUrls, { log });
+    config = { ...config, initialCluster, initialClusterToken: config.discovery };
+  }
   await mkdir(snapDir, { recursive: true, mode: 0o700 });
   const snapshotter = new Snapshotter(snapDir, { logger: log });
   const walOpts = opts.walSegmentBytes === undefined ? {} : { segmentBytes: opts.walSegmentBytes };

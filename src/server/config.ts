@@ -50,6 +50,10 @@ export interface ServerConfig {
   discoverySrv: string;
   /** --discovery-srv-name: suffix of the SRV service names (_etcd-server-ssl-<name>._tcp). */
   discoverySrvName: string;
+  /** --discovery: the discovery service URL the initial cluster comes from ("" = off); see discovery.ts. */
+  discovery: string;
+  /** --discovery-fallback: what a member does when the discovery token is full (a proxy, or exit). */
+  discoveryFallback: "proxy" | "exit";
   /** --proxy and --proxy-*: the v2 proxy (src/server/proxy/); times in milliseconds, 0 = none. */
   proxy: ProxyFlags;
 
@@ -217,9 +221,9 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "initial-cluster-state", type: "string", default: "new", describe: "Initial cluster state: 'new' or 'existing'" },
   { name: "initial-cluster-token", type: "string", default: "etcd-cluster", describe: "Initial cluster token; members of different clusters refuse to talk" },
   { name: "advertise-client-urls", type: "string", default: "http://127.0.0.1:2379", describe: "Comma-separated client URLs to advertise to the rest of the cluster" },
-  { name: "discovery", type: "string", default: "", describe: "Discovery URL used to bootstrap the cluster (not supported: use --initial-cluster or --discovery-srv)", notice: "kvctl does not speak the discovery service protocol: --discovery is ignored and this member bootstraps from --initial-cluster (by default a cluster of itself)" },
-  { name: "discovery-fallback", type: "string", default: "proxy", describe: "Expected behavior ('exit' or 'proxy') when the discovery service fails", notice: "kvctl does not use a discovery service; --discovery-fallback has no effect" },
-  { name: "discovery-proxy", type: "string", default: "", describe: "HTTP proxy to use for traffic to the discovery service", notice: "kvctl does not use a discovery service; --discovery-proxy has no effect" },
+  { name: "discovery", type: "string", default: "", describe: "Discovery URL used to bootstrap the cluster" },
+  { name: "discovery-fallback", type: "string", default: "proxy", describe: "Expected behavior ('exit' or 'proxy') when the discovery service fails" },
+  { name: "discovery-proxy", type: "string", default: "", describe: "HTTP proxy to use for traffic to the discovery service", notice: "kvctl does not send discovery traffic through a proxy: --discovery-proxy has no effect" },
   // DNS SRV bootstrapping: the initial cluster from SRV records; see discovery-srv.ts.
   { name: "discovery-srv", type: "string", default: "", describe: "DNS domain used to bootstrap the initial cluster from SRV records (peer certificates must list it in their SAN)" },
   { name: "discovery-srv-name", type: "string", default: "", describe: "Service name suffix to query when using DNS discovery" },
@@ -576,6 +580,8 @@ export function buildConfig(v: Record<string, unknown>, explicit: ReadonlySet<st
     ...tls,
     discoverySrv,
     discoverySrvName,
+    discovery,
+    discoveryFallback: fallback,
     proxy,
     configFile,
     notices,

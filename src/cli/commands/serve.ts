@@ -61,7 +61,18 @@ export async function runServe(args: string[]): Promise<number> {
       const { bindListeners } = await import("../../server/http/listener.ts");
       bound = await bindListeners([...config.listenPeerUrls, ...config.listenClientUrls]);
       const { startServer } = await import("../../server/index.ts");
-      running = await startServer(config, log, bound);
+      try {
+        running = await startServer(config, log, bound);
+      } catch (err) {
+        // etcd: a full discovery token makes this a v2 proxy of the cluster it lists
+        // (--discovery-fallback=proxy, the default), else the start fails.
+        const { FullClusterError } = await import("../../server/discovery.ts");
+        if (!(err instanceof FullClusterError) || config.discoveryFallback !== "proxy") throw err;
+        for (const b of bound) b.close();
+        bound = [];
+        log.info("discovery cluster full, falling back to proxy");
+        running = await (await import("../../server/proxy/index.ts")).startProxy(config, log);
+      }
     }
   } catch (err) {
     for (const b of bound) b.close();

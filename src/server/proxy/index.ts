@@ -56,6 +56,12 @@ async function initialPeerUrls(config: ServerConfig, log: Logger): Promise<strin
     log.info("proxy using peer URLs from cluster file", { "peer-urls": fromFile });
     return fromFile;
   }
+  if (config.discovery !== "") {
+    const { discoveryPeerUrls } = await import("../discovery.ts");
+    const urls = await discoveryPeerUrls(config.discovery, { log });
+    log.info("proxy using peer URLs", { "peer-urls": urls });
+    return urls;
+  }
   const cluster = config.discoverySrv !== "" ? await srvClusterFromConfig(config, log, { requireLocal: false }) : config.initialCluster;
   const urls = [...cluster.values()].flat();
   log.info("proxy using peer URLs", { "peer-urls": urls });
