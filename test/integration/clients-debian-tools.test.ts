@@ -1,0 +1,83 @@
+// Debian's etcd tools (programs, not libraries) against `kvctl serve`:
+// - crypt (golang-github-xordataexchange-crypt: viper's encrypted remote config; etcd
+//   3.4.23's v2 client): set/get/list, plaintext and OpenPGP, error paths
+//   (test/clients/crypt.sh);
+// - the discovery service (etcd-discovery: discovery.etcd.io) with a store behind it and a
+//   three-member cluster bootstrapped through it with --discovery, then a full token (exit,
+//   proxy), unknown and malformed tokens, a bad size, a duplicate id and a duplicate name
+//   (test/clients/discovery.sh). Run for store/cluster = kvctl/kvctl, kvctl/etcd and
+//   etcd/kvctl (the last two when etcd is installed).
+// Each script prints one normalised line per step; the lines must be those recorded from
+// etcd 3.4.23 (test/clients/crypt.expected.txt, discovery.expected.txt). Each test is
+// skipped, with a notice, when its tool is not installed.
+//
+// To record the expected files again from etcd (installed as `etcd`):
+//   KVCTL_DEBIAN_TOOLS_RECORD=1 node --import tsx --test test/integration/clients-debian-tools.test.ts
+// Ports: the discovery scenarios take 30 each from KVCTL_DISCOVERY_PORTS (default 25600).
+import assert from "node:assert/strict";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, test } from "node:test";
+import { installed, startGrpcServer } from "../helpers/grpc.ts";
+import { kvctlCommand } from "../helpers/etcd.ts";
+import { runProcess } from "../helpers/run-process.ts";
+import { repoRoot } from "../helpers/server.ts";
+
+const record = process.env["KVCTL_DEBIAN_TOOLS_RECORD"] === "1";
+const kind = record ? "etcd" : "kvctl";
+const clients = join(repoRoot, "test", "clients");
+const discoveryBase = Number(process.env["KVCTL_DISCOVERY_PORTS"] ?? 25600);
+
+function missing(file: string, pkg: string): string | false {
+  if (existsSync(file)) return false;
+  const why = `${file} is not installed (apt-get install ${pkg})`;
+  process.stderr.write(`clients-debian-tools: skipped: ${why}\n`);
+  return why;
+}
+
+function compare(name: string, stdout: string): void {
+  const file = join(clients, `${name}.expected.txt`);
+  if (record) {
+    writeFileSync(file, stdout);
+    return;
+  }
+  // Line by line, so that a failure names the steps that differ.
+  assert.deepEqual(stdout.split("\n"), readFileSync(file, "utf8").split("\n"), `${name} against kvctl differs from etcd 3.4.23`);
+}
+
+describe(`Debian's etcd tools against ${kind}`, { concurrency: true }, () => {
+  test("crypt: every step answers as etcd 3.4.23's", { skip: missing("/usr/bin/crypt-xordataexchange", "golang-github-xordataexchange-crypt") || missing("/usr/bin/gpg", "gpg"), timeout: 60_000 }, async () => {
+    const s = await startGrpcServer(kind, ["--enable-v2=true"]);
+    try {
+      await waitV2(s.url);
+      const r = await runProcess(join(clients, "crypt.sh"), [s.url], { cwd: repoRoot, env: process.env, timeoutMs: 50_000 });
+      assert.equal(r.code, 0, `crypt.sh exited ${r.code ?? r.signal}: ${r.stderr.slice(-3000)}`);
+      compare("crypt", r.stdout);
+    } finally {
+      await s.stop();
+    }
+  });
+
+  const pairings: Array<[string, string]> = record ? [["etcd", "etcd"]] : [["kvctl", "kvctl"], ...(installed("etcd") ? ([["kvctl", "etcd"], ["etcd", "kvctl"]] as Array<[string, string]>) : [])];
+  pairings.forEach(([store, cluster], i) => {
+    test(`discovery service: store ${store}, cluster of ${cluster}: every step as etcd 3.4.23's`, { skip: missing("/usr/bin/discovery.etcd.io", "etcd-discovery"), timeout: 90_000 }, async () => {
+      const env = { ...process.env, KVCTL_CMD: [process.execPath, ...kvctlCommand()].join(" ") };
+      const r = await runProcess(join(clients, "discovery.sh"), [store, cluster, String(discoveryBase + 30 * i)], { cwd: repoRoot, env, timeoutMs: 85_000 });
+      assert.equal(r.code, 0, `discovery.sh exited ${r.code ?? r.signal}: ${r.stderr.slice(-3000)}`);
+      compare("discovery", r.stdout);
+    });
+  });
+});
+
+/** Until the v2 API answers (crypt has no retry of its own). */
+async function waitV2(url: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    try {
+      if ((await fetch(`${url}/v2/keys/`, { signal: AbortSignal.timeout(1000) })).ok) return;
+    } catch {
+      // not serving yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not answer`);
+}
