@@ -73,14 +73,36 @@ export function statusOf(err: unknown): GrpcStatus {
 /** grpc-go sends no `date`. Encoded once: every answer reuses the bytes. */
 const RESPONSE_FIELDS = { ":status": 200, "content-type": "application/grpc" } as const;
 const RESPONSE_HEADERS = new HeaderBlock(RESPONSE_FIELDS);
-const OK_TRAILERS = new HeaderBlock({ "grpc-status": "0" });
-const NOT_GRPC = new HeaderBlock({ ":status": 415, "content-type": "text/plain" });
+
+/**
+ * grpc-go's content-subtype (grpcutil.ContentSubtype): "application/grpc" alone (""), or
+ * followed by '+' or ';' and the subtype; undefined when the request is not gRPC.
+ */
+export function contentSubtype(contentType: string): string | undefined {
+  if (contentType === "application/grpc") return "";
+  if (!contentType.startsWith("application/grpc")) return undefined;
+  const c = contentType[16];
+  return c === "+" || c === ";" ? contentType.slice(17) : undefined;
+}
+
+/** The response's fields: grpc-go answers "application/grpc+<subtype>" to a subtype (etcd's codec is proto whatever it says). */
+function responseFields(stream: H2Stream): { ":status": number; "content-type": string } {
+  const ct = stream.headers["content-type"];
+  const sub = typeof ct === "string" ? (contentSubtype(ct) ?? "") : "";
+  return sub === "" ? RESPONSE_FIELDS : { ":status": 200, "content-type": `application/grpc+${sub}` };
+}
+
+function responseHeaders(stream: H2Stream): HeaderBlock {
+  return stream.headers["content-type"] === "application/grpc" ? RESPONSE_HEADERS : new HeaderBlock(responseFields(stream));
+}
+// grpc-go's WriteStatus always writes grpc-message, empty when the status has no text.
+const OK_TRAILERS = new HeaderBlock({ "grpc-status": "0", "grpc-message": "" });
 
 const DEADLINE_EXCEEDED: GrpcStatus = { code: GrpcCode.DeadlineExceeded, message: "context deadline exceeded" };
 
 function trailersOf(s: GrpcStatus): Record<string, string> {
   const t: Record<string, string> = { "grpc-status": String(s.code) };
-  if (s.message !== "") t["grpc-message"] = encodeGrpcMessage(s.message);
+  t["grpc-message"] = encodeGrpcMessage(s.message);
   return t;
 }
 
@@ -91,7 +113,7 @@ function trailersBlock(s: GrpcStatus): HeaderBlock {
 /** A trailers-only response: headers and status in one HEADERS frame that ends the stream. */
 function respondStatus(stream: H2Stream, s: GrpcStatus): void {
   if (stream.closed || stream.headersSent !== undefined) return;
-  stream.respond(new HeaderBlock({ ...RESPONSE_FIELDS, ...trailersOf(s) }), true);
+  stream.respond(new HeaderBlock({ ...responseFields(stream), ...trailersOf(s) }), true);
 }
 
 /** The grpc-status a stream's response carried (trailers, or a trailers-only HEADERS), if any. */
@@ -142,7 +164,7 @@ export class RpcStream {
     if (this.closed) return false;
     if (!this.#headersSent) {
       this.#headersSent = true;
-      this.#stream.respond(RESPONSE_HEADERS);
+      this.#stream.respond(responseHeaders(this.#stream));
     }
     return this.#stream.write(framed);
   }
@@ -160,7 +182,7 @@ export class RpcStream {
     const s = status ?? { code: 0, message: "" };
     if (!this.#headersSent) {
       this.#headersSent = true;
-      this.#stream.respond(new HeaderBlock({ ...RESPONSE_FIELDS, ...trailersOf(s) }), true);
+      this.#stream.respond(new HeaderBlock({ ...responseFields(this.#stream), ...trailersOf(s) }), true);
     } else {
       this.#stream.end(undefined, trailersBlock(s));
     }
@@ -297,11 +319,11 @@ export class GrpcServer {
 
   #onStream(stream: H2Stream): void {
     const headers = stream.headers;
-    const ct = headers["content-type"] ?? "";
-    if (headers[":method"] !== "POST" || typeof ct !== "string" || !ct.startsWith("application/grpc")) {
-      // grpc-go answers a non-gRPC request on its port with 415.
-      stream.respond(NOT_GRPC);
-      stream.end(Buffer.from("invalid gRPC request content-type\n"));
+    const ct = headers["content-type"];
+    if (typeof ct !== "string" || contentSubtype(ct) === undefined) {
+      // grpc-go 1.33 (etcd 3.4.23's) resets a stream whose content-type is not gRPC's
+      // (PROTOCOL_ERROR, no status) and never looks at :method.
+      stream.reset(ErrorCode.PROTOCOL_ERROR);
       return;
     }
     if (this.#opts.keepAlive !== undefined) noteCall(stream);
@@ -544,7 +566,7 @@ class UnaryCall {
     if (stream === undefined) return;
     this.#handled(0);
     const framed = this.#rpc.framed === true ? (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length)) : frameMessage(bytes);
-    stream.answer(RESPONSE_HEADERS, framed, OK_TRAILERS);
+    stream.answer(responseHeaders(stream), framed, OK_TRAILERS);
   }
 
   #started(t0: number): void {
