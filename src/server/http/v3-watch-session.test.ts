@@ -10,7 +10,7 @@ import type { V3GatewayContext, V3Header } from "./v3-backend.ts";
 import { FakeV3Backend } from "./v3-fake-backend.test-helper.ts";
 import type { WatchCreateMsg } from "./v3-decode.ts";
 import { WatchMetrics } from "../metrics/watch-metrics.ts";
-import { DUPLICATE_WATCH_ID, WatchSession, slowReaderReason, type WatchControl, type WatchWire } from "./v3-watch-session.ts";
+import { DUPLICATE_WATCH_ID, EMPTY_WATCHER_RANGE, WatchSession, slowReaderReason, type WatchControl, type WatchWire } from "./v3-watch-session.ts";
 
 type Sent = { control: WatchControl } | { events: { revision: number; watchId: number; events: readonly V3Event[]; fragment: boolean } };
 
@@ -96,6 +96,22 @@ test("a refused create answers -1 created+canceled and does not use up the autom
   assert.equal(refused.control.watchId, -1);
   assert.match(refused.control.cancelReason ?? "", /^rpc error: code = PermissionDenied desc = etcdserver: permission denied$/);
   assert.ok(ok !== undefined && "control" in ok && ok.control.watchId === 0 && ok.control.created === true);
+});
+
+test("an empty range (end not above the key, not \"\\0\") is refused as etcd's watchStream.Watch: -1 created+canceled, before the ID is checked or taken", async () => {
+  const { backend, wire, session } = setup();
+  const ranged = (key: string, end: string, watchId = 0): WatchCreateMsg => ({ ...create(key, { watchId }), create: { ...create(key).create, rangeEnd: Buffer.from(end, "latin1") } });
+  session.enqueue(create("x", { watchId: 3 }));
+  session.enqueue(ranged("b", "a"));
+  session.enqueue(ranged("a", "a", 3)); // the duplicate ID is not what it is refused for
+  session.enqueue(ranged("a\0", "a"));
+  session.enqueue(ranged("a", "\0")); // from key
+  session.enqueue(ranged("a", "b"));
+  await flush();
+  const c = wire.sent.map((s) => ("control" in s ? [s.control.watchId, s.control.created === true, s.control.canceled === true, s.control.cancelReason] : ["events"]));
+  assert.deepEqual(c, [[3, true, false, undefined], [-1, true, true, EMPTY_WATCHER_RANGE], [-1, true, true, EMPTY_WATCHER_RANGE], [-1, true, true, EMPTY_WATCHER_RANGE], [0, true, false, undefined], [1, true, false, undefined]]);
+  assert.equal(backend.watchers.size, 3);
+  session.close();
 });
 
 test("a compacted start answers canceled with compact_revision and header revision 0; the ID stays taken", async () => {

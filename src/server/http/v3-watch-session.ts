@@ -60,6 +60,13 @@ export const CONNECTION_BUFFER_FACTOR = 2;
 
 /** etcd's (mvcc) refusal of an explicit watch ID already in use on the stream. */
 export const DUPLICATE_WATCH_ID = "mvcc: duplicate watch ID provided on the WatchStream";
+export const EMPTY_WATCHER_RANGE = "mvcc: watcher range is empty";
+
+/** etcd's watchStream.Watch: a range end that is not "\0" (from key) and not above the key watches nothing. */
+export function emptyWatchRange(key: Buffer, rangeEnd: Buffer): boolean {
+  if (rangeEnd.length === 0 || (rangeEnd.length === 1 && rangeEnd[0] === 0)) return false;
+  return Buffer.compare(key, rangeEnd) >= 0;
+}
 
 /** Our status message for a stream ended because its client keeps asking and never reads. */
 export function slowReaderReason(limit: number): string {
@@ -206,6 +213,11 @@ export class WatchSession {
 
   async #create(m: WatchCreateMsg): Promise<void> {
     const backend = this.#gw.backend;
+    // Refused before an ID is taken or checked, as etcd's watchStream.Watch does.
+    if (emptyWatchRange(m.create.key, m.create.rangeEnd)) {
+      this.#control({ header: backend.header(), watchId: -1, created: true, canceled: true, cancelReason: EMPTY_WATCHER_RANGE });
+      return;
+    }
     let id = m.watchId;
     const auto = id === 0;
     if (auto) {

@@ -196,6 +196,19 @@ test("a start revision below the compaction revision is canceled with compact_re
   assert.equal(hub.size, 1);
 });
 
+test("a negative start revision: live (no history) before any compaction, canceled with compact_revision after one (etcd's minRev)", () => {
+  const { store, hub, apply } = setup();
+  apply(store.put(putReq("k", "0"))); // 2
+  const before = recorder();
+  assert.equal(hub.watch(watchReq("k", { startRevision: -1 }), before.sink), "watching");
+  apply(store.put(putReq("k", "1"))); // 3
+  assert.deepEqual(before.lines(), ["3: PUT k=1"]);
+  store.compact(2);
+  const after = recorder();
+  assert.equal(hub.watch(watchReq("k", { startRevision: -5 }), after.sink), "canceled");
+  assert.deepEqual(after.msgs, [{ revision: 3, events: [], canceled: true, compactRevision: 2 }]);
+});
+
 test("cancel stops delivery and is idempotent", () => {
   const { store, hub, apply } = setup();
   const r = recorder();

@@ -159,7 +159,9 @@ export class WatchHub {
     if (this.#watchers.has(req.id)) throw new Error(`watch hub: duplicate watcher id ${req.id}`);
     const current = this.#history.revision;
     const compactRev = this.#history.compactRevision;
-    if (req.startRevision > 0 && req.startRevision < compactRev) {
+    // etcd keeps a negative start as the watcher's minRev: below any compaction (its
+    // compactMainRev is -1 until one), and otherwise a live watcher, as 0.
+    if (req.startRevision !== 0 && req.startRevision < compactRev && (req.startRevision > 0 || compactRev > 0)) {
       this.#deliver({ id: req.id, sink }, { revision: current, events: [], canceled: true, compactRevision: compactRev });
       return "canceled";
     }
