@@ -12,6 +12,9 @@ export interface FuzzRequest {
   rawBody?: string;
   /** A long poll: the answer is what arrived within the wait. */
   mayBlock: boolean;
+  /** The body written in these pieces, `gapMs` apart (a stream of messages: the v3 watch). */
+  bodyParts?: string[];
+  gapMs?: number;
 }
 
 export interface RawResponse {
@@ -30,6 +33,7 @@ function encodeRequest(req: FuzzRequest, host: string): string {
   let head = `${req.method} ${req.target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n`;
   for (const [k, v] of req.headers) head += `${k}: ${v}\r\n`;
   if (req.rawBody !== undefined) return head + "Transfer-Encoding: chunked\r\n\r\n" + req.rawBody;
+  if (req.bodyParts !== undefined) return head + `Content-Length: ${Buffer.byteLength(req.bodyParts.join(""))}\r\n\r\n`;
   if (req.body !== undefined) return head + `Content-Length: ${Buffer.byteLength(req.body)}\r\n\r\n` + req.body;
   return head + "\r\n";
 }
@@ -91,6 +95,7 @@ export function send(port: number, req: FuzzRequest, waitMs: number): Promise<Ra
     socket.on("close", () => finish(false));
     socket.on("error", () => undefined);
     socket.write(encodeRequest(req, `127.0.0.1:${port}`));
+    req.bodyParts?.forEach((part, i) => setTimeout(() => socket.writable && socket.write(part), i * (req.gapMs ?? 0)));
   });
 }
 
