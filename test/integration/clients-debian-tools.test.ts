@@ -6,15 +6,22 @@
 //   three-member cluster bootstrapped through it with --discovery, then a full token (exit,
 //   proxy), unknown and malformed tokens, a bad size, a duplicate id and a duplicate name
 //   (test/clients/discovery.sh). Run for store/cluster = kvctl/kvctl, kvctl/etcd and
-//   etcd/kvctl (the last two when etcd is installed).
+//   etcd/kvctl (the last two when etcd is installed);
+// - ctdb_etcd_lock (ctdb: CTDB's cluster lock through python-etcd's v2 Lock) run as CTDB
+//   runs its mutex helpers: acquire and hold, contention, release when its parent goes, a
+//   killed holder's TTL expiry, refusals (test/clients/ctdb-etcd-lock.sh). The helper is
+//   taken from KVCTL_CTDB_ETCD_LOCK, else /usr/libexec/ctdb/ctdb_etcd_lock: ctdb need not be
+//   installed (`apt-get download ctdb && dpkg -x ctdb_*.deb <dir>` gives the script).
 // Each script prints one normalised line per step; the lines must be those recorded from
-// etcd 3.4.23 (test/clients/crypt.expected.txt, discovery.expected.txt). Each test is
+// etcd 3.4.23 (test/clients/crypt.expected.txt, discovery.expected.txt,
+// ctdb-etcd-lock.expected.txt). Each test is
 // skipped, with a notice, when its tool is not installed.
 //
 // To record the expected files again from etcd (installed as `etcd`):
 //   KVCTL_DEBIAN_TOOLS_RECORD=1 node --import tsx --test test/integration/clients-debian-tools.test.ts
 // Ports: the discovery scenarios take 30 each from KVCTL_DISCOVERY_PORTS (default 25600).
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
@@ -27,6 +34,7 @@ const record = process.env["KVCTL_DEBIAN_TOOLS_RECORD"] === "1";
 const kind = record ? "etcd" : "kvctl";
 const clients = join(repoRoot, "test", "clients");
 const discoveryBase = Number(process.env["KVCTL_DISCOVERY_PORTS"] ?? 25600);
+const ctdbHelper = process.env["KVCTL_CTDB_ETCD_LOCK"] ?? "/usr/libexec/ctdb/ctdb_etcd_lock";
 
 function missing(file: string, pkg: string): string | false {
   if (existsSync(file)) return false;
@@ -53,6 +61,24 @@ describe(`Debian's etcd tools against ${kind}`, { concurrency: true }, () => {
       const r = await runProcess(join(clients, "crypt.sh"), [s.url], { cwd: repoRoot, env: process.env, timeoutMs: 50_000 });
       assert.equal(r.code, 0, `crypt.sh exited ${r.code ?? r.signal}: ${r.stderr.slice(-3000)}`);
       compare("crypt", r.stdout);
+    } finally {
+      await s.stop();
+    }
+  });
+
+  const noPythonEtcd = ((): string | false => {
+    const r = spawnSync("/usr/bin/python3", ["-c", "import etcd"], { encoding: "utf8" });
+    if (r.error === undefined && r.status === 0) return false;
+    process.stderr.write("clients-debian-tools: ctdb_etcd_lock skipped: /usr/bin/python3 cannot import etcd (apt-get install python3-etcd)\n");
+    return "no python3-etcd";
+  })();
+  test("ctdb_etcd_lock: every step answers as etcd 3.4.23's", { skip: missing(ctdbHelper, "ctdb, or KVCTL_CTDB_ETCD_LOCK=<the extracted script>") || noPythonEtcd, timeout: 60_000 }, async () => {
+    const s = await startGrpcServer(kind, ["--enable-v2=true"]);
+    try {
+      await waitV2(s.url);
+      const r = await runProcess(join(clients, "ctdb-etcd-lock.sh"), [s.endpoint.split(":")[1]!, ctdbHelper], { cwd: repoRoot, env: process.env, timeoutMs: 55_000 });
+      assert.equal(r.code, 0, `ctdb-etcd-lock.sh exited ${r.code ?? r.signal}: ${r.stderr.slice(-3000)}`);
+      compare("ctdb-etcd-lock", r.stdout);
     } finally {
       await s.stop();
     }
