@@ -338,14 +338,20 @@ export class GrpcServer {
         return;
       }
     }
-    const path = headerValue(headers[":path"]) ?? "";
+    const given = headerValue(headers[":path"]) ?? "";
+    // grpc-go 1.33's handleStream: one leading '/' is optional, the last '/' splits service
+    // from method, and a name without one is refused with ResourceExhausted (sic).
+    const sm = given.startsWith("/") ? given.slice(1) : given;
+    const path = "/" + sm;
     const rpc = this.#rpcs.get(path);
     if (rpc === undefined) {
-      const slash = path.lastIndexOf("/");
-      let message: string;
-      if (!path.startsWith("/") || slash <= 0) message = `malformed method name: ${JSON.stringify(path)}`;
-      else if (this.#services.has(path.slice(1, slash))) message = `unknown method ${path.slice(slash + 1)} for service ${path.slice(1, slash)}`;
-      else message = `unknown service ${path.slice(1, slash)}`;
+      const pos = sm.lastIndexOf("/");
+      if (pos < 0) {
+        respondStatus(stream, { code: GrpcCode.ResourceExhausted, message: `malformed method name: ${JSON.stringify(given)}` });
+        return;
+      }
+      const service = sm.slice(0, pos);
+      const message = this.#services.has(service) ? `unknown method ${sm.slice(pos + 1)} for service ${service}` : `unknown service ${service}`;
       respondStatus(stream, { code: GrpcCode.Unimplemented, message });
       return;
     }

@@ -164,6 +164,15 @@ describe("gRPC wire edges as grpc-go 1.33", () => {
     assert.deepEqual(status(put), ["0", ""]);
   });
 
+  test("method names as grpc-go 1.33's handleStream: the leading '/' optional, none at all is ResourceExhausted, the last '/' splits", async () => {
+    assert.deepEqual(status(await call("etcdserverpb.KV/Range", rangeFrame("k"))), ["0", ""]);
+    assert.deepEqual(status(await call("/", rangeFrame("k"))), ["8", 'malformed method name: "/"']);
+    assert.deepEqual(status(await call("Range", rangeFrame("k"))), ["8", 'malformed method name: "Range"']);
+    assert.deepEqual(status(await call("/etcdserverpb.KV/", rangeFrame("k"))), ["12", "unknown method  for service etcdserverpb.KV"]);
+    assert.deepEqual(status(await call("/etcdserverpb.KV/Range/", rangeFrame("k"))), ["12", "unknown service etcdserverpb.KV/Range"]);
+    assert.equal(status(await call("//Range", rangeFrame("k")))[0], "12", "service \"\" (node's client trims the message's trailing space)");
+  });
+
   test("a response carries no date and is never compressed, whatever grpc-accept-encoding says", async () => {
     const o = await call("/etcdserverpb.KV/Range", rangeFrame("k"), { "grpc-accept-encoding": "gzip,identity" });
     assert.deepEqual(status(o), ["0", ""]);
