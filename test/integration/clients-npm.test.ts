@@ -5,6 +5,8 @@
 // - node-etcd 7.0 (v2 over HTTP): keys, dirs, in-order keys, CAS/CAD, one-shot watches
 //   and watchers (expire, a cleared index's resync), stats, host failover
 //   (test/clients/node-etcd.mjs).
+// - etcd3 against three members whose leader is killed mid-way: writes, the watch, a kept
+//   lease, a lock and an election across the failover (test/clients/etcd3-node-failover.mjs).
 // Each scenario prints one normalised line per step; against kvctl the lines must be etcd
 // 3.4.23's, recorded in test/clients/<scenario>.expected.txt. The clients are not the
 // project's dependencies (npm ci stays light): install them into a folder of their own,
@@ -18,7 +20,7 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
-import { startGrpcServer } from "../helpers/grpc.ts";
+import { startGrpcCluster, startGrpcServer } from "../helpers/grpc.ts";
 import { runProcess } from "../helpers/run-process.ts";
 import { repoRoot } from "../helpers/server.ts";
 
@@ -55,6 +57,21 @@ async function check(name: string): Promise<void> {
 describe(`npm's etcd clients against ${kind}`, { concurrency: true }, () => {
   test("etcd3 1.1 (gRPC): every step answers as etcd 3.4.23's", { skip: unavailable("etcd3"), timeout: 60_000 }, async () => {
     await check("etcd3-node");
+  });
+
+  test("etcd3 1.1, three members, the leader killed: every step answers as etcd 3.4.23's", { skip: unavailable("etcd3"), timeout: 90_000 }, async () => {
+    const c = await startGrpcCluster(kind, 3);
+    try {
+      const script = join(repoRoot, "test", "clients", "etcd3-node-failover.mjs");
+      const args = [script, "--hosts", c.members.map((m) => m.endpoint).join(","), "--pids", c.members.map((m) => String(m.proc.child.pid)).join(","), "--modules", modules];
+      const r = await runProcess(process.execPath, args, { cwd: repoRoot, env: process.env, timeoutMs: 85_000 });
+      assert.equal(r.code, 0, `failover scenario exited ${r.code ?? r.signal}: ${r.stderr.slice(-3000)}\n${c.members.map((m) => m.proc.log().slice(-1500)).join("\n")}`);
+      const file = join(repoRoot, "test", "clients", "etcd3-node-failover.expected.txt");
+      if (record) writeFileSync(file, r.stdout);
+      else assert.deepEqual(r.stdout.split("\n"), readFileSync(file, "utf8").split("\n"), "etcd3 failover against kvctl differs from etcd 3.4.23");
+    } finally {
+      await c.stop();
+    }
   });
 
   test("node-etcd 7.0 (v2): every step answers as etcd 3.4.23's", { skip: unavailable("node-etcd"), timeout: 60_000 }, async () => {
