@@ -211,6 +211,16 @@ test("txn range at a compacted revision fails", () => {
   assert.equal(s.txn(txnReq({ success: [opRange("k", { revision: 4 })] })).response.succeeded, true);
 });
 
+test("txn range at a negative revision: judged against etcd's compactMainRev (-1 until a compaction) before the txn runs, then read at the current revision", () => {
+  const s = seeded();
+  const current = s.txn(txnReq({ success: [opRange("k", { revision: -1 })] })).response;
+  assert.equal(current.succeeded, true, "-1 before any compaction");
+  assert.throws(() => s.txn(txnReq({ success: [opRange("k", { revision: -2 })] })), errorIs(V3Errors.compacted));
+  s.compact(4);
+  assert.throws(() => s.txn(txnReq({ success: [opRange("k", { revision: -1 })] })), errorIs(V3Errors.compacted));
+  assert.equal(s.range(rangeReq("k", { revision: -1 })).kvs.length, 1, "a plain range reads -1 as the current revision");
+});
+
 test("an empty op in the chosen branch fails with key not found", () => {
   const s = seeded();
   const empty = {} as ReturnType<typeof opPut>;

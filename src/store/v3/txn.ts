@@ -166,8 +166,20 @@ export function checkPathOps(view: TxnReadView, ops: readonly PathOp[], opts: { 
   }
   for (const op of ops) {
     if (!("range" in op) || op.range === undefined) continue;
-    checkRangeRevision(view, op.range.revision);
+    checkTxnRangeRevision(view, op.range.revision);
   }
+}
+
+/**
+ * etcd's checkRequestRange, run before a txn: every non-zero revision is judged, a
+ * negative one too, against etcd's compactMainRev (-1 until the first compaction): -1 is
+ * refused as compacted once anything was, -2 always. (The range itself then reads a
+ * negative revision as the current one.)
+ */
+export function checkTxnRangeRevision(view: { revision: number; firstRevision: number }, rev: number): void {
+  if (rev === 0) return;
+  if (rev > view.revision) throw V3Errors.futureRev();
+  if (rev < (view.firstRevision > 0 ? view.firstRevision : -1)) throw V3Errors.compacted();
 }
 
 /** A range's revision against the store: 0 (or less) means the current revision. */
