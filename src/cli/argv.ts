@@ -2,15 +2,22 @@
 // scripts written for it depend on that grammar, so this parser follows it:
 //   - `-name` and `--name` are the same flag; values as `-name value` or `-name=value`;
 //     a repeated flag keeps its last value; no bundling (`-rp` is an unknown flag);
-//   - global flags come before the command; a command's flags may also come after its
-//     arguments (urfave/cli moves known flags forward), unknown `-x` after the first
-//     argument is an argument (`kvctl set key -5`), `--` ends the flags;
-//   - kvctl also accepts global flags after the command (yargs users expect it).
+//   - global flags come before the command; a command's tokens go through urfave/cli's
+//     reorderArgs (known flags, each with the token after it, moved before the rest; a
+//     `--` not taken as a value ends the moving) and then Go's flag parse, which stops
+//     at the first argument: `rm --dir /a -r` leaves `-r` an argument (the token after a
+//     bool flag moves with it), `mk --in-order k --` gives the value `--`;
+//   - each value of an int or duration flag is checked where it is read, as Go's
+//     flag.Set, so `--ttl x --ttl 5` is a usage error;
+//   - kvctl also accepts global flags after the command (yargs users expect it): they
+//     move as the command's own flags do.
 // It never loads yargs: a `kvctl get` must start fast. What it does not handle (help,
 // no or unknown command) it hands to the yargs app, which prints help and errors.
 
 import { findCommand, globalFlags, envName, type CommandSpec, type FlagSpec } from "./spec.ts";
 import { UsageError } from "./exit-codes.ts";
+// invocation.ts imports this module too; these are called only at parse time, after both loaded.
+import { parseGoDuration, parseGoInt } from "./invocation.ts";
 
 /** A flag's raw value; a `strings` flag collects every occurrence, in order. */
 export type RawValue = string | boolean | string[];
@@ -84,12 +91,20 @@ function takeFlag(
     out[spec.name] = spec.type === "strings" ? [...(Array.isArray(prev) ? prev : []), v] : v;
   };
   if (value !== undefined) {
+    check(spec, name, value);
     set(value);
     return 1;
   }
   if (next === undefined) throw new UsageError(`flag needs an argument: -${name}`);
+  check(spec, name, next);
   set(next);
   return 2;
+}
+
+/** Go's flag.Set of an int or duration value: a bad one fails the parse even if a later one is good. */
+function check(spec: FlagSpec, name: string, value: string): void {
+  if (spec.type === "int") parseGoInt(value, `-${name}`);
+  else if (spec.type === "duration") parseGoDuration(value, `-${name}`);
 }
 
 export function parseGoBool(value: string, what: string): boolean {
@@ -129,6 +144,9 @@ export function parseArgv(argv: readonly string[]): ParseOutcome {
     const sub = argv[i];
     const subSpec = sub === undefined ? undefined : spec.subcommands.find((s) => s.name === sub);
     if (sub === undefined || sub === "--help" || sub === "-h" || sub === "help") return { kind: "delegate", reason: "help" };
+    // The group reads its own flags (only --help) before the subcommand, as Go's flag package.
+    const groupFlag = splitFlag(sub);
+    if (groupFlag !== undefined && groupFlag.name !== "help" && groupFlag.name !== "h") throw new UsageError(`flag provided but not defined: -${groupFlag.name}`);
     if (subSpec === undefined) return { kind: "delegate", reason: "unknown-command", name: sub };
     subcommand = sub;
     spec = subSpec;
@@ -156,9 +174,9 @@ function ok(
 const helpFlag: FlagSpec = { name: "help", aliases: ["h"], type: "bool", description: "show help" };
 
 /**
- * A command's tokens, urfave/cli style: known flags anywhere before `--` are flags, the
- * rest are arguments. exec-watch stops reading flags at its command (`exec-watch key ls -r`
- * runs `ls -r`).
+ * A command's tokens as etcdctl reads them: urfave/cli's reorderArgs, then Go's flag parse
+ * up to the first argument. exec-watch keeps kvctl's own reading: flags up to its command
+ * (`exec-watch key ls -r` runs `ls -r`).
  */
 function parseCommandTokens(
   spec: CommandSpec,
@@ -167,19 +185,65 @@ function parseCommandTokens(
   globals: Record<string, RawValue>,
 ): string[] {
   const own = index([...spec.flags, helpFlag]);
+  if (spec.name === "exec-watch") return parseExecWatchTokens(own, tokens, flags, globals);
+  const ordered = reorderArgs(own, tokens);
+  let i = 0;
+  while (i < ordered.length) {
+    const token = ordered[i] ?? "";
+    if (token === "--") {
+      i++;
+      break;
+    }
+    const f = splitFlag(token);
+    if (f === undefined) break;
+    const ownSpec = own.byName.get(f.name);
+    const globalSpec = globalIndex.byName.get(f.name);
+    if (ownSpec) i += takeFlag(ownSpec, f.name, f.value, ordered[i + 1], flags);
+    else if (globalSpec) i += takeFlag(globalSpec, f.name, f.value, ordered[i + 1], globals);
+    else throw new UsageError(`flag provided but not defined: -${f.name}`);
+  }
+  return ordered.slice(i);
+}
+
+/**
+ * urfave/cli 1.22's reorderArgs: each known flag, and the token after a flag written
+ * without `=` (a bool flag's too) unless that token is a known flag, moves ahead of the
+ * other tokens; a `--` met anywhere else stops the moving and is put before the rest.
+ */
+function reorderArgs(own: FlagIndex, tokens: readonly string[]): string[] {
+  const moved: string[] = [];
+  let rest: string[] = [];
+  let valueMayFollow = false;
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i] ?? "";
+    if (valueMayFollow && !looksLikeKnownFlag(token, own)) {
+      valueMayFollow = false;
+      moved.push(token);
+    } else if (token === "--") {
+      rest = ["--", ...rest, ...tokens.slice(i + 1)];
+      break;
+    } else if (looksLikeKnownFlag(token, own)) {
+      moved.push(token);
+      valueMayFollow = !token.includes("=");
+    } else {
+      rest.push(token);
+    }
+  }
+  return [...moved, ...rest];
+}
+
+function parseExecWatchTokens(own: FlagIndex, tokens: readonly string[], flags: Record<string, RawValue>, globals: Record<string, RawValue>): string[] {
   const args: string[] = [];
-  const maxFlagArgs = spec.name === "exec-watch" ? 1 : Number.POSITIVE_INFINITY;
   for (let i = 0; i < tokens.length; ) {
     const token = tokens[i] ?? "";
     if (token === "--") {
       args.push(...tokens.slice(i + 1));
       break;
     }
-    if (args.length >= maxFlagArgs && !looksLikeKnownFlag(token, own)) {
+    if (args.length >= 1 && !looksLikeKnownFlag(token, own)) {
       args.push(...tokens.slice(i));
       break;
     }
-    // After the first argument a malformed `-…` token is just an argument (`set key ---`).
     const f = token.length > 1 && token.startsWith("-") ? splitFlagLenient(token, args.length === 0) : undefined;
     const ownSpec = f && own.byName.get(f.name);
     const globalSpec = f && globalIndex.byName.get(f.name);
@@ -188,7 +252,6 @@ function parseCommandTokens(
     } else if (f !== undefined && globalSpec) {
       i += takeFlag(globalSpec, f.name, f.value, tokens[i + 1], globals);
     } else if (f !== undefined && args.length === 0) {
-      // Go's flag package sees an unknown flag before the first argument.
       throw new UsageError(`flag provided but not defined: -${f.name}`);
     } else {
       args.push(token);

@@ -4,7 +4,7 @@
 
 import { ClusterClient, type Credentials } from "../client/cluster.ts";
 import { createNodeTransport } from "../client/transport.ts";
-import { ClientError, DeadlineExceededError, formatV2Error, isConnectionError } from "../client/errors.ts";
+import { ClientError, ClusterError, DeadlineExceededError, formatV2Error, isConnectionError } from "../client/errors.ts";
 import { syncEndpoints } from "../client/members.ts";
 import { V2Error } from "../api/v2-errors.ts";
 import { CliExit, ExitCode } from "./exit-codes.ts";
@@ -21,9 +21,23 @@ export function errorText(err: unknown): string {
   return String(err);
 }
 
-/** etcdctl's handleError: `Error:  <err>` on stderr (one line) and the exit code. */
+/**
+ * The text etcdctl prints for an error it passes to Println: errorText, except that Go's
+ * ClusterError.Error() ends each endpoint's error with a newline (so the line after the
+ * last one is empty).
+ */
+export function goErrorText(err: unknown): string {
+  if (!(err instanceof ClusterError)) return errorText(err);
+  return "client: etcd cluster is unavailable or misconfigured" + err.errors.map((e, i) => `; error #${i}: ${errorText(e)}\n`).join("");
+}
+
+/**
+ * etcdctl's handleError: `Error:  <err>` on stderr and the exit code; after a
+ * ClusterError, its Detail (each endpoint's error on a line of its own) and an empty line.
+ */
 export function fail(code: number, err: unknown): CliExit {
-  return new CliExit(code, `Error:  ${errorText(err)}\n`);
+  const detail = err instanceof ClusterError ? err.errors.map((e, i) => `error #${i}: ${errorText(e)}\n`).join("") + "\n" : "";
+  return new CliExit(code, `Error:  ${goErrorText(err)}\n${detail}`);
 }
 
 /**
@@ -38,9 +52,11 @@ export function deadline(ms: number): { signal: AbortSignal; clear(): void } {
   return { signal: controller.signal, clear: () => clearTimeout(timer) };
 }
 
-async function credentials(g: GlobalOptions): Promise<Credentials | undefined> {
+export async function credentials(g: GlobalOptions): Promise<Credentials | undefined> {
   if (g.username === undefined) return undefined;
   const colon = g.username.indexOf(":");
+  // Go's client sends Basic credentials only for a non-empty user name: `-u :pw` is anonymous.
+  if (colon === 0) return undefined;
   if (colon !== -1) return { username: g.username.slice(0, colon), password: g.username.slice(colon + 1) };
   const password = g.password ?? (await promptPassword("Password: "));
   return { username: g.username, password };
@@ -77,7 +93,7 @@ export async function createContext(inv: Invocation, io: Io, opts: { sync: boole
     });
   } catch (err) {
     transport.close();
-    throw new CliExit(ExitCode.BadArgs, `${errorText(err)}\n`);
+    throw new CliExit(ExitCode.BadArgs, `${goErrorText(err)}\n`);
   }
 
   const ctx: CommandContext = {

@@ -74,6 +74,13 @@ test("a one-shot request moves on only when it was surely never sent", async () 
   assert.deepEqual(t.sent.map((r) => r.origin), ["http://a:1", "http://b:2", "http://a:1"]);
 });
 
+test("a one-shot request that reached no endpoint fails with the first endpoint's error, not a ClusterError (Go's client)", async () => {
+  const t = fakeTransport({ "http://a:1": refused("a:1"), "http://b:2": refused("b:2") });
+  const c = new ClusterClient({ endpoints: ["http://a:1", "http://b:2"], transport: t });
+  await assert.rejects(createV2KeysApi(c).delete("foo"), (err: unknown) => err instanceof NetworkError && err.message === "dial tcp a:1: connect: connection refused");
+  assert.deepEqual(t.sent.map((r) => r.origin), ["http://a:1", "http://b:2"]);
+});
+
 test("a deadline stops the attempts at once", async () => {
   const t = fakeTransport({ "http://a:1": new DeadlineExceededError(), "http://b:2": ok(getFoo) });
   const c = new ClusterClient({ endpoints: ["http://a:1", "http://b:2"], transport: t });

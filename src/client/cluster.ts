@@ -128,6 +128,9 @@ export class ClusterClient {
         throw failure;
       }
     }
+    // Go's client returns a one-shot request's first failure as it is, never a
+    // ClusterError; kvctl only tried further endpoints the request never reached.
+    if (opts.oneShot && errors[0] !== undefined) throw errors[0];
     throw new ClusterError(errors);
   }
 

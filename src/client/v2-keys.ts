@@ -12,6 +12,15 @@ import type { HttpResponse } from "./transport.ts";
 export const v2KeysPrefix = "/v2/keys";
 
 /** A successful key-space answer with the headers that matter to callers. */
+/**
+ * An index as etcd's Go client sends it: etcdctl reads `--swap-with-index -1` as an int and
+ * the client sends it as uint64, so a negative index wraps (18446744073709551615, which
+ * the server takes as a real, never matching index, not as a malformed one).
+ */
+export function uint64Text(n: number): string {
+  return BigInt.asUintN(64, BigInt(Math.trunc(n))).toString();
+}
+
 export interface V2Result {
   response: V2ResponseJSON & { node: V2NodeJSON };
   /** X-Kv-Index (falling back to X-Etcd-Index); 0 when absent. */
@@ -104,7 +113,7 @@ export function createV2KeysApi(cluster: ClusterClient, prefix: string = v2KeysP
         if (opts.prevValue !== undefined && opts.prevValue !== "") query["prevValue"] = opts.prevValue;
         form["value"] = value;
       }
-      if (opts.prevIndex !== undefined && opts.prevIndex !== 0) query["prevIndex"] = String(opts.prevIndex);
+      if (opts.prevIndex !== undefined && opts.prevIndex !== 0) query["prevIndex"] = uint64Text(opts.prevIndex);
       if (opts.prevExist !== undefined && opts.prevExist !== "") query["prevExist"] = opts.prevExist;
       if (opts.ttl !== undefined && opts.ttl > 0) form["ttl"] = String(Math.floor(opts.ttl));
       if (opts.refresh === true) form["refresh"] = "true";
@@ -138,7 +147,7 @@ export function createV2KeysApi(cluster: ClusterClient, prefix: string = v2KeysP
     async delete(key, opts = {}) {
       const query: Record<string, string> = {};
       if (opts.prevValue !== undefined && opts.prevValue !== "") query["prevValue"] = opts.prevValue;
-      if (opts.prevIndex !== undefined && opts.prevIndex !== 0) query["prevIndex"] = String(opts.prevIndex);
+      if (opts.prevIndex !== undefined && opts.prevIndex !== 0) query["prevIndex"] = uint64Text(opts.prevIndex);
       if (opts.dir === true) query["dir"] = "true";
       if (opts.recursive === true) query["recursive"] = "true";
       const res = await cluster.do(

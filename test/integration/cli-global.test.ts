@@ -36,10 +36,10 @@ test("a dead first endpoint is skipped with --no-sync, for reads and writes", as
   }
 });
 
-test("no reachable endpoint exits 2 while syncing, in one error line", async () => {
+test("no reachable endpoint exits 2 while syncing, with etcdctl's cluster error detail", async () => {
   const r = await runKvctl(["--endpoints", dead, "get", "/g/key"]);
   assert.equal(r.code, 2);
-  assert.equal(r.stderr, `Error:  client: etcd cluster is unavailable or misconfigured; error #0: ${refused(dead)}\n`);
+  assert.equal(r.stderr, `Error:  client: etcd cluster is unavailable or misconfigured; error #0: ${refused(dead)}\n\nerror #0: ${refused(dead)}\n\n`);
 });
 
 test("no reachable endpoint exits 4 with --no-sync", async () => {
@@ -124,7 +124,7 @@ test("--timeout bounds each request (exceeded header timeout, exit 4)", async ()
     assert.equal(r.code, 4);
     assert.equal(
       r.stderr,
-      `Error:  client: etcd cluster is unavailable or misconfigured; error #0: client: endpoint ${silent.url} exceeded header timeout\n`,
+      `Error:  client: etcd cluster is unavailable or misconfigured; error #0: client: endpoint ${silent.url} exceeded header timeout\n\nerror #0: client: endpoint ${silent.url} exceeded header timeout\n\n`,
     );
   } finally {
     silent.close();

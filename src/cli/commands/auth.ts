@@ -9,7 +9,7 @@
 
 import { getAuthEnabled, setAuthEnabled } from "../../client/v2-auth.ts";
 import { CliExit, ExitCode } from "../exit-codes.ts";
-import { errorText, withContext, type CommandContext, type Io } from "../context.ts";
+import { errorText, goErrorText, withContext, type CommandContext, type Io } from "../context.ts";
 import type { Invocation } from "../invocation.ts";
 import { promptPassword } from "../tty.ts";
 
@@ -20,7 +20,7 @@ export function exit1(text: string): CliExit {
 
 /** A failure as etcdctl's auth commands print it: the error text alone. */
 export function bare(err: unknown): CliExit {
-  return err instanceof CliExit ? err : exit1(errorText(err));
+  return err instanceof CliExit ? err : exit1(goErrorText(err));
 }
 
 export function requireNoArgs(inv: Invocation): void {

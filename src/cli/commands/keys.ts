@@ -74,7 +74,7 @@ export async function run(inv: Invocation, io: Io): Promise<number> {
           keys.get(key, { sorted: bool(inv, "sort"), quorum: bool(inv, "quorum"), signal }),
         );
         if (r.response.node.dir === true) {
-          io.stderr(`${r.response.node.key ?? key}: is a directory\n`);
+          io.stderr(`${r.response.node.key ?? ""}: is a directory\n`);
           return ExitCode.BadArgs;
         }
         print(io, r, output);
