@@ -38,6 +38,8 @@ const KEYS = ["a", "b", "c", "ab", "abc", "b/c", "a\0", "\xff", "", "a\xff"];
 /** Base64 that Go's decoder refuses or reads its own way (missing padding, URL alphabet, spaces). */
 const BAD_B64 = ["YQ", "YQ=", "!!", "Y Q==", "_w==", "-w==", "YQ==\n", "====", "YWI", "Y"];
 const VALUES = ["v", "", "hello", "\0", "x".repeat(300)];
+/** Over --max-request-bytes (1.5 MiB), and over gRPC's receive limit (that plus 512 KiB). */
+const HUGE_VALUES = ["y".repeat(1.6 * 1024 * 1024), "z".repeat(2.1 * 1024 * 1024)];
 const WATCH_GAP_MS = 200;
 /** The bytes that stand in for a message whose JSON is no such message (a truncated field). */
 const BAD_MESSAGE = Buffer.from([0x0a, 0x05, 0x61]);
@@ -120,7 +122,7 @@ function leaseId(rng: Rng): Json {
 
 function putReq(rng: Rng): Obj {
   const o: Obj = { key: keyB64(rng) };
-  sometimes(rng, o, 0.85, "value", () => (chance(rng, 0.03) ? pick(rng, BAD_B64) : b64(pick(rng, VALUES))));
+  sometimes(rng, o, 0.85, "value", () => (chance(rng, 0.03) ? pick(rng, BAD_B64) : chance(rng, 0.01) ? b64(HUGE_VALUES[Math.floor(rng() * HUGE_VALUES.length)]!) : b64(pick(rng, VALUES))));
   sometimes(rng, o, 0.15, "lease", () => leaseId(rng));
   sometimes(rng, o, 0.3, "prev_kv", () => pick<Json>(rng, [true, false]));
   sometimes(rng, o, 0.08, "ignore_value", () => true);
@@ -155,12 +157,31 @@ function op(rng: Rng, c: Ctx, depth: number): Obj {
   return { request_txn: txnReq(rng, c, depth + 1) };
 }
 
+/**
+ * etcd 3.4.23 panics (its applier: "unexpected error during txn") on a put with
+ * ignore_value or ignore_lease whose key an earlier op of the same txn deleted: its check
+ * looks at the state before the txn only. Such puts lose the flags when they follow a
+ * delete or a nested txn (test/fuzz/README.md).
+ */
+function safeBranch(ops: Obj[]): Obj[] {
+  let deleted = false;
+  for (const o of ops) {
+    const put = o["request_put"] as Obj | undefined;
+    if (put !== undefined && deleted) {
+      delete put["ignore_value"];
+      delete put["ignore_lease"];
+    }
+    if ("request_delete_range" in o || "request_txn" in o) deleted = true;
+  }
+  return ops;
+}
+
 function txnReq(rng: Rng, c: Ctx, depth = 0): Obj {
   const o: Obj = {};
   const n = (max: number): number => Math.floor(rng() * max);
   if (chance(rng, 0.8)) o["compare"] = Array.from({ length: n(3) }, () => compare(rng, c));
-  if (chance(rng, 0.8)) o["success"] = Array.from({ length: n(4) }, () => op(rng, c, depth));
-  if (chance(rng, 0.6)) o["failure"] = Array.from({ length: n(3) }, () => op(rng, c, depth));
+  if (chance(rng, 0.8)) o["success"] = safeBranch(Array.from({ length: n(4) }, () => op(rng, c, depth)));
+  if (chance(rng, 0.6)) o["failure"] = safeBranch(Array.from({ length: n(3) }, () => op(rng, c, depth)));
   if (depth === 0 && chance(rng, 0.05)) o["success"] = Array.from({ length: 129 }, (_, i) => ({ request_range: { key: b64(`k${i}`) } })); // over --max-txn-ops (128)
   if (depth === 0 && chance(rng, 0.05)) {
     // The same key written twice in one branch: etcd refuses duplicates.
@@ -225,6 +246,8 @@ export interface V3Request {
   grpcBody?: Uint8Array;
   /** gRPC, a stream: each message framed, written WATCH_GAP_MS apart. */
   grpcParts?: Buffer[];
+  /** gRPC: another method path than the call's (unknown services and methods). */
+  grpcPath?: string;
   /** gRPC bends: header changes, the flag byte, junk appended. */
   grpcHeaders: Record<string, string | undefined>;
   grpcFlag: number;
@@ -332,7 +355,7 @@ function unaryRequest(rng: Rng, wire: Wire, name: string, json: Json): V3Request
   let target = gwTarget(rng, call.path);
   const m = rng();
   // (Not a grant's: an empty one is a 2 s lease the server names, which would expire.)
-  if (m < 0.03 && name !== "grant") body = pick(rng, ["{", "", "[]", "null", '{"key": "YQ==",}', "{}{}", '"x"', "{} x", body + "\n" + body]);
+  if (m < 0.03 && name !== "grant") body = pick(rng, ["{", "", "[]", "null", '{"key": "YQ==",}', "{}{}", '"x"', "{} x", body + "\n" + body, '{"key":"YQ==","key":"Yg=="}', '{"key":"YQ==","value":"dg==","value":null}', '{"key":"\\u0059Q=="}', ' \t{"key":"YQ=="}\n ']);
   else if (m < 0.05) method = pick(rng, ["GET", "PUT", "DELETE", "PATCH"]);
   else if (m < 0.07) target = pick(rng, ["/v3/kv/ranges", "/v3/kv", "/v3/kv/range/", "/V3/kv/range", "/v3alpha/kv/range", "/v3/kv//range", "/v3/lease/keepalive", "/v3/watch/x"]);
   else if (m < 0.09) headers.push(["Content-Type", pick(rng, ["text/plain", "application/json", "application/x-www-form-urlencoded"])]);
@@ -345,7 +368,10 @@ function unaryRequest(rng: Rng, wire: Wire, name: string, json: Json): V3Request
   else if (g < 0.05) grpcFlag = 1;
   else if (g < 0.06) grpcFlag = 2;
   const grpcBody = grpcBytes(call, json, rng);
+  let grpcPath: string | undefined;
+  if (chance(rng, 0.01)) grpcPath = pick(rng, ["/etcdserverpb.KV/Nope", "/etcdserverpb.Nope/Range", "etcdserverpb.KV/Range", "/etcdserverpb.KV/", "/", "/etcdserverpb.kv/Range", "/etcdserverpb.KV/Range/"]);
   return {
+    ...(grpcPath === undefined ? {} : { grpcPath }),
     wire,
     name,
     json: [json],
@@ -431,7 +457,13 @@ export class GrpcChannel {
     return new Promise((resolve) => {
       const a: GrpcAnswer = { httpStatus: 0, messages: [] };
       let buf = Buffer.alloc(0);
-      const req = s.request(h, { endStream: false });
+      let req: http2.ClientHttp2Stream;
+      try {
+        req = s.request(h, { endStream: false });
+      } catch (e) {
+        resolve({ httpStatus: 0, messages: [], error: `client refused: ${(e as Error).message}` });
+        return;
+      }
       let done = false;
       const finish = (pending: boolean): void => {
         if (done) return;
@@ -589,7 +621,7 @@ function show(req: V3Request): string {
   if (req.wire === "gw") return `gw ${req.http.method} ${req.http.target}${req.http.body !== undefined ? ` body=${JSON.stringify(req.http.body.length > 400 ? req.http.body.slice(0, 400) + "…" : req.http.body)}` : ""}${req.http.headers.length > 0 ? ` ${JSON.stringify(req.http.headers)}` : ""}`;
   const hs = Object.keys(req.grpcHeaders).length > 0 ? ` headers=${JSON.stringify(req.grpcHeaders, (_k, v: unknown) => (v === undefined ? "<absent>" : v))}` : "";
   const bytes = req.grpcParts !== undefined ? req.grpcParts.map((p) => p.toString("hex")).join(" ").slice(0, 300) : req.grpcBody === undefined ? "<bad bytes>" : Buffer.from(req.grpcBody).toString("hex").slice(0, 200);
-  return `grpc ${CALLS[req.name]!.grpc} json=${JSON.stringify(req.json).slice(0, 400)} bytes=${bytes}${req.grpcFlag > 0 ? ` flag=${req.grpcFlag}` : ""}${hs}`;
+  return `grpc ${req.grpcPath ?? CALLS[req.name]!.grpc} json=${JSON.stringify(req.json).slice(0, 400)} bytes=${bytes}${req.grpcFlag > 0 ? ` flag=${req.grpcFlag}` : ""}${hs}`;
 }
 
 
@@ -600,7 +632,7 @@ async function sendOne(port: number, ch: GrpcChannel, req: V3Request, N: Normali
   }
   const call = CALLS[req.name]!;
   const body = req.grpcParts ?? frame(req.grpcFlag, req.grpcBody ?? BAD_MESSAGE);
-  const a = await ch.call(call.grpc, body, req.grpcHeaders, req.stream ? req.waitMs : 5000, WATCH_GAP_MS);
+  const a = await ch.call(req.grpcPath ?? call.grpc, body, req.grpcHeaders, req.stream ? req.waitMs : 5000, WATCH_GAP_MS);
   return normalizeGrpc(N, req, a);
 }
 
