@@ -79,12 +79,16 @@ function rangeEnd(rng: Rng, key: string): string {
 }
 
 /** An int64 field's value, mostly valid, as JSON numbers or strings, sometimes not an integer at all. */
-function int64(rng: Rng, valid: () => number): Json {
+/** Not 0 (nor what reads as 0): see test/fuzz/README.md on a compaction at revision 0. */
+const COMPACT_BAD: Json[] = ["abc", -1, 1.5, "1e3", true, "9223372036854775808", [], {}];
+const BAD_INT64: Json[] = ["abc", -1, 1.5, "1e3", null, true, "9223372036854775808", [], {}, ""];
+
+function int64(rng: Rng, valid: () => number, bad: Json[] = BAD_INT64): Json {
   if (chance(rng, 0.85)) {
     const n = valid();
     return chance(rng, 0.5) ? n : String(n);
   }
-  return pick<Json>(rng, ["abc", -1, 1.5, "1e3", null, true, "9223372036854775808", [], {}, ""]);
+  return pick<Json>(rng, bad);
 }
 
 interface Ctx {
@@ -294,7 +298,7 @@ export function* generateRequests(seed: number, count: number, c: Ctx): Generato
     else if (r < 0.42) [name, json] = ["range", rangeReq(rng, c)];
     else if (r < 0.5) [name, json] = ["deleterange", deleteReq(rng)];
     else if (r < 0.65) [name, json] = ["txn", txnReq(rng, c)];
-    else if (r < 0.67) [name, json] = ["compaction", { revision: int64(rng, () => pick(rng, [c.rev() - 20, c.rev() - 3, c.rev(), c.rev() + 1, 0])), ...(chance(rng, 0.3) ? { physical: true } : {}) }];
+    else if (r < 0.67) [name, json] = ["compaction", { revision: int64(rng, () => Math.max(1, pick(rng, [c.rev() - 20, c.rev() - 3, c.rev(), c.rev() + 1])), COMPACT_BAD), ...(chance(rng, 0.3) ? { physical: true } : {}) }];
     else if (r < 0.72) {
       const o: Obj = { TTL: chance(rng, 0.9) ? pick<Json>(rng, TTLS) : pick<Json>(rng, ["abc", null]) };
       if (chance(rng, 0.97)) o["ID"] = leaseId(rng); // a server-chosen ID is rare: mapped by rank
@@ -390,6 +394,11 @@ function watchRequest(rng: Rng, wire: Wire, msgs: Json[]): V3Request {
   const sep = chance(rng, 0.5) ? "\n" : "";
   const parts = msgs.map((m, i) => (i > 0 ? sep : "") + JSON.stringify(m));
   const grpcParts = msgs.map((m) => frame(0, grpcBytes(call, m, rng) ?? BAD_MESSAGE));
+  if (chance(rng, 0.1)) {
+    // A bad message after the good ones: the stream ends with an error, what came before stays.
+    parts.push(sep + pick(rng, ['{"create_request":{"key":5}}', '{"foo":{}}', "{", "null", "[]", '"x"', '{"create_request":{"key":"YQ==","start_revision":"x"}}']));
+    grpcParts.push(frame(0, pick(rng, [BAD_MESSAGE, Buffer.from([0x0a, 0x02, 0x0a, 0x00, 0xa0, 0x06, 0x01]), Buffer.from([0x0f])])));
+  }
   return {
     wire,
     name: "watch",
@@ -570,6 +579,8 @@ const GW_HEADERS = new Set(["content-type", "grpc-metadata-content-type", "allow
 export function normalizeGateway(N: Normalizer, req: V3Request, r: RawResponse): Normalized {
   const headers: Record<string, string> = {};
   for (const [k, v] of r.headers) if (GW_HEADERS.has(k) || k.startsWith("grpc-")) headers[k] = N.text(v);
+  // Framing: Go gives a short complete answer a Content-Length, a streamed one chunks.
+  if (r.noHead !== true && r.pending !== true && r.body.length < 2000) headers["(framing)"] = r.headers.get("transfer-encoding") === "chunked" ? "chunked" : "whole";
   let body: unknown = N.text(r.body);
   if (r.body.trim() !== "" && (r.headers.get("content-type") ?? "").includes("json")) {
     try {
