@@ -219,6 +219,7 @@ const CALLS: Record<string, Call> = {
   roleget: { path: "/auth/role/get", grpc: "/etcdserverpb.Auth/RoleGet", req: pb.AuthRoleGetRequestSchema, res: pb.AuthRoleGetResponseSchema },
   authenticate: { path: "/auth/authenticate", grpc: "/etcdserverpb.Auth/Authenticate", req: pb.AuthenticateRequestSchema, res: pb.AuthenticateResponseSchema },
   watch: { path: "/watch", grpc: "/etcdserverpb.Watch/Watch", req: pb.WatchRequestSchema, res: pb.WatchResponseSchema },
+  keepalive: { path: "/lease/keepalive", grpc: "/etcdserverpb.Lease/LeaseKeepAlive", req: pb.LeaseKeepAliveRequestSchema, res: pb.LeaseKeepAliveResponseSchema },
 };
 
 /** The gateway's aliases of the lease calls (etcd 3.4 serves both). */
@@ -314,11 +315,14 @@ export function* generateRequests(seed: number, count: number, c: Ctx): Generato
       if (chance(rng, 0.2)) msgs.push({ create_request: watchCreate(rng, c) });
       if (chance(rng, 0.25)) msgs.push({ cancel_request: { watch_id: int64(rng, () => pick(rng, [0, 1, 3])) } });
       if (chance(rng, 0.05)) msgs.push({ progress_request: {} });
-      const line = (m: Json): Json => m;
-      yield watchRequest(rng, wire, msgs.map(line));
+      yield streamRequest(rng, wire, "watch", msgs);
+      continue;
+    } else if (r < 0.94) {
+      // Keep-alives of leases that exist or not (a stream: one answer per request).
+      yield streamRequest(rng, wire, "keepalive", Array.from({ length: 1 + Math.floor(rng() * 2) }, () => ({ ID: leaseId(rng) })));
       continue;
     } else {
-      name = pick(rng, Object.keys(CALLS).filter((k) => k !== "watch" && k !== "status"));
+      name = pick(rng, Object.keys(CALLS).filter((k) => k !== "watch" && k !== "status" && k !== "keepalive"));
       json = chance(rng, 0.5) ? {} : rangeReq(rng, c);
     }
     // Malformed JSON shapes, the same on both wires where they mean anything.
@@ -388,8 +392,8 @@ function unaryRequest(rng: Rng, wire: Wire, name: string, json: Json): V3Request
   };
 }
 
-function watchRequest(rng: Rng, wire: Wire, msgs: Json[]): V3Request {
-  const call = CALLS["watch"]!;
+function streamRequest(rng: Rng, wire: Wire, name: "watch" | "keepalive", msgs: Json[]): V3Request {
+  const call = CALLS[name]!;
   // The gateway's stream reads one JSON value after another from the body.
   const sep = chance(rng, 0.5) ? "\n" : "";
   const parts = msgs.map((m, i) => (i > 0 ? sep : "") + JSON.stringify(m));
@@ -401,11 +405,11 @@ function watchRequest(rng: Rng, wire: Wire, msgs: Json[]): V3Request {
   }
   return {
     wire,
-    name: "watch",
+    name,
     json: msgs,
     // A gap between messages: etcd sends history and compaction answers from its sync
     // loop (every 100 ms), so a next request sent at once would race them.
-    http: { method: "POST", target: (chance(rng, 0.1) ? "/v3beta" : "/v3") + "/watch", headers: [], body: parts.join(""), bodyParts: parts, gapMs: WATCH_GAP_MS, mayBlock: true },
+    http: { method: "POST", target: (chance(rng, 0.1) ? "/v3beta" : "/v3") + call.path, headers: [], body: parts.join(""), bodyParts: parts, gapMs: WATCH_GAP_MS, mayBlock: true },
     grpcParts,
     grpcHeaders: {},
     grpcFlag: -1,
@@ -546,8 +550,8 @@ const STATUS_MASKED = new Set(["dbSize", "db_size", "dbSizeInUse", "db_size_in_u
 function norm(N: Normalizer, v: unknown, parent = ""): unknown {
   if (Array.isArray(v)) {
     const out = v.map((x) => norm(N, x, parent));
-    // etcd lists leases in map order
-    if (parent === "leases") out.sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+    // etcd lists leases, and a lease's keys, in Go map order
+    if (parent === "leases" || parent === "keys") out.sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
     return out;
   }
   if (v === null || typeof v !== "object") return typeof v === "string" ? N.text(v) : v;
