@@ -4,7 +4,8 @@
 // etcd 3.4.23 and one against kvctl can be diffed.
 //
 // Normalised: indexes relative to the index the scenario starts at (i+N), TTLs and
-// expirations as bounds, stats' ids and times as their type. The synchronous calls
+// expirations as bounds, stats' ids and times as their type. Auth: v2 users and roles set
+// up over HTTP, then the client with its `auth` option (basic auth). The synchronous calls
 // (setSync, getSync…) need `deasync`'s native build and are not driven.
 //
 // Usage: node node-etcd.mjs --port P [--modules DIR] [--wait S]
@@ -24,7 +25,7 @@ let base = 0;
 const out = (name, text) => process.stdout.write(`${name}: ${text}\n`);
 const section = (name) => process.stdout.write(`## ${name}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const rel = (i) => (i === undefined ? "-" : `i+${Number(i) - base}`);
+const rel = (i) => (i === undefined ? "-" : Number(i) === 0 ? "0" : `i+${Number(i) - base}`);
 const ttl = (t) => (t === undefined ? "" : ` ttl=${t >= 1 && t <= 60 ? "1..60" : t}`);
 function node(n) {
   if (!n) return "none";
@@ -256,6 +257,35 @@ async function main() {
     out("selfStats", err ? error(err) : `state=${b.state} keys=${Object.keys(b).sort().join(",")}`);
   }
   out("getHosts", etcd.getHosts().map((h) => h.replace(/:\d+$/, ":PORT")).join(","));
+
+  section("auth");
+  {
+    const base2 = `http://${host}/v2/auth`;
+    const req = (method, path, body, user) =>
+      fetch(`${base2}${path}`, { method, body: body === undefined ? undefined : JSON.stringify(body), headers: { "content-type": "application/json", ...(user ? { authorization: `Basic ${Buffer.from(user).toString("base64")}` } : {}) } }).then((r) => r.status);
+    out("setup: root, alice (app/*), enable, guest revoked", [
+      await req("PUT", "/users/root", { user: "root", password: "rootpw" }),
+      await req("PUT", "/roles/app", { role: "app", permissions: { kv: { read: ["/app/*"], write: ["/app/*"] } } }),
+      await req("PUT", "/users/alice", { user: "alice", password: "pw", roles: ["app"] }),
+      await req("PUT", "/enable"),
+      await req("PUT", "/roles/guest", { role: "guest", revoke: { kv: { read: ["/*"], write: ["/*"] } } }, "root:rootpw"),
+    ].join(","));
+    const alice = new Etcd([host], { auth: { user: "alice", pass: "pw" } });
+    await step("alice set app/x", alice, "set", "app/x", "1");
+    await step("alice get app/x", alice, "get", "app/x");
+    await step("alice set outside", alice, "set", "other", "1");
+    await step("alice get outside", alice, "get", "base");
+    await step("alice mkdir app/d", alice, "mkdir", "app/d");
+    await step("alice watch outside", alice, "watch", "base", { waitIndex: 1 });
+    const wrong = new Etcd([host], { auth: { user: "alice", pass: "bad" } });
+    await step("wrong password get app/x", wrong, "get", "app/x");
+    await step("anonymous get app/x", etcd, "get", "app/x");
+    await step("anonymous set", etcd, "set", "app/y", "1");
+    const root = new Etcd([host], { auth: { user: "root", pass: "rootpw" } });
+    await step("root get outside", root, "get", "base");
+    out("disable auth", String(await req("DELETE", "/enable", undefined, "root:rootpw")));
+    await step("anonymous get app/x after disable", etcd, "get", "app/x");
+  }
 
   section("failover");
   {
