@@ -90,6 +90,7 @@ echo "## cluster of 3 through the token"
 for i in 1 2 3; do
   server "$cluster" "m$i" $((base + 2 + 2 * i)) $((base + 3 + 2 * i)) --discovery "$url"
   [ "$i" = 1 ] && m1=$last
+  [ "$i" = 2 ] && m2=$last
 done
 for i in 1 2 3; do waitfor "http://127.0.0.1:$((base + 2 + 2 * i))/v2/keys/" || echo "m$i did not start" >&2; done
 for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$((base + 4))/health" 2>/dev/null | grep -q '"true"' && break; sleep 0.1; done
@@ -103,6 +104,14 @@ n=json.load(sys.stdin)["node"]
 ids=sorted(c["key"].rsplit("/",1)[1] for c in n.get("nodes",[]) if not c["key"].endswith("_config"))
 ms=json.load(urllib.request.urlopen(sys.argv[1]))["members"]
 print(ids==sorted(m["id"] for m in ms), len(ids))' "http://127.0.0.1:$((base + 4))/v2/members")"
+
+echo "## a member restarts with its data (the token is full by now: not asked again)"
+kill "$m2"
+wait "$m2" 2>/dev/null
+server "$cluster" m2 $((base + 6)) $((base + 7)) --discovery "$url"
+m2=$last
+waitfor "http://127.0.0.1:$((base + 6))/v2/keys/" || echo "m2 did not restart" >&2
+out "m2 after its restart: a member" "$(curl -sS "http://127.0.0.1:$((base + 6))/v2/members" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["members"]))' 2>&1) members, quorum get: $(curl -sS "http://127.0.0.1:$((base + 6))/v2/keys/through?quorum=true" | python3 -c 'import json,sys; print(json.load(sys.stdin)["node"]["value"])' 2>&1)"
 
 echo "## a fourth member"
 out "full token, --discovery-fallback=exit" "$(run "$cluster" m4 $((base + 10)) $((base + 11)) --discovery "$url" --discovery-fallback exit)"
