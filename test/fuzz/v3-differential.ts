@@ -322,7 +322,7 @@ export function* generateRequests(seed: number, count: number, c: Ctx): Generato
       yield streamRequest(rng, wire, "keepalive", Array.from({ length: 1 + Math.floor(rng() * 2) }, () => ({ ID: leaseId(rng) })));
       continue;
     } else {
-      name = pick(rng, Object.keys(CALLS).filter((k) => k !== "watch" && k !== "status" && k !== "keepalive"));
+      name = pick(rng, Object.keys(CALLS).filter((k) => k !== "watch" && k !== "status" && k !== "keepalive" && k !== "compaction"));
       json = chance(rng, 0.5) ? {} : rangeReq(rng, c);
     }
     // Malformed JSON shapes, the same on both wires where they mean anything.
@@ -335,6 +335,8 @@ export function* generateRequests(seed: number, count: number, c: Ctx): Generato
       obj["rangeEnd"] = obj["range_end"]!; // proto3 JSON's lowerCamel name: jsonpb takes both
       delete obj["range_end"];
     }
+    // A compaction at revision 0 is a state kvctl does not model (README).
+    if (name === "compaction" && (obj["revision"] === null || obj["revision"] === undefined)) obj["revision"] = Math.max(1, c.rev());
     let followUp: V3Request | undefined;
     if (name === "grant" && !(Number(obj["TTL"]) >= SHORTEST_TTL_S)) {
       // A short lease (etcd raises it to its 2 s minimum) would expire at each server's own
@@ -362,11 +364,14 @@ function unaryRequest(rng: Rng, wire: Wire, name: string, json: Json): V3Request
   let method = "POST";
   let target = gwTarget(rng, call.path);
   const m = rng();
-  // (Not a grant's: an empty one is a 2 s lease the server names, which would expire.)
-  if (m < 0.03 && name !== "grant") body = pick(rng, ["{", "", "[]", "null", '{"key": "YQ==",}', "{}{}", '"x"', "{} x", body + "\n" + body, '{"key":"YQ==","key":"Yg=="}', '{"key":"YQ==","value":"dg==","value":null}', '{"key":"\\u0059Q=="}', ' \t{"key":"YQ=="}\n ']);
-  else if (m < 0.05) method = pick(rng, ["GET", "PUT", "DELETE", "PATCH"]);
+  // (Not a grant's: an empty one is a 2 s lease the server names, which would expire; nor
+  // a compaction's: at revision 0, README.)
+  if (m < 0.03 && name !== "grant" && name !== "compaction") body = pick(rng, ["{", "", "[]", "null", '{"key": "YQ==",}', "{}{}", '"x"', "{} x", body + "\n" + body, '{"key":"YQ==","key":"Yg=="}', '{"key":"YQ==","value":"dg==","value":null}', '{"key":"\\u0059Q=="}', ' \t{"key":"YQ=="}\n ']);
+  else if (m < 0.05) method = pick(rng, ["GET", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"]);
   else if (m < 0.07) target = pick(rng, ["/v3/kv/ranges", "/v3/kv", "/v3/kv/range/", "/V3/kv/range", "/v3alpha/kv/range", "/v3/kv//range", "/v3/lease/keepalive", "/v3/watch/x"]);
   else if (m < 0.09) headers.push(["Content-Type", pick(rng, ["text/plain", "application/json", "application/x-www-form-urlencoded"])]);
+  else if (m < 0.1) target += pick(rng, ["?key=YQ==", "?", "?limit=1&x", "#frag", "?%zz"]);
+  else if (m < 0.105) headers.push(["Origin", "http://example.com"]);
   if (m >= 0.03 && m < 0.05 && method === "GET" && chance(rng, 0.5)) body = "";
   const grpcHeaders: Record<string, string | undefined> = {};
   let grpcFlag = 0;
@@ -578,7 +583,7 @@ export interface Normalized {
   pending?: boolean;
 }
 
-const GW_HEADERS = new Set(["content-type", "grpc-metadata-content-type", "allow", "location", "access-control-allow-origin"]);
+const GW_HEADERS = new Set(["content-type", "grpc-metadata-content-type", "allow", "location", "access-control-allow-origin", "access-control-allow-methods", "access-control-allow-headers"]);
 
 export function normalizeGateway(N: Normalizer, req: V3Request, r: RawResponse): Normalized {
   const headers: Record<string, string> = {};
