@@ -419,7 +419,7 @@ function streamRequest(rng: Rng, wire: Wire, name: "watch" | "keepalive", msgs: 
     grpcHeaders: {},
     grpcFlag: -1,
     stream: true,
-    waitMs: WATCH_GAP_MS * msgs.length + 150,
+    waitMs: WATCH_GAP_MS * msgs.length + 250,
   };
 }
 
