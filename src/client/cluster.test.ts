@@ -81,6 +81,12 @@ test("a one-shot request that reached no endpoint fails with the first endpoint'
   assert.deepEqual(t.sent.map((r) => r.origin), ["http://a:1", "http://b:2"]);
 });
 
+test("an auth change that reached no endpoint fails with a ClusterError (Go's client does not mark it one-shot)", async () => {
+  const t = fakeTransport({ "http://a:1": refused("a:1") });
+  const c = new ClusterClient({ endpoints: ["http://a:1"], transport: t });
+  await assert.rejects(c.do({ method: "PUT", path: () => "/v2/auth/users/u1", body: "{}" }, { oneShot: true }), ClusterError);
+});
+
 test("a deadline stops the attempts at once", async () => {
   const t = fakeTransport({ "http://a:1": new DeadlineExceededError(), "http://b:2": ok(getFoo) });
   const c = new ClusterClient({ endpoints: ["http://a:1", "http://b:2"], transport: t });

@@ -39,6 +39,12 @@ export interface DoOptions {
   signal?: AbortSignal;
   /** Not idempotent (create, delete): do not resend once it may have been received. */
   oneShot?: boolean;
+  /**
+   * Go's client marks it one-shot too (a create, a delete), and so fails with the first
+   * endpoint's error as it is, never a ClusterError. kvctl's own one-shot requests (auth
+   * changes; Go resends them) still fail with a ClusterError.
+   */
+  goOneShot?: boolean;
 }
 
 export interface ParsedEndpoint {
@@ -125,12 +131,13 @@ export class ClusterClient {
       const neverSent = failure instanceof NetworkError && !failure.sent;
       if (opts.oneShot && !neverSent) {
         this.#pinned = (k + 1) % eps.length;
-        throw failure;
+        // Where Go's client would have gone on, its error would be a ClusterError.
+        throw opts.goOneShot === true ? failure : new ClusterError(errors);
       }
     }
-    // Go's client returns a one-shot request's first failure as it is, never a
-    // ClusterError; kvctl only tried further endpoints the request never reached.
-    if (opts.oneShot && errors[0] !== undefined) throw errors[0];
+    // kvctl only tried further endpoints the request never reached; Go's client would
+    // have stopped at the first.
+    if (opts.goOneShot === true && errors[0] !== undefined) throw errors[0];
     throw new ClusterError(errors);
   }
 

@@ -121,7 +121,7 @@ export function createV2KeysApi(cluster: ClusterClient, prefix: string = v2KeysP
       const res = await cluster.do(
         { method: "PUT", path: url(key, query), body: goEncodeQuery(form), contentType: formType },
         // etcd's client sends a create (prevExist=false) to one endpoint only.
-        { ...call(opts.signal), oneShot: opts.prevExist === "false" },
+        { ...call(opts.signal), oneShot: opts.prevExist === "false", goOneShot: opts.prevExist === "false" },
       );
       return toResult(res);
     },
@@ -152,7 +152,7 @@ export function createV2KeysApi(cluster: ClusterClient, prefix: string = v2KeysP
       if (opts.recursive === true) query["recursive"] = "true";
       const res = await cluster.do(
         { method: "DELETE", path: url(key, query), contentType: formType },
-        { ...call(opts.signal), oneShot: true },
+        { ...call(opts.signal), oneShot: true, goOneShot: true },
       );
       return toResult(res);
     },

@@ -51,6 +51,7 @@ function globals(rng: Rng): string[] {
   if (chance(rng, 0.25)) g.push(pick(rng, ["--username", "-u"]), `${pick(rng, USERS)}:${pick(rng, PASSWORDS)}`);
   if (chance(rng, 0.06)) g.push("--timeout", pick(rng, ["1s", "3s", "500ms", "abc", "0"]));
   if (chance(rng, 0.03)) g.push("--total-timeout", pick(rng, ["5s", "x"]));
+  if (chance(rng, 0.04)) g.push("--debug");
   return g;
 }
 
@@ -167,11 +168,17 @@ function mangle(rng: Rng, args: string[]): string[] {
   }
 }
 
+/** A value left out of the command line, for the command to read from stdin (etcdctl's argOrStdin). */
+function valueFromStdin(rng: Rng, c: CliCommand): CliCommand {
+  if (!["set", "mk", "update"].includes(c.args[0] ?? "") || c.input !== undefined || !chance(rng, 0.15)) return c;
+  return { args: c.args.slice(0, -1), input: pick(rng, ["piped\n", "two\nlines\n", "", "no newline"]) };
+}
+
 /** A seeded sequence of command lines; `index` is the etcd side's last index seen. */
 export function* generateCommands(seed: number, count: number, index: () => number): Generator<CliCommand> {
   const rng = mulberry32(seed);
   for (let n = 0; n < count; n++) {
-    const c = command(rng, index);
+    const c = valueFromStdin(rng, command(rng, index));
     const args = chance(rng, 0.12) ? mangle(rng, c.args) : c.args;
     yield { args: [...globals(rng), ...args], ...(c.input === undefined ? {} : { input: c.input }) };
   }
@@ -207,9 +214,9 @@ export function normalizeCli(r: ProcessResult, side: CliSide, deadPort: number):
     let out = s.split(String(deadPort)).join("<dead>");
     side.ports.forEach((p, i) => (out = out.split(String(p)).join(`<port${i}>`)));
     return out
-      .replace(/"ttl":\d+/g, '"ttl":<ttl>')
+      .replace(/"ttl":\d+/g, '"ttl":"<ttl>"')
       .replace(/^TTL: \d+$/gm, "TTL: <ttl>")
-      .replace(/"expiration":"[^"]*"/g, '"expiration":<time>')
+      .replace(/"expiration":"[^"]*"/g, '"expiration":"<time>"')
       .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, "<time>");
   };
   return { stdout: text(r.stdout), stderr: text(r.stderr), code: r.signal !== null ? -1 : r.code };
