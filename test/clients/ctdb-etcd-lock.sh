@@ -61,13 +61,13 @@ out "lock keys after 4 s" "$(locks)"
 echo "## contention"
 start b 1
 out "node 1 helper" "$(answer b)"
-sleep 0.5
+for _ in $(seq 1 50); do [ "$(running b)" = exited ] && break; sleep 0.1; done
 out "node 1 helper after answering" "$(running b)"
 out "lock keys" "$(locks)"
 
 # Node 1 left its key behind (python-etcd's non-blocking acquire): gone with its TTL.
-sleep 3.5
-out "lock keys 3.5 s later" "$(locks)"
+for _ in $(seq 1 80); do [ "$(locks | cut -d' ' -f1)" = 1 ] && break; sleep 0.1; done
+out "lock keys once node 1's expired" "$(locks)"
 
 echo "## the holder's parent goes away"
 kill "${parents[0]}"
@@ -82,9 +82,10 @@ kill -KILL "$(cat "$work/c.pid")" 2>/dev/null
 out "lock keys right after" "$(locks)"
 # Asked again only once the killed holder's key expired (a helper that finds contention
 # leaves a key of its own, which would stand in the way for its TTL).
-sleep 4
+for _ in $(seq 1 100); do [ "$(locks | cut -d' ' -f1)" = 0 ] && break; sleep 0.1; done
+out "lock keys once its TTL passed" "$(locks)"
 start d 2
-out "node 2 helper, 4 s later" "$(answer d)"
+out "node 2 helper" "$(answer d)"
 out "lock keys" "$(locks)"
 
 echo "## errors"
