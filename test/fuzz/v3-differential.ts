@@ -372,6 +372,7 @@ function unaryRequest(rng: Rng, wire: Wire, name: string, json: Json): V3Request
   else if (m < 0.09) headers.push(["Content-Type", pick(rng, ["text/plain", "application/json", "application/x-www-form-urlencoded"])]);
   else if (m < 0.1) target += pick(rng, ["?key=YQ==", "?", "?limit=1&x", "#frag", "?%zz"]);
   else if (m < 0.105) headers.push(["Origin", "http://example.com"]);
+  else if (m < 0.11) headers.push([pick(rng, ["Authorization", "Grpc-Metadata-Token", "Grpc-Timeout", "Accept"]), pick(rng, ["junk", "5S", "", "application/json"])]);
   if (m >= 0.03 && m < 0.05 && method === "GET" && chance(rng, 0.5)) body = "";
   const grpcHeaders: Record<string, string | undefined> = {};
   let grpcFlag = 0;
@@ -380,6 +381,7 @@ function unaryRequest(rng: Rng, wire: Wire, name: string, json: Json): V3Request
   else if (g < 0.04) grpcHeaders["te"] = undefined;
   else if (g < 0.05) grpcFlag = 1;
   else if (g < 0.06) grpcFlag = 2;
+  else if (g < 0.07) grpcHeaders[pick(rng, ["grpc-timeout", "token", "authorization", "grpc-encoding", "hasleader"])] = pick(rng, ["tomorrow", "5S", "junk", "identity", "true", ""]);
   const grpcBody = grpcBytes(call, json, rng);
   let grpcPath: string | undefined;
   if (chance(rng, 0.01)) grpcPath = pick(rng, ["/etcdserverpb.KV/Nope", "/etcdserverpb.Nope/Range", "etcdserverpb.KV/Range", "/etcdserverpb.KV/", "/", "/etcdserverpb.kv/Range", "/etcdserverpb.KV/Range/"]);
