@@ -7,7 +7,7 @@ import { MemberError, MemberErrorKind, ServerUnavailableError } from "./errors.t
 import { LearnerNotReadyError, encodeMembers } from "./member-promote-wire.ts";
 import { ReconfigCheckError } from "./reconfig-check.ts";
 import { silentLogger } from "./logger.ts";
-import { MemberAdmin, learnerReadiness, validateConfChange } from "./member-admin.ts";
+import { MemberAdmin, REMOVED_STOP_DELAY_MS, learnerReadiness, validateConfChange } from "./member-admin.ts";
 import { Membership, type Member } from "./membership.ts";
 import { Proposals, type ConfChangeContext } from "./proposals.ts";
 import { ServerMetrics } from "./metrics/server-metrics.ts";
@@ -121,6 +121,20 @@ function member(
   });
   return { admin, membership, store, proposed, toRaft, transport, requests, metrics, removedSelf: () => removedSelf };
 }
+
+test("a member that applies its own removal stops a second later, as etcd's stopWithDelay, so its answer leaves first", async (t) => {
+  t.mock.timers.enable({ apis: ["setTimeout"] });
+  const self = member(0xa, new Membership(1, [a, b]), { leader: true });
+  const removal = self.admin.remove(0xa);
+  for (const c of self.proposed) self.admin.apply(c);
+  await removal;
+  assert.equal(self.removedSelf(), 0, "answered, still running");
+  t.mock.timers.tick(REMOVED_STOP_DELAY_MS - 1);
+  assert.equal(self.removedSelf(), 0);
+  t.mock.timers.tick(1);
+  assert.equal(self.removedSelf(), 1);
+  assert.deepEqual(self.membership.ids(), [0xb]);
+});
 
 test("two removals of one member both reach the log; the later one is refused on every member alike", async () => {
   const proposer = member(0xa, new Membership(1, [a, b, learner]));

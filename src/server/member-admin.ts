@@ -19,7 +19,11 @@
 //   two (etcd deletes the member's record and records its id as removed).
 // - A removed id stays removed (Membership keeps it, in snapshots too): changing or removing
 //   it again is refused as etcd refuses it (ErrIDRemoved), not as an unknown id.
-// - A member that applies its own removal stops (onRemoved), once.
+// - A member that applies its own removal stops (onRemoved), once, a second later (etcd's
+//   stopWithDelay of 10 × 100 ms): the answer to the removal it proposed, and the commit the
+//   others learn from its next heartbeats, leave before it does. Stopped at once, a leader
+//   removing itself dropped its own answer: etcdctl printed "transport is closing" (exit 1)
+//   where etcd prints "Member … removed".
 // - A promotion is decided by the leader, the only member that knows (from its Raft progress)
 //   whether the learner caught up: its log must be within 10 % of the leader's (etcd's
 //   isLearnerReady, readyPercent 0.9). A follower forwards the request to the leader's peer
@@ -39,6 +43,9 @@ import { ServerUnavailableError } from "./errors.ts";
 import type { Status } from "../raft/index.ts";
 
 /** What membership administration needs of its member. */
+/** etcd's stopWithDelay after a member applied its own removal (10 × 100 ms, whatever --heartbeat-interval). */
+export const REMOVED_STOP_DELAY_MS = 1000;
+
 export interface MemberAdminHost {
   readonly memberId: number;
   readonly strictReconfigCheck: boolean;
@@ -51,6 +58,8 @@ export interface MemberAdminHost {
   applyToRaft(cc: ConfChange): ConfState;
   /** This member is no longer part of the cluster. */
   removed(): void;
+  /** How long after applying its own removal `removed` is called (REMOVED_STOP_DELAY_MS unless given). */
+  removedStopDelayMs?: number;
   /** Whether this member leads now: a promotion it applies as leader is one etcd's leader counts. */
   isLeader(): boolean;
   /** The known leader's id, 0 if none. */
@@ -306,7 +315,7 @@ export class MemberAdmin {
       case ConfChangeType.RemoveNode:
         host.store().consumeIndex();
         membership.remove(cc.nodeId);
-        if (cc.nodeId === host.memberId) host.removed();
+        if (cc.nodeId === host.memberId) setTimeout(() => host.removed(), host.removedStopDelayMs ?? REMOVED_STOP_DELAY_MS);
         else host.transport().removePeer(cc.nodeId);
         break;
     }
