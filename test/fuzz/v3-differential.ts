@@ -580,7 +580,7 @@ function norm(N: Normalizer, v: unknown, parent = ""): unknown {
 export interface Normalized {
   status: number;
   headers?: Record<string, string>;
-  grpc?: { status?: string; message?: string; contentType?: string; error?: string };
+  grpc?: { status?: string; message?: string; contentType?: string; error?: string; bytes?: string[] };
   body: unknown;
   pending?: boolean;
 }
@@ -604,6 +604,42 @@ export function normalizeGateway(N: Normalizer, req: V3Request, r: RawResponse):
   return { status: r.noHead === true ? 0 : r.status, headers, body, ...(r.pending === true ? { pending: true } : {}) };
 }
 
+/**
+ * A message's bytes past its top-level header (field 1, whose ids differ by design), in
+ * hex: the encoding itself compared (field order, defaults left out), not just what it
+ * decodes to.
+ */
+function bytesPastHeader(m: Uint8Array): string {
+  const out: string[] = [];
+  let i = 0;
+  const varint = (): number => {
+    let v = 0;
+    let mul = 1;
+    for (;;) {
+      if (i >= m.length) throw new Error("truncated");
+      const b = m[i++]!;
+      v += (b & 127) * mul;
+      if (b < 128) return v;
+      mul *= 128;
+    }
+  };
+  while (i < m.length) {
+    const start = i;
+    const tag = varint();
+    const wt = tag & 7;
+    if (wt === 0) varint();
+    else if (wt === 2) i += varint();
+    else if (wt === 1) i += 8;
+    else if (wt === 5) i += 4;
+    else return "<bad wire type>";
+    if (tag !== 0x0a) out.push(Buffer.from(m.subarray(start, i)).toString("hex"));
+  }
+  return out.join(" ");
+}
+
+/** Calls whose answers carry what differs by design outside the header (sizes, ids, names). */
+const NO_BYTES = new Set(["status", "members", "timetolive", "leases"]);
+
 export function normalizeGrpc(N: Normalizer, req: V3Request, a: GrpcAnswer): Normalized {
   const call = CALLS[req.name]!;
   const body = a.messages.map((m) => {
@@ -614,6 +650,13 @@ export function normalizeGrpc(N: Normalizer, req: V3Request, a: GrpcAnswer): Nor
     }
   });
   const grpc: Normalized["grpc"] = {};
+  if (!NO_BYTES.has(req.name) && !JSON.stringify(body).includes("<lease")) {
+    try {
+      grpc.bytes = a.messages.map(bytesPastHeader);
+    } catch {
+      grpc.bytes = ["<undecodable>"];
+    }
+  }
   if (a.grpcStatus !== undefined) grpc.status = a.grpcStatus;
   if (a.grpcMessage !== undefined) grpc.message = N.text(a.grpcMessage);
   if (a.contentType !== undefined) grpc.contentType = a.contentType;
