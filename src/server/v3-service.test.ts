@@ -145,6 +145,13 @@ test("range with auth off: serializable without a ReadIndex round, linearizable 
   await assert.rejects(lost.service.range(rangeReq("a"), { token: undefined }), V3Errors.leaderChanged());
 });
 
+test("auth off, an empty token is still a token: invalid auth token, as etcd's AuthInfoFromCtx (a token metadata or Authorization header present but empty)", async () => {
+  const m = hotMember();
+  await assert.rejects(m.service.range({ ...rangeReq("a"), serializable: true }, { token: "" }), V3Errors.invalidAuthToken());
+  await assert.rejects(m.service.put(putReq("k", "v"), { token: "" }), V3Errors.invalidAuthToken());
+  assert.equal(m.proposed.length, 0);
+});
+
 test("the header's ids follow the member's (decimal strings of the current ids)", () => {
   const host = { config: { authToken: { type: "simple" } }, clusterId: 11, memberId: 22, term: 3, v3: { revision: 4 } };
   const s = new V3Service(host as unknown as V3ServiceHost);

@@ -114,9 +114,12 @@ const LOOP_READ: ReadOptions = { failOnLeaderChange: true };
 const KV_OVERHEAD = 256;
 const LEASE_OVERHEAD = 64;
 
-/** Did the call bring a token (checked even while auth is disabled, as etcd does)? */
+/**
+ * Did the call bring a token (checked even while auth is disabled, as etcd does)? An empty
+ * one too: etcd's AuthInfoFromCtx looks it up and answers invalid auth token.
+ */
 function hasToken<C extends V3Caller>(ctx: C): ctx is C & { token: string } {
-  return ctx.token !== undefined && ctx.token !== "";
+  return ctx.token !== undefined;
 }
 
 /** Neither a token nor a client certificate's name: an anonymous caller. */
