@@ -577,6 +577,12 @@ function norm(N: Normalizer, v: unknown, parent = ""): unknown {
   return o;
 }
 
+function fieldOrder(v: unknown): string {
+  if (Array.isArray(v)) return "[" + v.map(fieldOrder).join(",") + "]";
+  if (v === null || typeof v !== "object") return "";
+  return "{" + Object.entries(v as Record<string, unknown>).map(([k, x]) => k + fieldOrder(x)).join(",") + "}";
+}
+
 export interface Normalized {
   status: number;
   headers?: Record<string, string>;
@@ -597,6 +603,8 @@ export function normalizeGateway(N: Normalizer, req: V3Request, r: RawResponse):
     try {
       const lines = r.body.split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as unknown);
       body = lines.map((l) => norm(N, l, req.name === "timetolive" ? "ttl" : ""));
+      // Field order as written (jsonpb writes proto field order), values left out.
+      if (req.name !== "leases" && req.name !== "timetolive") headers["(field order)"] = lines.map(fieldOrder).join(" ");
     } catch {
       body = N.text(r.body);
     }
@@ -628,7 +636,10 @@ function bytesPastHeader(m: Uint8Array): string {
     const tag = varint();
     const wt = tag & 7;
     if (wt === 0) varint();
-    else if (wt === 2) i += varint();
+    else if (wt === 2) {
+      const n = varint();
+      i += n;
+    }
     else if (wt === 1) i += 8;
     else if (wt === 5) i += 4;
     else return "<bad wire type>";
