@@ -325,3 +325,14 @@ test("applying the same random op sequence gives the same state on two members",
   ops.slice(250).forEach((op) => m4.apply(op));
   assert.deepEqual(m4.save(), m1.save(), `seed ${seed}`);
 });
+
+test("listings leave out users and roles whose names begin with _ (hidden in etcd's v2 store), which still exist", () => {
+  const s = new V2AuthState();
+  okOf(s.apply(createUser("_u")));
+  okOf(s.apply(createUser("u2")));
+  okOf(s.apply({ kind: "createRole", role: { role: "_r", permissions: { read: null, write: null } } }));
+  assert.deepEqual(s.listedUserNames(), ["u2"]);
+  assert.deepEqual(s.listedRoleNames(), ["root"]);
+  assert.equal(s.getUser("_u")?.user, "_u");
+  assert.equal(s.getRole("_r")?.role, "_r");
+});

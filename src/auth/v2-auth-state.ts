@@ -72,6 +72,20 @@ export class V2AuthState {
     return [ROOT_ROLE, ...this.#roles.keys()].sort(compareGoStrings);
   }
 
+  /**
+   * The users GET /v2/auth/users lists: etcd reads them as the children of its v2 store's
+   * /2/users directory, and a directory listing hides names that begin with `_` (the user
+   * exists, GET /v2/auth/users/_u finds it).
+   */
+  listedUserNames(): string[] {
+    return this.userNames().filter((n) => !n.startsWith("_"));
+  }
+
+  /** The roles GET /v2/auth/roles lists: hidden (`_…`) names left out, as listedUserNames. */
+  listedRoleNames(): string[] {
+    return this.roleNames().filter((n) => !n.startsWith("_"));
+  }
+
   /** The stored password hash of a user (the credential to verify against). */
   passwordHash(name: string): string | undefined {
     return this.#users.get(name)?.password;

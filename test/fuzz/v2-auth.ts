@@ -19,7 +19,7 @@ const USERS = ["root", "guest", "u1", "u2", "u1", "root"];
 const ODD_USERS = ["", "a%2Fb", "%zz", "r%C3%A9", "u:1", "U1", "_u"];
 const ROLES = ["root", "guest", "r1", "r2", "r1"];
 const ODD_ROLES = ["", "R1", "%zz", "a%2Fb", "_r"];
-const PASSWORDS = ["pw", "pw", "pw2", "", "p:w"];
+const PASSWORDS = ["pw", "pw", "pw", "pw2", "", "p:w"];
 // No empty pattern: etcd 3.4.23 accepts one in a grant, then its handler panics matching
 // any key against it (simpleMatch reads pattern[len-1]) and drops the connection of every
 // request whose user holds the role (test/fuzz/README.md).
@@ -30,6 +30,8 @@ function authorization(rng: Rng): [string, string] | undefined {
   const r = rng();
   if (r < 0.35) return undefined;
   const b64 = (s: string): string => Buffer.from(s, "utf8").toString("base64");
+  // Half of the well-formed credentials are the start's (right unless a password changed).
+  if (r < 0.6) return ["Authorization", `Basic ${b64(pick(rng, ["root:pw", "root:pw", "u1:pw"]))}`];
   if (r < 0.88) return ["Authorization", `Basic ${b64(`${pick(rng, USERS)}:${pick(rng, PASSWORDS)}`)}`];
   return ["Authorization", pick(rng, ["Basic", "Basic ", "Basic !!!", `Basic ${b64("root")}`, `Bearer x`, `basic ${b64("root:pw")}`, `Basic ${b64("nobody:pw")}`, `Basic ${b64(":pw")}`, `Basic  ${b64("root:pw")}`, `Basic ${b64("root:pw")}x`])];
 }

@@ -136,7 +136,7 @@ async function rootList(req: IncomingMessage, rawQuery: string, ctx: AuthContext
 async function listUsers(req: IncomingMessage, res: ServerResponse, rawQuery: string, ctx: AuthContext): Promise<void> {
   const { headers, auth } = await rootList(req, rawQuery, ctx);
   const users: Array<Record<string, unknown>> = [];
-  for (const name of auth.userNames()) {
+  for (const name of auth.listedUserNames()) {
     const u = auth.getUser(name)!;
     // Roles that no longer exist are skipped in the list (GET of the user fails on them).
     const roles = (u.roles ?? []).flatMap((r) => {
@@ -150,7 +150,7 @@ async function listUsers(req: IncomingMessage, res: ServerResponse, rawQuery: st
 
 async function listRoles(req: IncomingMessage, res: ServerResponse, rawQuery: string, ctx: AuthContext): Promise<void> {
   const { headers, auth } = await rootList(req, rawQuery, ctx);
-  writeBody(res, 200, headers, { roles: auth.roleNames().map((n) => roleJSON(auth.getRole(n)!)) });
+  writeBody(res, 200, headers, { roles: auth.listedRoleNames().map((n) => roleJSON(auth.getRole(n)!)) });
 }
 
 interface Target {
