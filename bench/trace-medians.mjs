@@ -5,8 +5,9 @@
 //
 //   node bench/trace-medians.mjs <member log> [last N traces, default 600]
 //
-// Traced figures run with AsyncLocalStorage on (promise hooks for every promise of the
-// process), so the phases after a promise hop read longer than untraced writes take.
+// A trace costs a little itself: writes answered through node:http or the v3 fast lane
+// are followed with AsyncLocalStorage (promise hooks on every promise of the process once
+// entered); the fast lane's v2 writes hand their trace over synchronously (write-trace.ts).
 import { readFileSync } from "node:fs";
 
 const [file, last = "600"] = process.argv.slice(2);

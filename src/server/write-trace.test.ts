@@ -85,6 +85,46 @@ test("the trace follows the request across awaits into the proposal", async () =
   assert.deepEqual(Object.keys((lines[0] as { us: Record<string, number> }).us), ["received", "proposed", "applied", "responded"]);
 });
 
+test("withinSync follows a proposal made before the handler's first await, and only that", async () => {
+  const { tracer, lines, clock } = setup(1);
+  const traced = tracer.begin("PUT", "/v2/keys/a?x=1");
+  assert.ok(traced !== undefined);
+  const answered = tracer.withinSync(traced, async () => {
+    clock.t = 0.02;
+    tracer.proposed(11);
+    tracer.note("noted before the await");
+    await new Promise((r) => setImmediate(r));
+    tracer.proposed(12); // after an await: not this request's any more
+    tracer.note("noted after the await");
+  });
+  tracer.proposed(13); // after withinSync returned
+  await answered;
+  clock.t = 0.1;
+  tracer.applied(12);
+  tracer.applied(13);
+  assert.equal(tracer.active, true, "proposal 11 is followed until applied");
+  tracer.applied(11);
+  assert.equal(tracer.active, false);
+  tracer.end(traced);
+  assert.deepEqual((lines[0] as { us: Record<string, number> }).us, { received: 0, proposed: 20, "noted before the await": 20, applied: 100, responded: 100 });
+});
+
+test("withinSync restores the outer request when it returns or throws", () => {
+  const { tracer } = setup(1);
+  const outer = tracer.begin("PUT", "/v2/keys/outer");
+  const inner = tracer.begin("PUT", "/v2/keys/inner");
+  assert.ok(outer !== undefined && inner !== undefined);
+  tracer.withinSync(outer, () => {
+    assert.throws(() => tracer.withinSync(inner, () => { throw new Error("handler failed"); }), /handler failed/);
+    tracer.proposed(21);
+  });
+  tracer.proposed(22);
+  tracer.applied(21);
+  assert.equal(tracer.active, false, "proposal 21 belonged to the outer request, 22 to none");
+  assert.equal(outer.has(TracePhase.proposed), true);
+  assert.equal(inner.has(TracePhase.proposed), false);
+});
+
 const msg = (m: Partial<Message> & Pick<Message, "type">): Message =>
   ({ to: 1, from: 2, term: 1, logTerm: 1, index: 0, commit: 0, reject: false, rejectHint: 0, entries: [], context: new Uint8Array(), ...m }) as Message;
 

@@ -92,7 +92,8 @@ export function keysFastWrite(ctx: KeysFastGetContext, tracer?: WriteTracer): Fa
         },
       );
     if (trace === undefined || tracer === undefined) return propose();
-    return tracer.within(trace, propose).then((res) => ({ ...res, written: () => tracer.end(trace) }));
+    // doV2 proposes before its first await: the trace is handed over without AsyncLocalStorage.
+    return tracer.withinSync(trace, propose).then((res) => ({ ...res, written: () => tracer.end(trace) }));
   };
 }
 
