@@ -51,7 +51,12 @@ function globals(rng: Rng): string[] {
   if (chance(rng, 0.25)) g.push(pick(rng, ["--username", "-u"]), `${pick(rng, USERS)}:${pick(rng, PASSWORDS)}`);
   if (chance(rng, 0.06)) g.push("--timeout", pick(rng, ["1s", "3s", "500ms", "abc", "0"]));
   if (chance(rng, 0.03)) g.push("--total-timeout", pick(rng, ["5s", "x"]));
-  if (chance(rng, 0.04)) g.push("--debug");
+  // --debug prints each attempt, in the order etcd's client shuffled the endpoints into:
+  // with one endpoint only.
+  if (chance(rng, 0.04)) {
+    if (g[1]?.includes(",") === true) g[1] = "{EP}";
+    g.push("--debug");
+  }
   return g;
 }
 
