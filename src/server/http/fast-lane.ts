@@ -188,6 +188,8 @@ export function parseHead(buf: string, from: number, maxHeadBytes: number, maxBo
         case "upgrade":
         // The router reads it for etcd_server_client_requests_total's label.
         case "grpc-metadata-client-api-version":
+        // The gateway's deadline, or its refusal (v3-routes.ts gatewayTimeoutMs).
+        case "grpc-timeout":
           return "decline";
       }
     }

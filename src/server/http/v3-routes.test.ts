@@ -112,6 +112,29 @@ test("the token comes from Grpc-Metadata-Token, else Authorization, verbatim", a
   );
 });
 
+test("Grpc-Timeout as grpc-gateway reads it (etcd 3.4.23): unreadable is 400 before the body; negative or under 1 ms is 504 after the body decoded, the call not made", async () => {
+  const errorOf = (r: { status: number; text: string; headers: Record<string, unknown> }): [number, string, unknown] => [r.status, (JSON.parse(r.text) as { error: string }).error, r.headers["trailer"]];
+  for (const bad of ["junk", "5", "1x", "application/json", "99999999999999999999S", "S"]) {
+    const r = await call(s.port, "/v3/kv/put", '{"key":5}', { headers: { "Grpc-Timeout": bad } });
+    assert.deepEqual(errorOf(r), [400, `invalid grpc-timeout: ${bad}`, undefined], bad);
+  }
+  const watch = await call(s.port, "/v3/watch", '{"create_request":{"key":"YQ=="}}', { headers: { "Grpc-Timeout": "junk" } });
+  assert.deepEqual(errorOf(watch), [400, "invalid grpc-timeout: junk", undefined]);
+  s.backend.calls.length = 0;
+  for (const expired of ["-5S", "10n", "999u"]) {
+    const r = await call(s.port, "/v3/kv/put", { key: "dA==", value: "eA==" }, { headers: { "Grpc-Timeout": expired } });
+    assert.deepEqual(errorOf(r), [504, "context deadline exceeded", undefined], expired);
+  }
+  assert.deepEqual(s.backend.calls, [], "no call made");
+  const decodeFirst = await call(s.port, "/v3/kv/put", '{"key":5}', { headers: { "Grpc-Timeout": "-5S" } });
+  assert.equal(decodeFirst.status, 400);
+  const expiredWatch = await call(s.port, "/v3/watch", '{"create_request":{"key":"YQ=="}}', { headers: { "Grpc-Timeout": "-1S" } });
+  assert.deepEqual(errorOf(expiredWatch), [504, "context deadline exceeded", undefined]);
+  for (const fine of ["0S", "+3M", "2S"]) {
+    assert.equal((await call(s.port, "/v3/kv/put", { key: "dA==", value: "eA==" }, { headers: { "Grpc-Timeout": fine } })).status, 200, fine);
+  }
+});
+
 test("a put whose raft request exceeds --max-request-bytes is too large; past the gRPC limit it is code 8", async () => {
   const big = Buffer.alloc(4096).toString("base64");
   const r = await call(s.port, "/v3/kv/put", { key: "YQ==", value: big });

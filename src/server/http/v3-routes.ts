@@ -51,6 +51,25 @@ export function callContext(req: IncomingMessage): V3CallContext {
   return { token };
 }
 
+/** grpc-gateway's timeoutUnitToDuration, in milliseconds. */
+const GATEWAY_TIMEOUT_UNITS: Readonly<Record<string, number>> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 1e-3, n: 1e-6 };
+
+/**
+ * The Grpc-Timeout header as grpc-gateway's AnnotateContext reads it (timeoutDecode),
+ * first of all for every route: a value it cannot read is refused with InvalidArgument
+ * 'invalid grpc-timeout: <value>'. Milliseconds; 0 when absent (no deadline, as a 0 value).
+ */
+export function gatewayTimeoutMs(req: IncomingMessage): number {
+  const raw = req.headers["grpc-timeout"];
+  const tm = (Array.isArray(raw) ? raw[0] : raw) ?? "";
+  if (tm === "") return 0;
+  const perUnit = GATEWAY_TIMEOUT_UNITS[tm[tm.length - 1]!];
+  const digits = tm.slice(0, -1);
+  const int64 = /^[+-]?[0-9]+$/.test(digits) && BigInt(digits) >= -(2n ** 63n) && BigInt(digits) < 2n ** 63n;
+  if (tm.length < 2 || perUnit === undefined || !int64) throw new GatewayError(GrpcCode.InvalidArgument, `invalid grpc-timeout: ${tm}`);
+  return Number(digits) * perUnit;
+}
+
 /** The longest unary body read: one that cannot hold a message under the gRPC receive limit is refused. */
 export function maxUnaryBodyBytes(gw: V3GatewayContext): number {
   return 2 * grpcRecvLimit(gw) + 64 * 1024;
@@ -168,11 +187,39 @@ function streamOpens(req: IncomingMessage, res: ServerResponse, gw: V3GatewayCon
 async function serveUnary(req: IncomingMessage, res: ServerResponse, route: string, gw: V3GatewayContext): Promise<void> {
   const handler = UNARY_ROUTES.get(route);
   if (handler === undefined) throw new HttpTextError(404, "Not Found");
+  const expired = expiredAtOnce(gatewayTimeoutMs(req));
   const body = await readUnaryBody(req, gw);
   const fields = unaryFields(body);
-  await refuseOnLearner(gw, route, fields, (backend) => handler(fields, { backend, ctx: { token: undefined }, gw }));
-  const out = await countedUnary(req, gw, () => handler(fields, { backend: gw.backend, ctx: callContext(req), gw }));
+  // The request still decodes in full (its errors first), then its call fails.
+  const backend = expired ? expiredBackend(gw.backend) : gw.backend;
+  await refuseOnLearner(gw, route, fields, (b) => handler(fields, { backend: expired ? backend : b, ctx: { token: undefined }, gw }));
+  const out = await countedUnary(req, gw, () => handler(fields, { backend, ctx: callContext(req), gw }));
   sendV3Json(res, out);
+}
+
+/**
+ * A Grpc-Timeout the gateway's gRPC call cannot outlive: negative, or under a millisecond
+ * (etcd 3.4.23: -5S and 10n are answered 504 'context deadline exceeded'). Longer ones are
+ * not applied as the call's deadline here.
+ */
+function expiredAtOnce(timeoutMs: number): boolean {
+  return timeoutMs < 0 || (timeoutMs > 0 && timeoutMs < 1);
+}
+
+const DEADLINE_PASSED = (): GatewayError => new GatewayError(GrpcCode.DeadlineExceeded, "context deadline exceeded");
+
+/** The backend as an expired call sees it: its first call fails with the client's deadline. */
+function expiredBackend(backend: V3Backend): V3Backend {
+  return new Proxy(backend, {
+    get(target, prop, receiver) {
+      const v: unknown = Reflect.get(target, prop, receiver);
+      return typeof v !== "function"
+        ? v
+        : () => {
+            throw DEADLINE_PASSED();
+          };
+    },
+  });
 }
 
 /**
@@ -195,6 +242,7 @@ export async function handleV3(req: IncomingMessage, res: ServerResponse, route:
     throw new V3Error(GrpcCode.Unimplemented, `the v3 API (/v3/${route}) is not served by this server`);
   }
   try {
+    gatewayTimeoutMs(req);
     await dispatch(req, res, route, gw);
   } catch (err) {
     if (err instanceof HttpTextError) throw err;
@@ -207,10 +255,12 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, route: string
     // grpc-gateway opens a bidirectional stream before reading the body, a server stream
     // once it decoded its one request: that is when etcd's interceptors count them.
     case "watch":
+      if (expiredAtOnce(gatewayTimeoutMs(req))) throw DEADLINE_PASSED();
       if (!streamOpens(req, res, gw)) return;
       serveWatch(req, res, gw, callContext(req));
       return;
     case "lease/keepalive":
+      if (expiredAtOnce(gatewayTimeoutMs(req))) throw DEADLINE_PASSED();
       if (!streamOpens(req, res, gw)) return;
       serveKeepAlive(req, res, gw, callContext(req));
       return;
