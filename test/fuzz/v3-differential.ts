@@ -374,6 +374,7 @@ function unaryRequest(rng: Rng, wire: Wire, name: string, json: Json): V3Request
   else if (m < 0.105) headers.push(["Origin", "http://example.com"]);
   else if (m < 0.11) headers.push([pick(rng, ["Authorization", "Grpc-Metadata-Token", "Grpc-Timeout", "Accept"]), pick(rng, ["junk", "5S", "", "application/json"])]);
   else if (m < 0.115) headers.push(["Grpc-Timeout", pick(rng, ["-5S", "0S", "5", "1x", "+3M", "99999999999999999999S", "10n"])]);
+  else if (m < 0.12) headers.push([pick(rng, ["Grpc-Metadata-Foo-Bin", "grpc-metadata-token-bin"]), pick(rng, ["!!!", "YQ", "YQ=", "Y", "YQ==", "a b"])]);
   if (m >= 0.03 && m < 0.05 && method === "GET" && chance(rng, 0.5)) body = "";
   const grpcHeaders: Record<string, string | undefined> = {};
   let grpcFlag = 0;

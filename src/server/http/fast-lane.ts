@@ -157,6 +157,8 @@ export function parseHead(buf: string, from: number, maxHeadBytes: number, maxBo
       while (vs < ve && (buf.charCodeAt(vs) === SP || buf.charCodeAt(vs) === HT)) vs++;
       while (ve > vs && (buf.charCodeAt(ve - 1) === SP || buf.charCodeAt(ve - 1) === HT)) ve--;
       if (!isFieldValue(buf, vs, ve)) return "decline";
+      // Binary metadata the v3 gateway decodes, or refuses (v3-routes.ts annotateContext).
+      if (name.endsWith("-bin") && name.startsWith("grpc-metadata-")) return "decline";
       switch (name) {
         case "host":
           if (host !== undefined) return "decline";

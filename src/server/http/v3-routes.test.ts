@@ -3,6 +3,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { V3Error, V3Errors } from "../../api/v3-errors.ts";
 import { call, startV3Server, type V3TestServer } from "./v3-test-server.test-helper.ts";
+import { binHeaderError } from "./v3-routes.ts";
 
 let s: V3TestServer;
 before(async () => {
@@ -133,6 +134,14 @@ test("Grpc-Timeout as grpc-gateway reads it (etcd 3.4.23): unreadable is 400 bef
   for (const fine of ["0S", "+3M", "2S"]) {
     assert.equal((await call(s.port, "/v3/kv/put", { key: "dA==", value: "eA==" }, { headers: { "Grpc-Timeout": fine } })).status, 200, fine);
   }
+});
+
+test("Grpc-Metadata-*-Bin headers must be base64 (padded at a multiple of 4, else unpadded), as grpc-gateway's decodeBinHeader: else 400 naming the canonical key", async () => {
+  const r = await call(s.port, "/v3/kv/range", { key: "YQ==" }, { headers: { "grpc-metadata-foo-bin": "!!!" } });
+  assert.equal(r.status, 400);
+  assert.equal((JSON.parse(r.text) as { error: string }).error, "invalid binary header Grpc-Metadata-Foo-Bin: illegal base64 data at input byte 0");
+  for (const [v, at] of [["YQ", undefined], ["YQ==", undefined], ["YQ=", 2], ["Y", 0], ["YWJjZ", 4], ["YW=j", 2]] as const) assert.equal(binHeaderError(v), at, v);
+  for (const ok of ["YQ", "YWJj", ""]) assert.equal((await call(s.port, "/v3/kv/range", { key: "YQ==" }, { headers: { "Grpc-Metadata-X-Bin": ok } })).status, 200, ok);
 });
 
 test("a put whose raft request exceeds --max-request-bytes is too large; past the gRPC limit it is code 8", async () => {

@@ -15,7 +15,7 @@ import { sendV3Json, streamErrorChunk } from "./v3-respond.ts";
 import { serveKeepAlive, serveSnapshot } from "./v3-streams.ts";
 import { serveWatch } from "./v3-watch-stream.ts";
 import { CONCURRENCY_ROUTES, serveConcurrency, serveObserve } from "./v3-concurrency-handlers.ts";
-import { GatewayDecodeError, GatewayError, messageFields, type Fields } from "./v3-wire.ts";
+import { GatewayDecodeError, GatewayError, goBase64Decode, messageFields, type Fields } from "./v3-wire.ts";
 import { jsonBase } from "./respond.ts";
 import { decodeRange } from "./v3-decode.ts";
 import { learnerRefusal, learnerRefusesRoute } from "../learner-calls.ts";
@@ -68,6 +68,51 @@ export function gatewayTimeoutMs(req: IncomingMessage): number {
   const int64 = /^[+-]?[0-9]+$/.test(digits) && BigInt(digits) >= -(2n ** 63n) && BigInt(digits) < 2n ** 63n;
   if (tm.length < 2 || perUnit === undefined || !int64) throw new GatewayError(GrpcCode.InvalidArgument, `invalid grpc-timeout: ${tm}`);
   return Number(digits) * perUnit;
+}
+
+/** Go's textproto.CanonicalMIMEHeaderKey for a header name of token characters. */
+function canonicalHeaderKey(name: string): string {
+  return name.toLowerCase().replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase());
+}
+
+const isStdSymbol = (c: number): boolean => (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x2b || c === 0x2f;
+
+/**
+ * grpc-gateway's decodeBinHeader: standard base64, padded when the length is a multiple
+ * of 4, else unpadded (RawStdEncoding). The byte offset Go's decoder blames, or undefined.
+ */
+export function binHeaderError(v: string): number | undefined {
+  const src = Buffer.from(v, "utf8");
+  if (src.length % 4 === 0) {
+    const r = goBase64Decode(v);
+    return typeof r === "number" ? r : undefined;
+  }
+  let j = 0;
+  for (let si = 0; si < src.length; si++) {
+    const c = src[si]!;
+    if (c === 0x0a || c === 0x0d) continue;
+    if (!isStdSymbol(c)) return si;
+    j = (j + 1) % 4;
+  }
+  // One symbol cannot end a quantum: Go blames where that quantum began.
+  return j === 1 ? src.length - 1 : undefined;
+}
+
+/**
+ * What grpc-gateway's AnnotateContext refuses before anything else of a request: an
+ * unreadable Grpc-Timeout (gatewayTimeoutMs), then a `Grpc-Metadata-*-Bin` header that is
+ * not base64 ('invalid binary header <Key>: illegal base64 data at input byte N').
+ */
+export function annotateContext(req: IncomingMessage): number {
+  const timeoutMs = gatewayTimeoutMs(req);
+  const raw = req.rawHeaders;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const key = canonicalHeaderKey(raw[i]!);
+    if (!key.startsWith("Grpc-Metadata-") || !key.endsWith("-Bin")) continue;
+    const at = binHeaderError(raw[i + 1]!);
+    if (at !== undefined) throw new GatewayError(GrpcCode.InvalidArgument, `invalid binary header ${key}: illegal base64 data at input byte ${at}`);
+  }
+  return timeoutMs;
 }
 
 /** The longest unary body read: one that cannot hold a message under the gRPC receive limit is refused. */
@@ -242,7 +287,7 @@ export async function handleV3(req: IncomingMessage, res: ServerResponse, route:
     throw new V3Error(GrpcCode.Unimplemented, `the v3 API (/v3/${route}) is not served by this server`);
   }
   try {
-    gatewayTimeoutMs(req);
+    annotateContext(req);
     await dispatch(req, res, route, gw);
   } catch (err) {
     if (err instanceof HttpTextError) throw err;
