@@ -4,7 +4,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseServeArgs } from "./config.ts";
-import { openMember, encodeConfState, resolvedUrls, v3AuthOptions, type SnapshotImage } from "./bootstrap.ts";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { PEER_MEMBERS_PATH, bootstrappedElsewhere, openMember, encodeConfState, resolvedUrls, v3AuthOptions, type SnapshotImage } from "./bootstrap.ts";
+import { Membership } from "./membership.ts";
 import { createLogger } from "./logger.ts";
 import { V2Store } from "../store/v2/store.ts";
 import { V2AuthState, V3AuthState } from "../auth/index.ts";
@@ -77,4 +80,31 @@ test("a member's URLs match however the host is spelled: localhost resolves to t
   assert.ok(![...otherPort].some((u) => byIp.has(u)), "another port is another member");
   // An unresolvable host still matches itself as written.
   assert.ok((await resolvedUrls(["http://no-such-host.invalid:1"])).has("http://no-such-host.invalid:1/"));
+});
+
+test("a member started new whose id a peer lists with client URLs was bootstrapped before (etcd's isMemberBootstrapped)", async () => {
+  const cluster = new Map([
+    ["a", ["http://127.0.0.1:2380"]],
+    ["b", ["http://127.0.0.1:2381"]],
+  ]);
+  const members = Membership.bootstrap(cluster, "tok").list();
+  const a = members.find((m) => m.name === "a")!;
+  let listed = members.map((m) => ({ ...m, clientUrls: m.name === "a" ? ["http://127.0.0.1:2379"] : [] }));
+  const peer = createServer((req, res) => {
+    if (req.url !== PEER_MEMBERS_PATH) return void res.writeHead(404).end();
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ clusterId: 1, members: listed }));
+  });
+  await new Promise<void>((r) => peer.listen(0, "127.0.0.1", r));
+  const url = `http://127.0.0.1:${(peer.address() as AddressInfo).port}`;
+  try {
+    assert.equal(await bootstrappedElsewhere(a.id, [url]), true, "published: ran before");
+    assert.equal(await bootstrappedElsewhere(a.id + 1, [url]), false, "another id (another token): no evidence");
+    listed = listed.map((m) => ({ ...m, clientUrls: [] }));
+    assert.equal(await bootstrappedElsewhere(a.id, [url]), false, "listed but never published: a cluster starting together");
+    assert.equal(await bootstrappedElsewhere(a.id, ["http://127.0.0.1:1"]), false, "no answer: no evidence");
+    listed = listed.map((m) => ({ ...m, clientUrls: ["http://x:1"] }));
+    assert.equal(await bootstrappedElsewhere(a.id, ["http://127.0.0.1:1", url]), true, "the next peer is asked");
+  } finally {
+    await new Promise((r) => peer.close(r));
+  }
 });

@@ -190,7 +190,7 @@ export async function openMember(config: ServerConfig, log: Logger, peerTls?: Pe
   await removeDb(v3DbPath(config.dataDir));
   // --discovery-srv: the initial cluster comes from DNS, once, before the first start.
   if (config.discoverySrv !== "") config = { ...config, initialCluster: await srvClusterFromConfig(config, log, { requireLocal: true }) };
-  if (config.initialClusterState === "new") return createNew(config, walDir, snapshotter, log, walOpts);
+  if (config.initialClusterState === "new") return createNew(config, walDir, snapshotter, log, peerTls, walOpts);
   return joinExisting(config, walDir, snapshotter, log, peerTls, walOpts);
 }
 
@@ -283,13 +283,40 @@ async function restart(config: ServerConfig, walDir: string, snapshotter: Snapsh
   };
 }
 
-async function createNew(config: ServerConfig, walDir: string, snapshotter: Snapshotter, log: Logger, walOpts: { segmentBytes?: number }): Promise<OpenedMember> {
+async function createNew(config: ServerConfig, walDir: string, snapshotter: Snapshotter, log: Logger, peerTls: PeerTlsClient | undefined, walOpts: { segmentBytes?: number }): Promise<OpenedMember> {
   const membership = Membership.bootstrap(config.initialCluster, config.initialClusterToken);
   const me = membership.list().find((m) => m.name === config.name);
   if (!me) throw new Error(`couldn't find local name "${config.name}" in the initial cluster configuration`);
+  const others = membership.list().filter((m) => m.id !== me.id).flatMap((m) => m.peerUrls);
+  if (await bootstrappedElsewhere(me.id, others, peerTls)) throw new Error(`member ${me.id.toString(16)} has already been bootstrapped`);
   const m = await freshMember(walDir, snapshotter, membership, me.id, log, v3DbOptions(config), v3AuthOptions(config), walOpts);
   log.info("started new member", { memberId: me.id.toString(16), clusterId: membership.clusterId.toString(16), members: membership.ids().length });
   return { ...m, bootstrapPeers: membership.ids() };
+}
+
+/**
+ * etcd's isMemberBootstrapped: a member started `new` without a WAL whose id a peer lists
+ * with client URLs (it ran and published them) lost its data dir. Started afresh it would
+ * be a second member of that id with an empty log, so, as etcd, it refuses to start
+ * ("member <id> has already been bootstrapped", exit 1): the fix is `member remove` and
+ * `member add`, or the data dir back. The first peer that answers decides, each asked for
+ * at most a second (etcd's bootstrap timeout); no answer, or another cluster's list (a
+ * different --initial-cluster-token gives another id), is no evidence.
+ */
+export async function bootstrappedElsewhere(id: number, peerUrls: readonly string[], peerTls?: PeerTlsClient, timeoutMs = 1000): Promise<boolean> {
+  if (peerUrls.length === 0) return false;
+  const agent = createAgent({ keepAlive: false }, peerTls);
+  for (const url of peerUrls) {
+    try {
+      const res = await peerGet(new URL(PEER_MEMBERS_PATH, url), { agent, timeoutMs });
+      if (res.status !== 200) continue;
+      const listed = Membership.joined(JSON.parse(res.body) as ReturnType<Membership["toJSON"]>).get(id);
+      return listed !== undefined && listed.clientUrls.length > 0;
+    } catch {
+      // not up (yet): etcd asks the next one
+    }
+  }
+  return false;
 }
 
 /** An empty state machine and a new WAL whose metadata says who this member is. */
