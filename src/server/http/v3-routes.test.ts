@@ -129,6 +129,9 @@ test("Grpc-Timeout as grpc-gateway reads it (etcd 3.4.23): unreadable is 400 bef
   assert.deepEqual(s.backend.calls, [], "no call made");
   const decodeFirst = await call(s.port, "/v3/kv/put", '{"key":5}', { headers: { "Grpc-Timeout": "-5S" } });
   assert.equal(decodeFirst.status, 400);
+  // etcd's v3rpc checks (a key not provided) run in the server, which the call never reaches.
+  const serverCheck = await call(s.port, "/v3/kv/txn", { success: [{ request_put: { key: "" } }] }, { headers: { "Grpc-Timeout": "10n" } });
+  assert.deepEqual(errorOf(serverCheck), [504, "context deadline exceeded", undefined]);
   const expiredWatch = await call(s.port, "/v3/watch", '{"create_request":{"key":"YQ=="}}', { headers: { "Grpc-Timeout": "-1S" } });
   assert.deepEqual(errorOf(expiredWatch), [504, "context deadline exceeded", undefined]);
   for (const fine of ["0S", "+3M", "2S"]) {

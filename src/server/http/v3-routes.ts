@@ -238,7 +238,17 @@ async function serveUnary(req: IncomingMessage, res: ServerResponse, route: stri
   // The request still decodes in full (its errors first), then its call fails.
   const backend = expired ? expiredBackend(gw.backend) : gw.backend;
   await refuseOnLearner(gw, route, fields, (b) => handler(fields, { backend: expired ? backend : b, ctx: { token: undefined }, gw }));
-  const out = await countedUnary(req, gw, () => handler(fields, { backend, ctx: callContext(req), gw }));
+  const call = (): ReturnType<typeof handler> => handler(fields, { backend, ctx: callContext(req), gw });
+  // Expired: whatever etcd's server would have said (its v3rpc checks included) is never
+  // asked; only the gateway's own refusals (decoding) come first.
+  const expiredCall = async (): Promise<Awaited<ReturnType<typeof handler>>> => {
+    try {
+      return await call();
+    } catch (err) {
+      throw err instanceof GatewayError ? err : DEADLINE_PASSED();
+    }
+  };
+  const out = await countedUnary(req, gw, expired ? expiredCall : call);
   sendV3Json(res, out);
 }
 
