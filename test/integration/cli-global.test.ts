@@ -42,6 +42,14 @@ test("no reachable endpoint exits 2 while syncing, with etcdctl's cluster error 
   assert.equal(r.stderr, `Error:  client: etcd cluster is unavailable or misconfigured; error #0: ${refused(dead)}\n\nerror #0: ${refused(dead)}\n\n`);
 });
 
+test("a key command connects before it checks its key, as etcdctl: no endpoint and no key exits 2 with the cluster error", async () => {
+  for (const args of [["rmdir"], ["get"], ["watch"]]) {
+    const r = await runKvctl(["--endpoints", dead, ...args]);
+    assert.equal(r.code, 2, args.join(" "));
+    assert.match(r.stderr, /^Error:  client: etcd cluster is unavailable or misconfigured; error #0: dial tcp/);
+  }
+});
+
 test("no reachable endpoint exits 4 with --no-sync", async () => {
   const r = await runKvctl(["--no-sync", "--endpoints", dead, "get", "/g/key"]);
   assert.equal(r.code, 4);

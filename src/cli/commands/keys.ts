@@ -43,12 +43,13 @@ function print(io: Io, result: V2Result, format: string): void {
 type Body = (ctx: CommandContext, keys: V2KeysApi, key: string) => Promise<number>;
 
 /**
- * Checks the key before connecting (etcdctl checks it after, with the same result); reads
- * a value from stdin only after a password prompt may have read its line from stdin.
+ * Connects (and syncs) before checking the key, as etcdctl's mustNewKeyAPI runs first: with
+ * no endpoint answering, a missing key is a connection error, and --debug prints the sync
+ * either way. Reads a value from stdin only after a password prompt may have read its line.
  */
 async function keyCommand(inv: Invocation, io: Io, needsValue: boolean, body: (value: string) => Body): Promise<number> {
-  const key = requireKey(inv);
   return withContext(inv, io, { sync: true }, async (ctx) => {
+    const key = requireKey(inv);
     const value = needsValue ? await valueArg(inv) : "";
     return body(value)(ctx, createV2KeysApi(ctx.cluster), key);
   });

@@ -35,13 +35,14 @@ export async function run(inv: Invocation, io: Io): Promise<number> {
 }
 
 async function watch(inv: Invocation, io: Io): Promise<number> {
-  const key = inv.args[0];
-  if (key === undefined) throw fail(ExitCode.BadArgs, new Error("key required"));
   const opts = watchOptions(inv);
   const forever = inv.flags["forever"] === true;
   const off = onInterrupt();
   try {
+    // The client first, then the key: etcdctl's order (keys.ts, keyCommand).
     return await withContext(inv, io, { sync: true }, async (ctx) => {
+      const key = inv.args[0];
+      if (key === undefined) throw fail(ExitCode.BadArgs, new Error("key required"));
       const watcher = createV2KeysApi(ctx.cluster).watcher(key, opts);
       for (;;) {
         const event = await nextEvent(() => watcher.next());
@@ -86,13 +87,13 @@ export function watchEnv(event: V2Result, base: NodeJS.ProcessEnv): NodeJS.Proce
 }
 
 async function execWatch(inv: Invocation, io: Io): Promise<number> {
-  const split = splitExecArgs(inv.args);
-  if (split === undefined) throw fail(ExitCode.BadArgs, new Error("key and command to exec required"));
-  const { key, command } = split;
-  const [file, ...argv] = command as [string, ...string[]];
   const off = onInterrupt();
   try {
     return await withContext(inv, io, { sync: true }, async (ctx) => {
+      const split = splitExecArgs(inv.args);
+      if (split === undefined) throw fail(ExitCode.BadArgs, new Error("key and command to exec required"));
+      const { key, command } = split;
+      const [file, ...argv] = command as [string, ...string[]];
       const watcher = createV2KeysApi(ctx.cluster).watcher(key, watchOptions(inv));
       for (;;) {
         const event = await nextEvent(() => watcher.next());

@@ -17,7 +17,7 @@ import { parseQuery, type FormValues } from "./form.ts";
 import { raftHeaders, writeAnswer } from "./keys-handler.ts";
 import type { KeysFastGetContext } from "./keys-fast-get.ts";
 import { isHostWhitelisted, requestHostname } from "./host-whitelist.ts";
-import { parseKeyRequest, type KeyRequest } from "./parse-key-request.ts";
+import { echoPrevIndex, parseKeyRequest, type KeyRequest } from "./parse-key-request.ts";
 import { jsonBase, proposalErrorParts } from "./respond.ts";
 import { plainKeyOfPath, requestLineTooLong, splitTarget } from "./router.ts";
 import { allowsAnyOrigin } from "./cors.ts";
@@ -86,7 +86,7 @@ export function keysFastWrite(ctx: KeysFastGetContext, tracer?: WriteTracer): Fa
         },
         (err: unknown) => {
           // Proposed: answered here whatever happened, never handed to the router (it would propose again).
-          const r = proposalErrorParts(err, ctx.clusterId);
+          const r = proposalErrorParts(echoPrevIndex(err, write), ctx.clusterId);
           counted.failed(r.status);
           return { status: r.status, headers: jsonBase.concat(r.extra), body: r.body };
         },

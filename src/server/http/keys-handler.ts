@@ -6,7 +6,7 @@ import { V2Error, V2ErrorCode } from "../../api/v2-errors.ts";
 import { Header } from "../../api/headers.ts";
 import type { V2Event, V2Store } from "../../store/v2/store.ts";
 import type { CommandBody } from "../request.ts";
-import { parseKeyRequest } from "./parse-key-request.ts";
+import { echoPrevIndex, parseKeyRequest } from "./parse-key-request.ts";
 import { wallClockNs } from "../wall-clock.ts";
 import { parseForm } from "./body.ts";
 import { authorizeKeyRequest, type AuthAccessHost, type KeyAccess } from "./auth-access.ts";
@@ -125,7 +125,7 @@ export async function handleKeys(req: IncomingMessage, res: ServerResponse, keyP
     }
   } catch (err) {
     counted.failed(failedStatus(err));
-    throw err;
+    throw echoPrevIndex(err, kr);
   }
   counted.succeeded(start, performance.now());
 }

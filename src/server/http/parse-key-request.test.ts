@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { V2Error } from "../../api/v2-errors.ts";
-import { goExpiration, parseKeyRequest } from "./parse-key-request.ts";
+import { echoPrevIndex, goExpiration, parseKeyRequest } from "./parse-key-request.ts";
 import { parseQuery } from "./form.ts";
 
 function parse(method: string, query: string) {
@@ -100,4 +100,17 @@ test("parseKeyRequest keeps prevExist tri-state and the first value of repeated 
   }
   const s = parse("PUT", "value=a");
   assert.ok(s.kind === "write" && !("prevExist" in s.request));
+});
+
+test("a failed compare echoes a prevIndex above 2^53 as it was sent, not clamped", () => {
+  const kr = parse("PUT", "prevIndex=18446744073709551615&value=v");
+  assert.equal(kr.kind === "write" && kr.request.prevIndex, Number.MAX_SAFE_INTEGER);
+  const failed = new V2Error(101, `[${Number.MAX_SAFE_INTEGER} != 35]`, 35);
+  const echoed = echoPrevIndex(failed, kr);
+  assert.ok(echoed instanceof V2Error);
+  assert.equal(echoed.cause_, "[18446744073709551615 != 35]");
+  assert.equal(echoed.index, 35);
+  assert.equal(echoPrevIndex(failed, parse("PUT", "prevIndex=9007199254740991&value=v")), failed, "a prevIndex of exactly 2^53-1 is its own text");
+  const notFound = new V2Error(100, "/k", 35);
+  assert.equal(echoPrevIndex(notFound, kr), notFound);
 });

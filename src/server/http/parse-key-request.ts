@@ -6,7 +6,8 @@ import type { V2Request } from "../request.ts";
 import { first, parseGoBool, parseGoUint64, type FormValues } from "./form.ts";
 
 export type KeyRequest =
-  | { kind: "write"; request: V2Request; noValueOnSuccess: boolean }
+  /** prevIndexText: the prevIndex as Go prints it, when it is above 2^53 (request.prevIndex holds it clamped). */
+  | { kind: "write"; request: V2Request; noValueOnSuccess: boolean; prevIndexText?: string }
   | { kind: "get"; path: string; recursive: boolean; sorted: boolean; quorum: boolean; head: boolean; wait: boolean }
   | { kind: "watch"; path: string; recursive: boolean; stream: boolean; sinceIndex: number };
 
@@ -117,5 +118,21 @@ export function parseKeyRequest(method: string, keyPath: string, form: FormValue
     request.expiration = exp.ms;
     if (exp.ns !== 0) request.expirationNs = exp.ns;
   }
+  const rawPrevIndex = first(form, "prevIndex");
+  if (prevIndex === Number.MAX_SAFE_INTEGER && rawPrevIndex !== undefined && BigInt(rawPrevIndex) !== BigInt(prevIndex)) {
+    return { kind: "write", request, noValueOnSuccess, prevIndexText: BigInt(rawPrevIndex).toString() };
+  }
   return { kind: "write", request, noValueOnSuccess };
+}
+
+/**
+ * A failed compare echoes the request's prevIndex (`[18446744073709551615 != 35]`), which
+ * the log carries clamped to 2^53-1 (no index that large can match): the answer shows the
+ * value as it was sent, as etcd's uint64 does.
+ */
+export function echoPrevIndex(err: unknown, kr: KeyRequest): unknown {
+  if (kr.kind !== "write" || kr.prevIndexText === undefined || !(err instanceof V2Error) || err.errorCode !== V2ErrorCode.TestFailed) return err;
+  const clamped = `[${kr.request.prevIndex} != `;
+  if (!err.cause_.includes(clamped)) return err;
+  return new V2Error(err.errorCode, err.cause_.replace(clamped, `[${kr.prevIndexText} != `), err.index);
 }
