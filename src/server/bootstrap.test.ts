@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { parseServeArgs } from "./config.ts";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { PEER_MEMBERS_PATH, bootstrappedElsewhere, openMember, encodeConfState, resolvedUrls, v3AuthOptions, type SnapshotImage } from "./bootstrap.ts";
+import { PEER_MEMBERS_PATH, PeerUrlsMismatchError, bootstrappedElsewhere, openMember, validateAgainstExisting, encodeConfState, resolvedUrls, v3AuthOptions, type SnapshotImage } from "./bootstrap.ts";
 import { Membership } from "./membership.ts";
 import { createLogger } from "./logger.ts";
 import { V2Store } from "../store/v2/store.ts";
@@ -107,4 +107,16 @@ test("a member started new whose id a peer lists with client URLs was bootstrapp
   } finally {
     await new Promise((r) => peer.close(r));
   }
+});
+
+test("joining with existing: --initial-cluster must match the cluster's members (etcd's ValidateClusterAndAssignIDs)", async () => {
+  const running = new Map([
+    ["m1", ["http://127.0.0.1:2380"]],
+    ["m4", ["http://127.0.0.1:2384"]],
+  ]);
+  const existing = Membership.bootstrap(running, "tok");
+  // The same members, localhost for 127.0.0.1 and another order: the same.
+  await validateAgainstExisting(new Map([["m4", ["http://127.0.0.1:2384"]], ["m1", ["http://localhost:2380"]]]), existing);
+  await assert.rejects(validateAgainstExisting(new Map([...running, ["m5", ["http://127.0.0.1:2385"]]]), existing), (err: unknown) => err instanceof PeerUrlsMismatchError && /^error validating peerURLs \{ClusterID:[0-9a-f]+ Members:\[.*\]\}: member count is unequal$/.test(err.message));
+  await assert.rejects(validateAgainstExisting(new Map([["m1", ["http://127.0.0.1:2380"]], ["m4", ["http://127.0.0.1:2399"]]]), existing), (err: unknown) => err instanceof PeerUrlsMismatchError && err.message.includes("PeerURLs: no match found for existing member ("));
 });

@@ -319,6 +319,33 @@ export async function bootstrappedElsewhere(id: number, peerUrls: readonly strin
   return false;
 }
 
+/** The cluster's members and the ones --initial-cluster names do not match (etcd's ValidateClusterAndAssignIDs). */
+export class PeerUrlsMismatchError extends Error {
+  override readonly name = "PeerUrlsMismatchError";
+}
+
+/**
+ * etcd's ValidateClusterAndAssignIDs for a member joining with `existing`: --initial-cluster
+ * must list as many members as the cluster has, and each member of the cluster must match
+ * one of them by peer URLs (resolved), else "error validating peerURLs <cluster>: member
+ * count is unequal" / "PeerURLs: no match found for existing member (...)", exit 1. A list
+ * that still names a removed member, or one not added yet, is caught here instead of
+ * joining with a configuration the operator did not mean.
+ */
+export async function validateAgainstExisting(initialCluster: ReadonlyMap<string, readonly string[]>, existing: Membership): Promise<void> {
+  const members = existing.list();
+  const described = `{ClusterID:${existing.clusterId.toString(16)} Members:[${members.map((m) => `${m.id.toString(16)}=${m.peerUrls.join(",")}`).join(" ")}]}`;
+  if (members.length !== initialCluster.size) throw new PeerUrlsMismatchError(`error validating peerURLs ${described}: member count is unequal`);
+  const local = await Promise.all([...initialCluster.values()].map((urls) => resolvedUrls(urls)));
+  for (const m of members) {
+    const theirs = await resolvedUrls(m.peerUrls);
+    // As this member finds itself among them: a resolved URL in common (localhost may resolve to ::1 too).
+    if (!local.some((mine) => [...mine].some((u) => theirs.has(u)))) {
+      throw new PeerUrlsMismatchError(`error validating peerURLs ${described}: PeerURLs: no match found for existing member (${m.id.toString(16)}, [${m.peerUrls.join(" ")}])`);
+    }
+  }
+}
+
 /** An empty state machine and a new WAL whose metadata says who this member is. */
 async function freshMember(walDir: string, snapshotter: Snapshotter, membership: Membership, memberId: number, log: Logger, dbOpts: MvccDbOptions, authOpts: V3AuthStateOptions, walOpts: { segmentBytes?: number }): Promise<OpenedMember> {
   const v3db = MvccDb.open(dbOpts);
@@ -389,12 +416,13 @@ async function joinExisting(config: ServerConfig, walDir: string, snapshotter: S
       if (!me) {
         throw new Error(`this member (peer URLs ${config.initialAdvertisePeerUrls.join(",")}) is not in the cluster: add it first with 'kvctl member add'`);
       }
+      await validateAgainstExisting(config.initialCluster, membership);
       const m = await freshMember(walDir, snapshotter, membership, me.id, log, v3DbOptions(config), v3AuthOptions(config), walOpts);
       log.info("joining existing cluster", { memberId: me.id.toString(16), clusterId: membership.clusterId.toString(16), via: url });
       return m;
     } catch (err) {
       errors.push(`${url}: ${err instanceof Error ? err.message : String(err)}`);
-      if (err instanceof Error && err.message.includes("is not in the cluster")) throw err;
+      if (err instanceof Error && (err.message.includes("is not in the cluster") || err instanceof PeerUrlsMismatchError)) throw err;
     }
   }
   throw new Error(`cannot join the existing cluster: no member answered (${errors.join("; ")})`);
