@@ -185,6 +185,8 @@ test("MoveLeader to the leader itself succeeds without a transfer; a learner or 
   assert.deepEqual(moved, []);
   await assert.rejects(s.moveLeader("44", { token: undefined }), V3Errors.badLeaderTransferee());
   await assert.rejects(s.moveLeader("55", { token: undefined }), V3Errors.badLeaderTransferee());
+  // etcd looks any target up as a member: 0 and IDs no member has are bad transferees too.
+  for (const id of ["0", "18446744073709551615"]) await assert.rejects(s.moveLeader(id, { token: undefined }), V3Errors.badLeaderTransferee(), id);
   await s.moveLeader("33", { token: undefined });
   assert.deepEqual(moved, [33]);
 });

@@ -689,8 +689,9 @@ export class V3Service implements V3Backend {
   /** etcd 3.4's authMaintenanceServer passes MoveLeader through: no token is read, any caller may move the leader. */
   async moveLeader(targetId: string, ctx: V3CallContext): Promise<void> {
     if (!this.#kv.isLeader) throw V3Errors.notLeader();
-    const target = parseMemberId(targetId);
-    const member = this.#kv.membership.get(target);
+    // etcd's MoveLeader asks IsMemberExist of any ID, 0 included: no member, a bad transferee.
+    const target = /^[0-9]+$/.test(targetId) ? Number(targetId) : 0;
+    const member = Number.isSafeInteger(target) && target !== 0 ? this.#kv.membership.get(target) : undefined;
     if (!member || member.isLearner) throw V3Errors.badLeaderTransferee();
     // etcd 3.4 answers a move to the leader itself with success: Raft drops the
     // transfer, and the wait for the transferee to lead is over at once
