@@ -24,7 +24,7 @@ export interface CliCommand {
   input?: string;
 }
 
-const KEYS = ["/a", "/a/b", "/dir", "/dir/x", "b", "/a/", "/_h", "/c", "/dir/y/z", "a/b", "/"];
+const KEYS = ["/a", "/a/b", "/dir", "/dir/x", "b", "/a/", "/_h", "/c", "/dir/y/z", "a/b", "/", "/x y", "/é", "//a", "/a/../c", "/dir/_h/k", "/a?b", "/%41"];
 const VALUES = ["v", "v2", "", "hello world", "-x", "é", "--", "1"];
 const TTLS = ["600", "7200", "0", "-1", "abc", "", "1.5"];
 const INDEXES = ["1", "2", "0", "-1", "abc", "99999"];
