@@ -30,7 +30,7 @@ import { decodeCommand, peekKeySpaceCommand, type Command, type CommandBody, typ
 import type { Membership } from "./membership.ts";
 import { RequestTimeoutError, ServerUnavailableError } from "./errors.ts";
 import { timeoutKind } from "./timeout-cause.ts";
-import { ReadIndexBatcher, type ReadOptions } from "./read-index.ts";
+import { READ_INDEX_RETRY_MS, ReadIndexBatcher, type ReadOptions } from "./read-index.ts";
 import { openMember, v3DbOptions, PEER_MEMBERS_PATH } from "./bootstrap.ts";
 import { StateStorage } from "./state-storage.ts";
 import { raftLogger, type Logger } from "./logger.ts";
@@ -263,6 +263,8 @@ export class KvServer {
         readIndexFailed: () => this.metrics.readIndexesFailed.inc(),
       },
       this.requestTimeoutMs,
+      READ_INDEX_RETRY_MS,
+      this.#memberId,
     );
     this.#transport = new PeerTransport({
       memberId: this.#memberId,

@@ -3,6 +3,8 @@ import assert from "node:assert/strict";
 import { until } from "../until.test-helper.ts";
 import { LeaderChangedError } from "./errors.ts";
 import { ReadIndexBatcher } from "./read-index.ts";
+import { ReadOnly } from "../raft/read-only.ts";
+import { EntryType, MessageType, message } from "../raft/types.ts";
 
 function host() {
   const sent: string[] = [];
@@ -119,4 +121,24 @@ test("a read that arrives while a round is sent again waits for the next round, 
   b.release();
   await late;
   b.failAll(new Error("stop"));
+});
+
+test("ReadIndexBatcher: two members' rounds stay two requests at the leader", async () => {
+  // The leader keys pending reads by ctx and drops a duplicate (etcd's read_only.go), so
+  // a ctx must be unique in the cluster, as etcd's request ids are (member id bits in
+  // each): a round dropped there is not answered, and its reads wait for the re-send.
+  const ctxs: Uint8Array[] = [];
+  const member = (id: number) =>
+    new ReadIndexBatcher({ requestReadIndex: (ctx) => void ctxs.push(ctx), appliedIndex: () => 0 }, 5000, 1000, id);
+  const b2 = member(0x2a);
+  const b3 = member(0x3b);
+  const reads = [b2.read(), b3.read()].map((r) => r.catch(() => undefined));
+  const leader = new ReadOnly();
+  for (const [i, ctx] of ctxs.entries()) {
+    leader.addRequest(5, message({ type: MessageType.MsgReadIndex, from: i + 2, entries: [{ term: 0, index: 0, type: EntryType.Normal, data: ctx }] }));
+  }
+  assert.equal(leader.queue.length, 2);
+  b2.failAll(new Error("stop"));
+  b3.failAll(new Error("stop"));
+  await Promise.all(reads);
 });

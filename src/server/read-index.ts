@@ -47,10 +47,19 @@ export class ReadIndexBatcher {
   #pending: PendingRead[] = [];
   #inFlight: { ctx: string; batch: PendingRead[]; timer: NodeJS.Timeout; deadline: number } | undefined;
   #counter = 0;
+  #ctxPrefix: string;
   #awaitingApply: Array<{ index: number; batch: PendingRead[] }> = [];
 
-  constructor(host: ReadIndexHost, timeoutMs: number, retryMs = READ_INDEX_RETRY_MS) {
+  /**
+   * `memberId` makes the rounds' ctxs unique in the cluster, as etcd's request ids are
+   * (member id and start time in each): the leader keys its pending reads by ctx and drops
+   * a duplicate unanswered, so two members' equal counters would hold one member's reads
+   * until the re-send. The start time keeps a restarted member's rounds apart from its
+   * previous run's. Without it (tests) a ctx is the bare counter.
+   */
+  constructor(host: ReadIndexHost, timeoutMs: number, retryMs = READ_INDEX_RETRY_MS, memberId?: number) {
     this.#host = host;
+    this.#ctxPrefix = memberId === undefined ? "" : `${memberId.toString(16)}.${Date.now().toString(36)}.`;
     this.#timeoutMs = timeoutMs;
     this.#retryMs = Math.min(retryMs, timeoutMs);
   }
@@ -128,7 +137,7 @@ export class ReadIndexBatcher {
    * them though they came after the round began.
    */
   #send(batch: PendingRead[], deadline: number): void {
-    const ctx = `r${++this.#counter}`;
+    const ctx = `${this.#ctxPrefix}r${++this.#counter}`;
     const timer = setTimeout(() => {
       if (this.#inFlight?.ctx !== ctx) return;
       this.#inFlight = undefined;
