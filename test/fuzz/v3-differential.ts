@@ -94,6 +94,8 @@ function int64(rng: Rng, valid: () => number, bad: Json[] = BAD_INT64): Json {
 interface Ctx {
   /** The latest revision seen on the reference. */
   rev(): number;
+  /** The reference's compaction revision (0: none yet). */
+  compacted(): number;
 }
 
 function revision(rng: Rng, c: Ctx): number {
@@ -234,7 +236,10 @@ function watchCreate(rng: Rng, c: Ctx): Obj {
   const o: Obj = { key };
   sometimes(rng, o, 0.5, "range_end", () => rangeEnd(rng, key));
   // From history most often: the events come at once, not at a timing's whim.
-  o["start_revision"] = int64(rng, () => pick(rng, [1, 2, Math.max(1, c.rev() - 5), c.rev(), c.rev() + 1]));
+  // Not from the compaction revision itself: kvctl replays the deletes made at it, etcd
+  // compacted them away (a deliberate difference, src/store/v3/README.md).
+  const avoid = (r: number): number => (r === c.compacted() ? r + 1 : r);
+  o["start_revision"] = int64(rng, () => avoid(pick(rng, [1, 2, Math.max(1, c.rev() - 5), c.rev(), c.rev() + 1])));
   sometimes(rng, o, 0.3, "prev_kv", () => true);
   sometimes(rng, o, 0.15, "filters", () => [pick(rng, ["NOPUT", "NODELETE", 0, 1])]);
   sometimes(rng, o, 0.05, "fragment", () => true);
@@ -318,7 +323,8 @@ export function* generateRequests(seed: number, count: number, c: Ctx): Generato
       // Maintenance and cluster calls that change nothing: alarms read, a defragment, a
       // leader transfer to nobody, members that cannot be added.
       [name, json] = pick<[string, Json]>(rng, [
-        ["alarm", { action: pick<Json>(rng, ["GET", 0, "DEACTIVATE", 9, "FOO"]), ...(chance(rng, 0.5) ? { alarm: pick<Json>(rng, ["NONE", "NOSPACE", "CORRUPT", 5]) } : {}) }],
+        // (No unknown action number: etcd 3.4.23 crashes on one, README.)
+        ["alarm", { action: pick<Json>(rng, ["GET", 0, "DEACTIVATE", "FOO"]), ...(chance(rng, 0.5) ? { alarm: pick<Json>(rng, ["NONE", "NOSPACE", "CORRUPT", 5]) } : {}) }],
         ["defragment", {}],
         ["moveleader", { targetID: pick<Json>(rng, ["0", "12345", 7, "abc"]) }],
         ["memberadd", { peerURLs: pick<Json>(rng, [[], ["foo"], ["http://"], ["http://a:1", 5], null]) }],
@@ -749,9 +755,10 @@ export async function runDifferential(o: DifferentialOptions): Promise<{ sent: n
   const rk = await revisionOf(o.kvctlPort);
   if (rev !== rk) throw new Error(`the servers start at different revisions: etcd ${rev}, kvctl ${rk}`);
   let sent = 0;
+  let compacted = 0;
   const started = Date.now();
   try {
-    for (const req0 of generateRequests(o.seed, o.count, { rev: () => rev })) {
+    for (const req0 of generateRequests(o.seed, o.count, { rev: () => rev, compacted: () => compacted })) {
       if (sent >= o.count) break; // a follow-up request went past it
       if (Date.now() - started > (SHORTEST_TTL_S - 60) * 1000) {
         o.onStop?.(sent, `stopped after ${sent} requests: leases with a ${SHORTEST_TTL_S} s TTL would start expiring`);
@@ -762,6 +769,10 @@ export async function runDifferential(o: DifferentialOptions): Promise<{ sent: n
       const [e, k] = await Promise.all([sendOne(o.etcdPort, ce, req, NE), sendOne(o.kvctlPort, ck, req, NK)]);
       sent++;
       if (o.trace === true) console.log(`#${sent} ${show(req)}\n  etcd:  ${JSON.stringify(e).slice(0, 600)}\n  kvctl: ${JSON.stringify(k).slice(0, 600)}`);
+      if (req.name === "compaction" && (e.status === 200 && (req.wire === "gw" || e.grpc?.status === "0"))) {
+        const at = Number((req.json[0] as Obj | null)?.["revision"]);
+        if (Number.isSafeInteger(at) && at > compacted) compacted = at;
+      }
       for (const b of Array.isArray(e.body) ? e.body : []) {
         const h = (b as { header?: { revision?: string }; result?: { header?: { revision?: string } } } | null);
         const r = Number(h?.header?.revision ?? h?.result?.header?.revision ?? 0);
