@@ -333,7 +333,8 @@ export class PeerUrlsMismatchError extends Error {
  * joining with a configuration the operator did not mean.
  */
 export async function validateAgainstExisting(initialCluster: ReadonlyMap<string, readonly string[]>, existing: Membership): Promise<void> {
-  const members = existing.list();
+  // In peer URL order: the message names the same members the same way whatever their ids.
+  const members = existing.list().sort((a, b) => (a.peerUrls.join(",") < b.peerUrls.join(",") ? -1 : 1));
   const described = `{ClusterID:${existing.clusterId.toString(16)} Members:[${members.map((m) => `${m.id.toString(16)}=${m.peerUrls.join(",")}`).join(" ")}]}`;
   if (members.length !== initialCluster.size) throw new PeerUrlsMismatchError(`error validating peerURLs ${described}: member count is unequal`);
   const local = await Promise.all([...initialCluster.values()].map((urls) => resolvedUrls(urls)));

@@ -48,7 +48,7 @@ norm() {
     args+=(-e "s/(127\.0\.0\.1|localhost):$(cport "$i")\b/<c$i>/g" -e "s/(127\.0\.0\.1|localhost):$(pport "$i")\b/<p$i>/g")
   done
   sed -E "${args[@]}" -f "$ids" -e "s|$work|WORK|g" \
-    -e 's/Member [0-9a-f]+ added/Member <id?> added/' -e 's/\b[0-9a-f]{16}\b/<id?>/g' -e 's/\b[0-9a-f]{13,15}\b/<id?>/g' \
+    -e 's/Member [0-9a-f]+ added/Member <id?> added/' -e 's/member [0-9a-f]+ of cluster [0-9a-f]+/member <id?> of cluster <id?>/' -e 's/\b[0-9a-f]{16}\b/<id?>/g' -e 's/\b[0-9a-f]{13,15}\b/<id?>/g' \
     -e 's/took = [0-9.]+(µs|ms|s|ns)/took = T/g' -e 's/"took":"[^"]*"/"took":"T"/g' \
     -e 's/[0-9.]+ ?(kB|MB|B|GB)\b/SIZE/g' -e 's/"dbSize(InUse)?":[0-9]+/"dbSize\1":SIZE/g' \
     -e 's/"(raft_term|raftTerm|raftIndex|raftAppliedIndex|revision|raft_index)":[0-9]+/"\1":N/g' \
@@ -453,7 +453,8 @@ if [[ $sections == *dr* ]]; then
   step "snapshot save from two endpoints (refused)" ctl --endpoints="$E" snapshot save "$work/snap2.db"
   if [ "$kind" = etcd ]; then SNAP=(etcdctl); else SNAP=(node "$KVCTL" v3); fi
   step "snapshot status -w table (revision, keys)" sh -c "$(printf '%q ' "${SNAP[@]}") snapshot status $work/snap.db -w json | jq -c '{revision: (.revision - $rev0), totalKey}'"
-  step "snapshot status -w table" "${SNAP[@]}" snapshot status "$work/snap.db" -w table
+  # the hash masked: kvctl's file records the time it was made
+  step "snapshot status -w table" sh -c "$(printf '%q ' "${SNAP[@]}") snapshot status $work/snap.db -w table | sed -E 's/^\\| [0-9a-f]{8} \\|/| HASH |/'"
   step "snapshot status of a missing file" "${SNAP[@]}" snapshot status "$work/none.db"
   if [ "$kind" != etcd ]; then
     step "etcdctl snapshot status of kvctl's file" etcdctl snapshot status "$work/snap.db" -w json
@@ -524,7 +525,7 @@ if [[ $sections == *dr* ]]; then
     step "kvctl backup" node "$KVCTL" backup --data-dir "$work/m14" --backup-dir "$work/bk2"
     # etcdctl's backup on a kvctl data dir (a copy: it renames the .snap it cannot read to .broken)
     cp -a "$work/m14" "$work/m14x"
-    step "ETCDCTL_API=2 etcdctl backup of kvctl's dir" env ETCDCTL_API=2 etcdctl backup --data-dir "$work/m14x" --backup-dir "$work/bkx"
+    step "ETCDCTL_API=2 etcdctl backup of kvctl's dir (its last line)" sh -c "ETCDCTL_API=2 etcdctl backup --data-dir $work/m14x --backup-dir $work/bkx 2>&1 | tail -1 | jq -c '{level, msg}'"
     step "what etcdctl backup left in kvctl's snap dir" sh -c "ls $work/m14x/member/snap | sed 's/^[0-9a-f-]*\\.snap/<n>.snap/'"
   fi
   "${SERVER[@]}" --name m17 --data-dir "$work/bk" \
