@@ -152,6 +152,12 @@ test("auth off, an empty token is still a token: invalid auth token, as etcd's A
   assert.equal(m.proposed.length, 0);
 });
 
+test("MemberAdd judges its URLs before its caller, as etcd's ClusterServer: bad URLs with a bad token are bad URLs", async () => {
+  const m = hotMember();
+  for (const peerUrls of [[], ["foo"]]) await assert.rejects(m.service.memberAdd({ peerUrls, isLearner: false }, { token: "junk" }), V3Errors.memberBadURLs(), JSON.stringify(peerUrls));
+  await assert.rejects(m.service.memberAdd({ peerUrls: ["http://a:1"], isLearner: false }, { token: "junk" }), V3Errors.invalidAuthToken());
+});
+
 test("the header's ids follow the member's (decimal strings of the current ids)", () => {
   const host = { config: { authToken: { type: "simple" } }, clusterId: 11, memberId: 22, term: 3, v3: { revision: 4 } };
   const s = new V3Service(host as unknown as V3ServiceHost);

@@ -563,11 +563,12 @@ export class V3Service implements V3Backend {
   }
 
   async memberAdd(req: { peerUrls: string[]; isLearner: boolean }, ctx: V3CallContext): Promise<{ member: V3Member; members: V3Member[] }> {
-    await this.#admin(ctx);
+    // etcd's ClusterServer parses the URLs before the server checks the caller.
     for (const u of req.peerUrls) {
       if (!/^https?:\/\/[^/]+/.test(u)) throw V3Errors.memberBadURLs();
     }
     if (req.peerUrls.length === 0) throw V3Errors.memberBadURLs();
+    await this.#admin(ctx);
     const member = await this.#membership(() => this.#kv.members.add(req.peerUrls, { learner: req.isLearner }));
     return { member: this.#member(member), members: this.#members() };
   }
