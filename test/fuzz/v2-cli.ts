@@ -107,7 +107,7 @@ function command(rng: Rng, index: () => number): CliCommand {
     }
     case "watch":
       // One-shot from an index in history: answered at once, never a live wait.
-      return { args: ["watch", "--after-index", String(Math.max(0, index() - 1 - Math.floor(rng() * 5))), ...(chance(rng, 0.4) ? [pick(rng, ["--recursive", "-r"])] : []), key()] };
+      return { args: ["watch", "--after-index", String(Math.max(1, index() - 1 - Math.floor(rng() * 5))), ...(chance(rng, 0.4) ? [pick(rng, ["--recursive", "-r"])] : []), key()] };
     case "user": {
       const u = pick(rng, USERS);
       switch (Math.floor(rng() * 7)) {
