@@ -2,9 +2,9 @@
 // (test/ops/ops.sh: runtime reconfiguration, maintenance and quota, disaster recovery,
 // restarts): every step's line must be the one etcd 3.4.23 printed (ops.etcd.txt), except
 // the differences listed, with their reasons, in known-differences.txt; a new difference,
-// or a known one gone, fails. CI runs the "maint" section (~20 s: endpoint status/health,
+// or a known one gone, fails. CI runs the "maint" section (12 s: endpoint status/health,
 // move-leader, compaction, defrag, the NOSPACE alarm); OPS_SECTIONS="reconfig maint dr
-// restart" runs them all (~3 min). Skipped without etcdctl, jq, perl or python3.
+// restart" runs them all (90 s). Skipped without etcdctl, jq, perl or python3.
 //
 // To record etcd's output again (installed as `etcd`), see test/ops/README.md.
 import assert from "node:assert/strict";
