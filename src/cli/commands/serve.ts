@@ -29,7 +29,7 @@ export async function runServe(args: string[]): Promise<number> {
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`kvctl serve: ${err.message}\nRun 'kvctl serve --help' for the flags.\n`);
-      return 2;
+      return err.exitCode;
     }
     throw err;
   }
