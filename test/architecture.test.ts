@@ -61,6 +61,8 @@ test("no source file imports across a forbidden edge", () => {
       // dir offline, as serve opens one: the backup format and restore live with the server.
       const isSnapshotCommand = relative(src, file) === "cli/commands/v3/snapshot.ts" && to === "server";
       if (isSnapshotCommand) continue;
+      // `kvctl backup` (etcdctl v2's) copies a stopped member's WAL and snapshot offline.
+      if (relative(src, file) === "cli/commands/backup.ts" && to === "server") continue;
       if (!(allowed[from] ?? []).includes(to)) violations.push(`${relative(root, file)} -> ${spec} (${from} -> ${to})`);
     }
   }

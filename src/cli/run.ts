@@ -11,6 +11,7 @@ type CommandModule = { run(inv: Invocation, io: Io): Promise<number> };
 
 /** Which module implements each command; imported on demand only. */
 const loaders: Readonly<Record<string, () => Promise<CommandModule>>> = {
+  backup: () => import("./commands/backup.ts"),
   get: () => import("./commands/keys.ts"),
   set: () => import("./commands/keys.ts"),
   mk: () => import("./commands/keys.ts"),

@@ -332,6 +332,13 @@ export const v3Command: V3CommandSpec = {
 // ---- end of the v3 command group ---------------------------------------------------
 
 export const commands: readonly CommandSpec[] = [
+  { name: "backup", args: "", description: "backup an etcd directory", flags: [
+    { name: "data-dir", type: "string", default: "", description: "Path to the etcd data dir" },
+    { name: "wal-dir", type: "string", default: "", description: "Path to the etcd wal dir" },
+    { name: "backup-dir", type: "string", default: "", description: "Path to the backup dir" },
+    { name: "backup-wal-dir", type: "string", default: "", description: "Path to the backup wal dir" },
+    { name: "with-v3", type: "bool", description: "Backup v3 backend data" },
+  ] },
   { name: "cluster-health", args: "", description: "check the health of the etcd cluster", flags: [
     { name: "forever", aliases: ["f"], type: "bool", description: "forever check the health every 10 second until CTRL+C" },
   ] },

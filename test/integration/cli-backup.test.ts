@@ -1,0 +1,119 @@
+// `kvctl backup` (etcdctl v2's backup) of a real member's data dir, then the disaster
+// recovery etcd's admin guide describes: a member started from the backup with
+// --force-new-cluster is a new one-member cluster (new member and cluster ids) with the
+// v2 keys, and with --with-v3 the v3 keys; it takes writes; the original data dir is
+// untouched and its member starts from it again. A backup into a non-empty backup dir
+// and one of a dir that is no member's fail as etcdctl's (its log line, exit 1).
+
+import { after, test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { gateway, gatewayPut } from "../helpers/etcd.ts";
+import { waitHealthy } from "../helpers/http.ts";
+import { freePort, kvctlBin, repoRoot, runKvctl, startServer, type TestServer } from "../helpers/server.ts";
+import { spawnServer, type Spawned } from "../helpers/spawned.ts";
+
+const tmp = mkdtempSync(join(tmpdir(), "kvctl-backup-"));
+let source: TestServer | undefined;
+const started: Spawned[] = [];
+after(async () => {
+  for (const s of started) await s.stop();
+  await source?.stop();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+const LOG_LINE = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6} I \| /;
+
+async function serveFrom(dataDir: string, extra: string[]): Promise<{ url: string; s: Spawned }> {
+  const url = `http://127.0.0.1:${await freePort()}`;
+  const peer = `http://127.0.0.1:${await freePort()}`;
+  const s = spawnServer(process.execPath, [kvctlBin, "serve", "--name", "restored", "--data-dir", dataDir, "--listen-client-urls", url, "--advertise-client-urls", url,
+    "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", `restored=${peer}`, ...extra], repoRoot);
+  started.push(s);
+  await waitHealthy(url, { child: s.child, log: s.log, what: "the member started from the backup" });
+  return { url, s };
+}
+
+async function v3Value(url: string, key: string): Promise<string | undefined> {
+  const g = await gateway<{ kvs?: { value: string }[] }>(url, "/v3/kv/range", { key: Buffer.from(key).toString("base64") });
+  const v = g.kvs?.[0]?.value;
+  return v === undefined ? undefined : Buffer.from(v, "base64").toString();
+}
+
+async function v2Json(url: string, path: string): Promise<{ status: number; clusterId: string | null; body: { node?: { value?: string } } }> {
+  const r = await fetch(`${url}/v2/keys${path}`);
+  return { status: r.status, clusterId: r.headers.get("x-etcd-cluster-id"), body: (await r.json()) as { node?: { value?: string } } };
+}
+
+test("kvctl backup: --force-new-cluster from the backup serves the data as a new cluster; the source is unchanged", { timeout: 60_000 }, async () => {
+  // A snapshot every 5 entries: the backup copies a snapshot and the WAL after it.
+  source = await startServer({ flags: ["--snapshot-count", "5"] });
+  const before = await v2Json(source.url, "/");
+  for (let i = 0; i < 8; i++) {
+    const r = await fetch(`${source.url}/v2/keys/k${i}`, { method: "PUT", body: new URLSearchParams({ value: `v${i}` }) });
+    assert.equal(r.status, 201);
+  }
+  await gatewayPut(source.url, "v3key", "v3value");
+  const members = (await (await fetch(`${source.url}/v2/members`)).json()) as { members: { id: string }[] };
+  const oldMember = members.members[0]!.id;
+  await source.kill("SIGTERM");
+  const snapFiles = readdirSync(join(source.dataDir, "member", "snap")).filter((f) => f.endsWith(".snap"));
+  assert.ok(snapFiles.length > 0, "the source has a snapshot");
+
+  const b1 = join(tmp, "b1");
+  const r1 = await runKvctl(["backup", "--data-dir", source.dataDir, "--backup-dir", b1, "--with-v3"]);
+  assert.equal(r1.code, 0, r1.stderr);
+  assert.equal(r1.stdout, "");
+  for (const line of r1.stderr.split("\n").filter((l) => l !== "")) assert.match(line, LOG_LINE);
+  assert.deepEqual(readdirSync(join(b1, "member", "snap")).filter((f) => f.endsWith(".snap")).length, 1);
+  const b2 = join(tmp, "b2");
+  const r2 = await runKvctl(["backup", "--data-dir", source.dataDir, "--backup-dir", b2]);
+  assert.equal(r2.code, 0, r2.stderr);
+  assert.match(r2.stderr, /ignoring v3 raft entry/);
+
+  // Refusals, as etcdctl words them.
+  const full = join(tmp, "full");
+  mkdirSync(join(full, "member", "snap"), { recursive: true });
+  writeFileSync(join(full, "member", "snap", "db"), "x");
+  const refused = await runKvctl(["backup", "--data-dir", source.dataDir, "--backup-dir", full]);
+  assert.equal(refused.code, 1);
+  const destSnap = join(full, "member", "snap");
+  assert.match(refused.stderr, LOG_LINE);
+  assert.ok(refused.stderr.endsWith(`failed creating backup snapshot dir ${destSnap}: expected "${destSnap}" to be empty, got ["db"]\n`), refused.stderr);
+  const notMember = join(tmp, "not-a-member");
+  mkdirSync(notMember);
+  const none = await runKvctl(["backup", "--data-dir", notMember, "--backup-dir", join(tmp, "b3")]);
+  assert.equal(none.code, 1);
+  assert.ok(none.stderr.endsWith(`open ${join(notMember, "member", "snap")}: no such file or directory\n`), none.stderr);
+
+  // The backup with --with-v3: all the data, a new member and cluster.
+  const restored = await serveFrom(b1, ["--force-new-cluster"]);
+  const a = await v2Json(restored.url, "/k7");
+  assert.equal(a.status, 200);
+  assert.equal(a.body.node?.value, "v7");
+  assert.notEqual(a.clusterId, before.clusterId, "a new cluster id");
+  assert.equal(await v3Value(restored.url, "v3key"), "v3value");
+  const list = (await (await fetch(`${restored.url}/v2/members`)).json()) as { members: { id: string }[] };
+  assert.equal(list.members.length, 1);
+  assert.notEqual(list.members[0]!.id, oldMember, "a new member id");
+  const w = await fetch(`${restored.url}/v2/keys/after`, { method: "PUT", body: new URLSearchParams({ value: "1" }) });
+  assert.equal(w.status, 201);
+  await gatewayPut(restored.url, "v3after", "2");
+  assert.equal(await v3Value(restored.url, "v3after"), "2");
+  await restored.s.stop();
+
+  // Without --with-v3: the v2 keys only.
+  const v2only = await serveFrom(b2, ["--force-new-cluster"]);
+  assert.equal((await v2Json(v2only.url, "/k3")).body.node?.value, "v3");
+  assert.equal(await v3Value(v2only.url, "v3key"), undefined);
+  await v2only.s.stop();
+
+  // The source starts again from its own data dir, as it was.
+  await source.restart();
+  const again = await v2Json(source.url, "/k7");
+  assert.equal(again.body.node?.value, "v7");
+  assert.equal(again.clusterId, before.clusterId);
+  assert.equal(await v3Value(source.url, "v3key"), "v3value");
+});
