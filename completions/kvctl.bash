@@ -11,7 +11,7 @@ _kvctl() {
         words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD
     fi
 
-    local commands="cluster-health mk mkdir rm rmdir get ls set setdir update updatedir watch exec-watch member user role auth endpoint migrate stats version completion serve v3 help"
+    local commands="backup cluster-health mk mkdir rm rmdir get ls set setdir update updatedir watch exec-watch member user role auth endpoint migrate stats version completion serve v3 help"
     local globals="--debug --no-sync --output -o --peers -C --endpoint --endpoints --cert --cert-file --key --key-file --cacert --ca-file --insecure-skip-tls-verify --insecure-transport --username -u --password --timeout --total-timeout --no-color --help -h --version -v"
 
     case "$prev" in
@@ -56,6 +56,7 @@ _kvctl() {
         endpoint)
             [[ -z $sub ]] && { COMPREPLY=($(compgen -W "status" -- "$cur")); return; }
             flags="--cluster" ;;
+        backup) flags="--data-dir --wal-dir --backup-dir --backup-wal-dir --with-v3" ;;
         migrate) flags="--from --prefix --follow --from-cert --from-key --from-cacert --from-insecure-skip-tls-verify --from-user" ;;
         stats) [[ -z $sub ]] && { COMPREPLY=($(compgen -W "store self leader" -- "$cur")); return; } ;;
         completion) [[ -z $sub ]] && { COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")); return; } ;;

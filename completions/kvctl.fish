@@ -1,9 +1,9 @@
 # fish completion for kvctl. Install: kvctl completion fish > ~/.config/fish/completions/kvctl.fish
 
-set -l kvctl_commands cluster-health mk mkdir rm rmdir get ls set setdir update updatedir watch exec-watch member user role auth endpoint migrate stats version completion serve v3
+set -l kvctl_commands backup cluster-health mk mkdir rm rmdir get ls set setdir update updatedir watch exec-watch member user role auth endpoint migrate stats version completion serve v3
 
 function __kvctl_no_command
-    set -l cmds cluster-health mk mkdir rm rmdir get ls set setdir update updatedir watch exec-watch member user role auth endpoint migrate stats version completion serve v3
+    set -l cmds backup cluster-health mk mkdir rm rmdir get ls set setdir update updatedir watch exec-watch member user role auth endpoint migrate stats version completion serve v3
     for w in (commandline -opc)[2..-1]
         contains -- $w $cmds; and return 1
     end
@@ -49,6 +49,7 @@ complete -c kvctl -n __kvctl_no_command -f -a user -d 'user add, get, list, remo
 complete -c kvctl -n __kvctl_no_command -f -a role -d 'role add, get, list, remove, grant and revoke subcommands'
 complete -c kvctl -n __kvctl_no_command -f -a auth -d 'overall auth controls (enable, disable, status)'
 complete -c kvctl -n __kvctl_no_command -f -a endpoint -d 'endpoint status subcommand'
+complete -c kvctl -n __kvctl_no_command -f -a backup -d 'backup an etcd directory'
 complete -c kvctl -n __kvctl_no_command -f -a migrate -d 'copy a running etcd into kvctl'
 complete -c kvctl -n __kvctl_no_command -f -a stats -d 'print store, self or leader statistics as JSON'
 complete -c kvctl -n __kvctl_no_command -f -a version -d 'print the version of kvctl'
@@ -71,6 +72,11 @@ complete -c kvctl -n '__fish_seen_subcommand_from watch cluster-health' -s f -l 
 complete -c kvctl -n '__fish_seen_subcommand_from watch exec-watch' -l after-index -x -d 'watch after the given index'
 complete -c kvctl -n '__fish_seen_subcommand_from member' -f -a 'list add remove update'
 complete -c kvctl -n '__fish_seen_subcommand_from stats' -f -a 'store self leader'
+complete -c kvctl -n '__fish_seen_subcommand_from backup' -l data-dir -r -d 'Path to the etcd data dir'
+complete -c kvctl -n '__fish_seen_subcommand_from backup' -l wal-dir -r -d 'Path to the etcd wal dir'
+complete -c kvctl -n '__fish_seen_subcommand_from backup' -l backup-dir -r -d 'Path to the backup dir'
+complete -c kvctl -n '__fish_seen_subcommand_from backup' -l backup-wal-dir -r -d 'Path to the backup wal dir'
+complete -c kvctl -n '__fish_seen_subcommand_from backup' -l with-v3 -d 'Backup v3 backend data'
 complete -c kvctl -n '__fish_seen_subcommand_from migrate' -l from -x -d 'client URLs of the etcd to copy from'
 complete -c kvctl -n '__fish_seen_subcommand_from migrate' -l prefix -x -d 'copy only keys under this path or prefix'
 complete -c kvctl -n '__fish_seen_subcommand_from migrate' -l follow -d 'then apply etcd changes until interrupted'
