@@ -19,6 +19,7 @@ import { createAgent, peerGet, type PeerTlsClient } from "../transport/index.ts"
 import { Membership, type Member } from "./membership.ts";
 import { srvClusterFromConfig } from "./discovery-srv.ts";
 import { standaloneLog } from "./force-new-cluster.ts";
+import { brokenSnapshots, brokenSnapshotsWarning, passedOver, walWithoutSnapshotError } from "./backup/broken-snapshots.ts";
 import { decodeSnapshotData, type SnapshotState } from "./snapshot-data.ts";
 import type { Logger } from "./logger.ts";
 import type { ServerConfig } from "./config.ts";
@@ -214,8 +215,15 @@ async function restart(config: ServerConfig, walDir: string, snapshotter: Snapsh
     storage.applySnapshot({ data: snap.data, metadata: { index: snap.index, term: snap.term, confState } });
     ref = { index: snap.index, term: snap.term };
   }
+  const snapDir = join(config.dataDir, "member", "snap");
+  const broken = await brokenSnapshots(snapDir);
+  const brokenWarning = brokenSnapshotsWarning(broken, ref.index);
+  if (brokenWarning !== undefined) log.warn(brokenWarning, { dir: snapDir, files: broken.map((b) => `${b.name}${b.intact ? " (intact)" : ""}`) });
   // Replayed entries go straight where the raft log keeps its entries (one copy, not two).
-  const opened = await Wal.open(walDir, { snapshot: ref, logger: log, retain: retainEntryData, ...walOpts });
+  const opened = await Wal.open(walDir, { snapshot: ref, logger: log, retain: retainEntryData, ...walOpts }).catch((err: unknown) => {
+    const over = passedOver(broken, ref.index);
+    throw over.length > 0 ? walWithoutSnapshotError(err, snapDir, over) : err;
+  });
   if (opened.repaired) {
     log.warn("repaired a torn WAL tail", { file: opened.repaired.file, offset: opened.repaired.offset, droppedBytes: opened.repaired.droppedBytes });
   }

@@ -7,20 +7,24 @@
 
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gateway, gatewayPut } from "../helpers/etcd.ts";
 import { waitHealthy } from "../helpers/http.ts";
 import { freePort, kvctlBin, repoRoot, runKvctl, startServer, type TestServer } from "../helpers/server.ts";
+import { runProcess } from "../helpers/run-process.ts";
 import { spawnServer, type Spawned } from "../helpers/spawned.ts";
 
 const tmp = mkdtempSync(join(tmpdir(), "kvctl-backup-"));
 let source: TestServer | undefined;
+let renamed: TestServer | undefined;
 const started: Spawned[] = [];
 after(async () => {
   for (const s of started) await s.stop();
   await source?.stop();
+  await renamed?.stop();
   rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -116,4 +120,30 @@ test("kvctl backup: --force-new-cluster from the backup serves the data as a new
   assert.equal(again.body.node?.value, "v7");
   assert.equal(again.clusterId, before.clusterId);
   assert.equal(await v3Value(source.url, "v3key"), "v3value");
+});
+
+const etcdctl = spawnSync("etcdctl", ["version"], { stdio: "ignore" }).status === 0;
+
+test("etcdctl backup on a kvctl data dir renames its snapshots .snap.broken: the restart says so, and serves from the WAL", { timeout: 60_000, skip: etcdctl ? false : "etcdctl not installed" }, async () => {
+  renamed = await startServer({ flags: ["--snapshot-count", "5"] });
+  for (let i = 0; i < 8; i++) assert.equal((await fetch(`${renamed.url}/v2/keys/k${i}`, { method: "PUT", body: new URLSearchParams({ value: `v${i}` }) })).status, 201);
+  await renamed.kill("SIGTERM");
+  const snapDir = join(renamed.dataDir, "member", "snap");
+  const r = await runProcess("etcdctl", ["backup", "--data-dir", renamed.dataDir, "--backup-dir", join(tmp, "by-etcdctl")], { cwd: tmp, env: { ...process.env, ETCDCTL_API: "2" } });
+  assert.equal(r.code, 1, "etcdctl cannot read kvctl's WAL");
+  const broken = readdirSync(snapDir).filter((f) => f.endsWith(".snap.broken"));
+  assert.ok(broken.length > 0 && !readdirSync(snapDir).some((f) => f.endsWith(".snap")), "etcdctl renamed every snapshot");
+
+  await renamed.restart();
+  assert.match(renamed.logs(), /intact kvctl snapshot file\(s\) were renamed \.snap\.broken .*restarting from the WAL alone/);
+  assert.equal((await v2Json(renamed.url, "/k7")).body.node?.value, "v7");
+
+  // Renamed back, as the warning says: the newest snapshot is used again, and nothing is said.
+  await renamed.kill("SIGTERM");
+  for (const f of broken) renameSync(join(snapDir, f), join(snapDir, f.slice(0, -".broken".length)));
+  await renamed.restart();
+  const lastRun = renamed.logs().slice(renamed.logs().lastIndexOf('"stopped"'));
+  assert.match(lastRun, /"restarted member"[^\n]*"snapshotIndex":[1-9]/);
+  assert.doesNotMatch(lastRun, /snap\.broken/);
+  assert.equal((await v2Json(renamed.url, "/k7")).body.node?.value, "v7");
 });
