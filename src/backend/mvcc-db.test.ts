@@ -426,3 +426,22 @@ async function until(pred: () => boolean, ms: number, what: string): Promise<voi
     await new Promise((r) => setImmediate(r));
   }
 }
+
+test("the quota's size counts what was written and not committed yet, and the file takes it over at the commit", async () => {
+  // A commit interval longer than the test: the writes stay queued until flushed().
+  const db = MvccDb.open({ path: fresh(), commitDelayMs: 60_000 });
+  const ks = new V3KeySpace({ backend: db });
+  const before = db.size;
+  assert.equal(db.quotaSize, before);
+  const big = "x".repeat(200_000);
+  ks.put(put("big", big));
+  ks.put(put("big", big));
+  void db.commit(1);
+  assert.equal(db.size, before, "nothing committed yet");
+  assert.ok(db.quotaSize >= before + 400_000, `quotaSize ${db.quotaSize} counts both values`);
+  assert.ok(db.quotaSize < before + 410_000, `quotaSize ${db.quotaSize} is not far above them`);
+  await db.flushed();
+  assert.ok(db.size >= before + 400_000, `the file grew by the values: ${db.size}`);
+  assert.equal(db.quotaSize, db.size, "nothing in flight after the commit");
+  await db.close();
+});

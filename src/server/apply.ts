@@ -11,13 +11,14 @@ import type { LeaseId, RevisionEvents, V3KeySpace } from "../store/v3/index.ts";
 import type { V3Op, V3WriteStamp } from "./v3-command.ts";
 import { checkDeleteRangeRequest, checkLeaseKeys, checkPutRequest, checkTxnRequest } from "../auth/index.ts";
 import type { V3Answer } from "./v3-results.ts";
+import { quotaCost } from "./quota.ts";
 
 /**
  * `auth` is set for v2 auth commands, `v3` for v3 commands (the operation's response).
  * `changes` lists the v3 revisions the entry produced (for the watch hub), whoever proposed it.
  */
 export type ApplyResult =
-  | { ok: true; event?: V2Event; auth?: V2AuthResult; v3?: V3Answer; changes?: RevisionEvents[] }
+  | { ok: true; event?: V2Event; auth?: V2AuthResult; v3?: V3Answer; changes?: RevisionEvents[]; noSpace?: true }
   | { ok: false; error: V2Error | V3Error };
 
 export interface StateMachine {
@@ -29,6 +30,11 @@ export interface StateMachine {
   v3: V3KeySpace;
   /** v3 users, roles, tokens. */
   v3auth: V3AuthState;
+  /**
+   * etcd's quotaApplierV3: would a write of `cost` bytes keep this member's database under
+   * --quota-backend-bytes? Absent: no quota.
+   */
+  quotaAvailable?(cost: number): boolean;
 }
 
 /**
@@ -149,7 +155,14 @@ export function applyCommand(sm: StateMachine, cmd: Command, index: number, opts
       // v3 auth lives in the snapshot image, not in the key space's backend: always applied.
       if (!opts.v3 && cmd.op.k !== "auth") return { ok: true };
       try {
-        return { ok: true, ...applyV3(sm, cmd.op, { time: cmd.time, index }) };
+        // etcd's quotaApplierV3 judges the write against this member's database before it
+        // applies, and applies it all the same: members' files differ in size, their state
+        // must not. Only the answer changes (noSpace: 'database space exceeded', and the
+        // member raises the NOSPACE alarm, which caps every member once it applies).
+        const cost = quotaCost(cmd.op);
+        const fits = cost === 0 || sm.quotaAvailable === undefined || sm.quotaAvailable(cost);
+        const applied = applyV3(sm, cmd.op, { time: cmd.time, index });
+        return fits ? { ok: true, ...applied } : { ok: true, ...applied, noSpace: true };
       } catch (err) {
         if (err instanceof V3Error) return { ok: false, error: err };
         throw err;

@@ -24,11 +24,12 @@ import { PeerTransport, type PeerTlsClient } from "../transport/index.ts";
 import type { Wal, Snapshotter } from "../wal/index.ts";
 import type { V2Store, V2Event } from "../store/v2/store.ts";
 import { PasswordVerifier, type V2AuthState, type V3AuthState } from "../auth/index.ts";
-import { AlarmAction, WatchHub, alarmName, rangeRequest, type V3KeySpace, type WatchHistory } from "../store/v3/index.ts";
+import { AlarmAction, AlarmType, WatchHub, alarmName, rangeRequest, type V3KeySpace, type WatchHistory } from "../store/v3/index.ts";
 import { applyCommand, type ApplyResult } from "./apply.ts";
 import { decodeCommand, peekKeySpaceCommand, type Command, type CommandBody, type KeySpaceCommandHead } from "./request.ts";
 import type { Membership } from "./membership.ts";
 import { RequestTimeoutError, ServerUnavailableError } from "./errors.ts";
+import { V3Errors } from "../api/v3-errors.ts";
 import { timeoutKind } from "./timeout-cause.ts";
 import { READ_INDEX_RETRY_MS, ReadIndexBatcher, type ReadOptions } from "./read-index.ts";
 import { openMember, v3DbOptions, PEER_MEMBERS_PATH } from "./bootstrap.ts";
@@ -726,9 +727,12 @@ export class KvServer {
       if (result.ok && result.changes !== undefined) for (const c of result.changes) this.watchHub.notify(c);
       if (cmd.t === "v3") this.leases.applied(cmd.op, result);
       if (cmd.t === "v3" && cmd.op.k === "alarm" && result.ok) this.#logAlarm(cmd.op.r);
+      const noSpace = result.ok && result.noSpace === true;
+      if (noSpace) this.#raiseNoSpace();
       if (cmd.m === this.#memberId) {
         if (this.tracer.active) this.tracer.applied(cmd.id);
-        this.#proposals.applied(cmd.id, result);
+        // Applied, and answered as etcd answers a write its quotaApplierV3 judged too big.
+        this.#proposals.applied(cmd.id, noSpace ? { ok: false, error: V3Errors.noSpace() } : result);
       }
       const took = performance.now() - started;
       const slowMs = this.config.warningApplyDurationMs;
@@ -737,6 +741,25 @@ export class KvServer {
       if (took > slowMs) this.#log.warn("apply request took too long", { took: `${took.toFixed(3)}ms`, "expected-duration": `${slowMs}ms`, request: describeCommand(cmd), index: e.index });
     }
     this.#appliedIndex = e.index;
+  }
+
+  #noSpaceRaising = false;
+
+  /**
+   * etcd's applyEntryNormal after a write its quotaApplierV3 found too big: this member
+   * proposes the NOSPACE alarm, unless one is raised already (or this member's is on its way).
+   */
+  #raiseNoSpace(): void {
+    if (this.#noSpaceRaising || this.v3.alarms(AlarmType.NOSPACE).length > 0) return;
+    this.#noSpaceRaising = true;
+    const r = { action: AlarmAction.ACTIVATE, memberId: BigInt(this.memberId).toString(), alarm: AlarmType.NOSPACE };
+    this.propose({ t: "v3", time: Date.now(), op: { k: "alarm", r } }).then(
+      () => (this.#noSpaceRaising = false),
+      (err: unknown) => {
+        this.#noSpaceRaising = false;
+        this.#log.warn("failed to raise the NOSPACE alarm", { error: err instanceof Error ? err.message : String(err) });
+      },
+    );
   }
 
   /** etcd's "alarm raised" / "alarm disarmed" lines: every member logs the change it applied. */

@@ -199,10 +199,11 @@ export class StateStorage implements StateMachine {
 
   /**
    * etcd's backend quota: would a write of `cost` bytes keep the database under
-   * --quota-backend-bytes? Read on every v3 write, so it uses the size as of the last commit.
+   * --quota-backend-bytes? Read on every v3 write and again when it applies (as etcd's
+   * quotaApplierV3), so it uses the size as of the last commit plus what was written since.
    */
   quotaAvailable(cost: number): boolean {
-    return cost === 0 || this.#db.size + cost < this.#opts.quotaBackendBytes;
+    return cost === 0 || this.#db.quotaSize + cost < this.#opts.quotaBackendBytes;
   }
 
   /**

@@ -64,6 +64,7 @@ import { DeadlineExceededError, beforeDeadline } from "./deadline.ts";
 import type { ReadOptions } from "./read-index.ts";
 import { v3AuthResultOf, v3ResultOf, type Applied, type V3Results } from "./v3-results.ts";
 import type { ApplyResult } from "./apply.ts";
+import { LEASE_OVERHEAD, costPut, costTxn } from "./quota.ts";
 import type { CommandBody } from "./request.ts";
 import type { Deadline } from "./deadline.ts";
 import type { ServerConfig } from "./config.ts";
@@ -110,9 +111,6 @@ export interface V3ServiceHost {
 /** The reads etcd makes through linearizableReadLoop, which a new leader fails. */
 const LOOP_READ: ReadOptions = { failOnLeaderChange: true };
 
-/** etcd's quota costs (etcdserver/quota.go): a key's metadata and a lease, estimated. */
-const KV_OVERHEAD = 256;
-const LEASE_OVERHEAD = 64;
 
 /**
  * Did the call bring a token (checked even while auth is disabled, as etcd does)? An empty
@@ -127,15 +125,6 @@ function isAnonymous(ctx: V3Caller): boolean {
   return !hasToken(ctx) && ctx.commonName === undefined;
 }
 
-function costPut(r: PutRequest): number {
-  return KV_OVERHEAD + r.key.length + r.value.length;
-}
-
-/** etcd's costTxn: the larger branch's top-level puts. */
-function costTxn(r: TxnRequest): number {
-  const cost = (ops: TxnRequest["success"]): number => ops.reduce((n, op) => n + ("put" in op ? costPut(op.put) : 0), 0);
-  return Math.max(cost(r.success), cost(r.failure));
-}
 
 /** A random positive int64 lease ID (etcd lets the server choose when the request says 0). */
 function newLeaseId(): LeaseId {
