@@ -8,7 +8,8 @@
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gateway, gatewayPut } from "../helpers/etcd.ts";
@@ -40,6 +41,16 @@ async function serveFrom(dataDir: string, extra: string[]): Promise<{ url: strin
   return { url, s };
 }
 
+/** Every file of the member's WAL and snapshot dirs (the database's lock file aside) and its sha256. */
+function digest(dataDir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const sub of ["wal", "snap"]) {
+    const dir = join(dataDir, "member", sub);
+    for (const f of readdirSync(dir).filter((n) => n !== "db-lock")) out[`${sub}/${f}`] = createHash("sha256").update(readFileSync(join(dir, f))).digest("hex");
+  }
+  return out;
+}
+
 async function v3Value(url: string, key: string): Promise<string | undefined> {
   const g = await gateway<{ kvs?: { value: string }[] }>(url, "/v3/kv/range", { key: Buffer.from(key).toString("base64") });
   const v = g.kvs?.[0]?.value;
@@ -66,6 +77,7 @@ test("kvctl backup: --force-new-cluster from the backup serves the data as a new
   const snapFiles = readdirSync(join(source.dataDir, "member", "snap")).filter((f) => f.endsWith(".snap"));
   assert.ok(snapFiles.length > 0, "the source has a snapshot");
 
+  const untouched = digest(source.dataDir);
   const b1 = join(tmp, "b1");
   const r1 = await runKvctl(["backup", "--data-dir", source.dataDir, "--backup-dir", b1, "--with-v3"]);
   assert.equal(r1.code, 0, r1.stderr);
@@ -76,6 +88,16 @@ test("kvctl backup: --force-new-cluster from the backup serves the data as a new
   const r2 = await runKvctl(["backup", "--data-dir", source.dataDir, "--backup-dir", b2]);
   assert.equal(r2.code, 0, r2.stderr);
   assert.match(r2.stderr, /ignoring v3 raft entry/);
+
+  // --wal-dir names the source's WAL, --backup-wal-dir where the backup's goes.
+  const b4 = join(tmp, "b4");
+  const r4 = await runKvctl(["backup", "--data-dir", source.dataDir, "--wal-dir", join(source.dataDir, "member", "wal"), "--backup-dir", b4, "--backup-wal-dir", join(tmp, "b4-wal")]);
+  assert.equal(r4.code, 0, r4.stderr);
+  assert.ok(readdirSync(join(tmp, "b4-wal")).some((f) => f.endsWith(".wal")));
+  assert.deepEqual(readdirSync(join(b4, "member")), ["snap"]);
+  assert.ok(!readdirSync(b4).some((f) => f.startsWith(".kvctl-backup-wal-")), "the scratch copy of the WAL is gone");
+
+  assert.deepEqual(digest(source.dataDir), untouched, "the backups changed no file of the source");
 
   // Refusals, as etcdctl words them.
   const full = join(tmp, "full");

@@ -8,9 +8,9 @@
 // left-out entry becomes an empty normal entry at the same index: the v3 database copied
 // with --with-v3 stays in step with the log, and Raft's leader no-op is such an entry.
 import { existsSync } from "node:fs";
-import { mkdir, readdir } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { Snapshotter, Wal, type SnapshotFile, type WalEntry } from "../../wal/index.ts";
+import { Snapshotter, Wal, type HardState, type SnapshotFile, type WalEntry } from "../../wal/index.ts";
 import { v3DbPath, type SnapshotImage, type WalMetadata } from "../bootstrap.ts";
 import { SNAPSHOT_MAGIC, withMembership } from "../snapshot-data.ts";
 import { decodeCommand } from "../request.ts";
@@ -113,6 +113,25 @@ function snapshotMembership(data: Buffer): SnapshotImage["membership"] {
   return (JSON.parse(data.toString("utf8")) as SnapshotImage).membership;
 }
 
+/**
+ * The WAL read from a copy of its segments: opening a log repairs a torn tail and removes
+ * left-over temp files, and the source must stay as it is (etcd reads it with
+ * OpenForRead), even while a member still writes it.
+ */
+async function readWalCopy(srcWal: string, backupDir: string, ref: { index: number; term: number }): Promise<{ hardState: HardState; entries: WalEntry[] }> {
+  const scratch = await mkdtemp(join(backupDir === "" ? "." : backupDir, ".kvctl-backup-wal-"));
+  try {
+    const copy = join(scratch, "wal");
+    await mkdir(copy);
+    for (const name of await readdir(srcWal)) if (name.endsWith(".wal")) await copyFile(join(srcWal, name), join(copy, name));
+    const opened = await Wal.open(copy, { snapshot: ref });
+    await opened.wal.close();
+    return { hardState: opened.hardState, entries: opened.entries };
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
 /** Go's %q of a []string: ["a" "b"]. */
 function goQuoted(names: readonly string[]): string {
   return `[${names.map((n) => JSON.stringify(n)).join(" ")}]`;
@@ -140,8 +159,7 @@ export async function backupDataDir(o: DataDirBackupOptions): Promise<DataDirBac
   if (snap !== null) await new Snapshotter(destSnap).save({ index: snap.index, term: snap.term, meta: snap.meta, data: withClusterId(Buffer.from(snap.data), clusterId) });
 
   if (!Wal.exists(srcWal)) throw enoent(srcWal);
-  const opened = await Wal.open(srcWal, { snapshot: ref });
-  await opened.wal.close();
+  const opened = await readWalCopy(srcWal, o.backupDir, ref);
   const { entries, ignored } = rewriteEntries(opened.entries, { withV3: o.withV3, log: o.log });
 
   if (o.withV3) {
