@@ -114,6 +114,13 @@ test("kvctl backup: --force-new-cluster from the backup serves the data as a new
   assert.equal(none.code, 1);
   assert.ok(none.stderr.endsWith(`open ${join(notMember, "member", "snap")}: no such file or directory\n`), none.stderr);
 
+  const emptyWal = join(tmp, "empty-wal");
+  mkdirSync(join(emptyWal, "member", "snap"), { recursive: true });
+  mkdirSync(join(emptyWal, "member", "wal"));
+  const noSegments = await runKvctl(["backup", "--data-dir", emptyWal, "--backup-dir", join(tmp, "b5")]);
+  assert.equal(noSegments.code, 1);
+  assert.ok(noSegments.stderr.endsWith(" I | wal: file not found\n"), noSegments.stderr);
+
   // The backup with --with-v3: all the data, a new member and cluster.
   const restored = await serveFrom(b1, ["--force-new-cluster"]);
   const a = await v2Json(restored.url, "/k7");

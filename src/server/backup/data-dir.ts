@@ -158,7 +158,9 @@ export async function backupDataDir(o: DataDirBackupOptions): Promise<DataDirBac
   const ref = snap === null ? { index: 0, term: 0 } : { index: snap.index, term: snap.term };
   if (snap !== null) await new Snapshotter(destSnap).save({ index: snap.index, term: snap.term, meta: snap.meta, data: withClusterId(Buffer.from(snap.data), clusterId) });
 
-  if (!Wal.exists(srcWal)) throw enoent(srcWal);
+  if (!existsSync(srcWal)) throw enoent(srcWal);
+  // etcd's wal.ErrFileNotFound: the directory holds no segment.
+  if (!Wal.exists(srcWal)) throw new DataDirBackupError("wal: file not found");
   const opened = await readWalCopy(srcWal, o.backupDir, ref);
   const { entries, ignored } = rewriteEntries(opened.entries, { withV3: o.withV3, log: o.log });
 
