@@ -57,6 +57,10 @@ async function v3Value(url: string, key: string): Promise<string | undefined> {
   return v === undefined ? undefined : Buffer.from(v, "base64").toString();
 }
 
+async function v3Users(url: string): Promise<string[]> {
+  return (await gateway<{ users?: string[] }>(url, "/v3/auth/user/list", {})).users ?? [];
+}
+
 async function v2Json(url: string, path: string): Promise<{ status: number; clusterId: string | null; body: { node?: { value?: string } } }> {
   const r = await fetch(`${url}/v2/keys${path}`);
   return { status: r.status, clusterId: r.headers.get("x-etcd-cluster-id"), body: (await r.json()) as { node?: { value?: string } } };
@@ -71,6 +75,7 @@ test("kvctl backup: --force-new-cluster from the backup serves the data as a new
     assert.equal(r.status, 201);
   }
   await gatewayPut(source.url, "v3key", "v3value");
+  await gateway(source.url, "/v3/auth/user/add", { name: "v3user", password: "pw" });
   const members = (await (await fetch(`${source.url}/v2/members`)).json()) as { members: { id: string }[] };
   const oldMember = members.members[0]!.id;
   await source.kill("SIGTERM");
@@ -128,6 +133,7 @@ test("kvctl backup: --force-new-cluster from the backup serves the data as a new
   assert.equal(a.body.node?.value, "v7");
   assert.notEqual(a.clusterId, before.clusterId, "a new cluster id");
   assert.equal(await v3Value(restored.url, "v3key"), "v3value");
+  assert.deepEqual(await v3Users(restored.url), ["v3user"]);
   const list = (await (await fetch(`${restored.url}/v2/members`)).json()) as { members: { id: string }[] };
   assert.equal(list.members.length, 1);
   assert.notEqual(list.members[0]!.id, oldMember, "a new member id");
@@ -141,6 +147,7 @@ test("kvctl backup: --force-new-cluster from the backup serves the data as a new
   const v2only = await serveFrom(b2, ["--force-new-cluster"]);
   assert.equal((await v2Json(v2only.url, "/k3")).body.node?.value, "v3");
   assert.equal(await v3Value(v2only.url, "v3key"), undefined);
+  assert.deepEqual(await v3Users(v2only.url), [], "v3 auth goes with the v3 data, as etcd's with its database");
   await v2only.s.stop();
 
   // The source starts again from its own data dir, as it was.

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { encodeConfChange, ConfChangeType } from "../../raft/index.ts";
 import { encodeCommand } from "../request.ts";
 import { SNAPSHOT_MAGIC } from "../snapshot-data.ts";
-import { backupIds, rewriteEntries, withClusterId } from "./data-dir.ts";
+import { backupIds, backupSnapshotData, rewriteEntries } from "./data-dir.ts";
 
 const v2 = encodeCommand({ t: "v2", m: 1, id: 1, time: 0, r: { method: "PUT", path: "/a", val: "1", dir: false, prevValue: "", prevIndex: 0, recursive: false, sorted: false } });
 const attr = encodeCommand({ t: "attr", m: 1, id: 2, time: 0, a: { id: 0xabc, name: "n1", clientUrls: ["http://127.0.0.1:1"] } });
@@ -50,18 +50,26 @@ test("backupIds: etcd's idutil generator seeded with the clock, member first, cl
   assert.notEqual(backupIds(now + 1).memberId, memberId);
 });
 
-test("withClusterId: only the header line changes; the members stay for --force-new-cluster to remove", () => {
-  const header = { membership: { clusterId: 5, members: [{ id: 9, name: "a", peerUrls: ["http://x"], clientUrls: [] }] } };
+test("backupSnapshotData: only the header line changes; the members stay for --force-new-cluster to remove", () => {
+  const header = { membership: { clusterId: 5, members: [{ id: 9, name: "a", peerUrls: ["http://x"], clientUrls: [] }] }, v3auth: { users: [] } };
   const body = '{"node":"line"}\n';
   const data = Buffer.concat([SNAPSHOT_MAGIC, Buffer.from(JSON.stringify(header) + "\n" + body)]);
-  const out = withClusterId(data, 77);
-  const text = out.subarray(SNAPSHOT_MAGIC.length).toString();
-  const [head, rest] = [text.slice(0, text.indexOf("\n")), text.slice(text.indexOf("\n") + 1)];
-  const parsed = JSON.parse(head) as typeof header;
-  assert.equal(parsed.membership.clusterId, 77);
-  assert.deepEqual(parsed.membership.members, header.membership.members);
+  const split = (out: Buffer): [typeof header, string] => {
+    const text = out.subarray(SNAPSHOT_MAGIC.length).toString();
+    return [JSON.parse(text.slice(0, text.indexOf("\n"))) as typeof header, text.slice(text.indexOf("\n") + 1)];
+  };
+  const [withV3, rest] = split(backupSnapshotData(data, 77, true));
+  assert.equal(withV3.membership.clusterId, 77);
+  assert.deepEqual(withV3.membership.members, header.membership.members);
+  assert.deepEqual(withV3.v3auth, header.v3auth);
   assert.equal(rest, body);
+  // Without --with-v3 the v3 auth state goes, as etcd's goes with its database.
+  const [v2only, rest2] = split(backupSnapshotData(data, 77, false));
+  assert.equal(v2only.v3auth, undefined);
+  assert.equal(rest2, body);
   // Format 1 (one JSON text) as well.
-  const f1 = withClusterId(Buffer.from(JSON.stringify({ store: "s", ...header })), 78);
-  assert.equal((JSON.parse(f1.toString()) as typeof header).membership.clusterId, 78);
+  const f1 = JSON.parse(backupSnapshotData(Buffer.from(JSON.stringify({ store: "s", ...header, v3: {} })), 78, false).toString()) as typeof header & { v3?: unknown; store: string };
+  assert.equal(f1.membership.clusterId, 78);
+  assert.equal(f1.v3, undefined);
+  assert.equal(f1.store, "s");
 });

@@ -12,7 +12,7 @@ import { copyFile, mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { Snapshotter, Wal, type HardState, type SnapshotFile, type WalEntry } from "../../wal/index.ts";
 import { v3DbPath, type SnapshotImage, type WalMetadata } from "../bootstrap.ts";
-import { SNAPSHOT_MAGIC, withMembership } from "../snapshot-data.ts";
+import { SNAPSHOT_MAGIC } from "../snapshot-data.ts";
 import { decodeCommand } from "../request.ts";
 
 /** Raft's entry types as the WAL stores them (src/raft: EntryNormal 0, EntryConfChange 1). */
@@ -98,19 +98,30 @@ export function rewriteEntries(entries: readonly WalEntry[], opts: { withV3: boo
   return { entries: out, ignored };
 }
 
-/** The snapshot's bytes with the backup's cluster id (the members stay: --force-new-cluster removes them). */
-export function withClusterId(data: Buffer, clusterId: number): Buffer {
-  const membership = snapshotMembership(data);
-  return withMembership(data, { ...membership, clusterId });
-}
-
-function snapshotMembership(data: Buffer): SnapshotImage["membership"] {
+/**
+ * The snapshot's bytes with the backup's cluster id (the members stay: --force-new-cluster
+ * removes them). Without `withV3` the v3 auth state goes too, as etcd's lives in the
+ * database a backup without --with-v3 leaves behind. Format 2 changes only its header line.
+ */
+export function backupSnapshotData(data: Buffer, clusterId: number, withV3: boolean): Buffer {
+  const edit = (h: Partial<SnapshotImage>): void => {
+    if (h.membership === undefined) throw new DataDirBackupError("snapshot has no membership");
+    h.membership = { ...h.membership, clusterId };
+    if (!withV3) {
+      delete h.v3auth;
+      delete h.v3;
+    }
+  };
   if (data.subarray(0, SNAPSHOT_MAGIC.length).equals(SNAPSHOT_MAGIC)) {
     const end = data.indexOf(0x0a, SNAPSHOT_MAGIC.length);
     if (end === -1) throw new DataDirBackupError("snapshot has no header line");
-    return (JSON.parse(data.toString("utf8", SNAPSHOT_MAGIC.length, end)) as Pick<SnapshotImage, "membership">).membership;
+    const header = JSON.parse(data.toString("utf8", SNAPSHOT_MAGIC.length, end)) as Partial<SnapshotImage>;
+    edit(header);
+    return Buffer.concat([SNAPSHOT_MAGIC, Buffer.from(JSON.stringify(header) + "\n"), data.subarray(end + 1)]);
   }
-  return (JSON.parse(data.toString("utf8")) as SnapshotImage).membership;
+  const image = JSON.parse(data.toString("utf8")) as Partial<SnapshotImage>;
+  edit(image);
+  return Buffer.from(JSON.stringify(image));
 }
 
 /**
@@ -156,7 +167,7 @@ export async function backupDataDir(o: DataDirBackupOptions): Promise<DataDirBac
   if (!existsSync(srcSnap)) throw enoent(srcSnap);
   const snap: SnapshotFile | null = await new Snapshotter(srcSnap).loadNewest();
   const ref = snap === null ? { index: 0, term: 0 } : { index: snap.index, term: snap.term };
-  if (snap !== null) await new Snapshotter(destSnap).save({ index: snap.index, term: snap.term, meta: snap.meta, data: withClusterId(Buffer.from(snap.data), clusterId) });
+  if (snap !== null) await new Snapshotter(destSnap).save({ index: snap.index, term: snap.term, meta: snap.meta, data: backupSnapshotData(Buffer.from(snap.data), clusterId, o.withV3) });
 
   if (!existsSync(srcWal)) throw enoent(srcWal);
   // etcd's wal.ErrFileNotFound: the directory holds no segment.
