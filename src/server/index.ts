@@ -2,6 +2,7 @@
 // that holds the KvServer itself: everything it is handed to sees it through the narrow
 // host interface declared beside that consumer (test/architecture.test.ts holds that).
 import type { ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import { KvServer } from "./kv-server.ts";
 import { listen, type BoundListener, type Listener } from "./http/listener.ts";
 import { createPeerRouter } from "./http/peer-router.ts";
@@ -40,7 +41,9 @@ export async function startServer(config: ServerConfig, log: Logger, bound: read
   const watches = new Set<ServerResponse>();
   const opened: Listener[] = [];
   let peerListeners: Listener[];
-  let listeners: Listener[];
+  // The client listeners join once the member published itself (below); metrics ones at once.
+  const listeners: Listener[] = [];
+  let serveClients: () => Promise<void>;
   let grpc: GrpcServer | undefined;
   try {
     peerListeners = await listen(config.listenPeerUrls, createPeerRouter(kv), log, { traffic: "peer", tls: peerTls?.listener }, bound);
@@ -57,7 +60,10 @@ export async function startServer(config: ServerConfig, log: Logger, bound: read
     const router = createRouter(routes);
     const tracer = kv.tracer;
     const handler: typeof router = tracer.enabled ? (req, res) => tracer.around(req, res, () => router(req, res)) : router;
-    listeners = await listen(config.listenClientUrls, handler, log, { tls: clientTls, fast: firstOf(v3FastKv(routes, tracer.enabled ? tracer : undefined), keysFast(keysFastGet(routes), keysFastWrite(routes, tracer.enabled ? tracer : undefined))), grpc: (socket) => toGrpc.accept(socket) }, bound);
+    const lanes = { tls: clientTls, fast: firstOf(v3FastKv(routes, tracer.enabled ? tracer : undefined), keysFast(keysFastGet(routes), keysFastWrite(routes, tracer.enabled ? tracer : undefined))), grpc: (socket: Socket) => toGrpc.accept(socket) };
+    serveClients = async () => {
+      listeners.push(...(await listen(config.listenClientUrls, handler, log, lanes, bound)));
+    };
     // --listen-metrics-urls: /metrics and /health only, as etcd's metrics mux.
     if (config.listenMetricsUrls.length > 0) {
       const metricsListeners = await listen(config.listenMetricsUrls, createMetricsRouter(kv, metrics), log, { tls: clientTls });
@@ -72,25 +78,42 @@ export async function startServer(config: ServerConfig, log: Logger, bound: read
     grpc?.close();
     throw err;
   }
-  // Publish name and client URLs through the log; retried until it lands (needs a leader).
+  let stopping: Promise<void> | undefined;
+  // Publish name and client URLs through the log; retried until it lands (needs a leader)
+  // or the member stops, as etcd's publish. Only then are clients served: etcd's client
+  // listeners wait for its ReadyNotify, so a member that cannot publish (no quorum, or
+  // peers that refuse it: a wrong --initial-cluster-token) holds client connections
+  // unanswered, /health and /version too (etcd 3.4.23: curl times out, etcdctl 'context
+  // deadline exceeded'), where kvctl answered reads from its empty state.
   void (async () => {
-    for (let attempt = 0; attempt < 100; attempt++) {
+    while (stopping === undefined) {
       try {
         await kv.publish();
-        log.info("published member attributes", { name: config.name, clientUrls: config.advertiseClientUrls });
-        // etcd tells systemd it is ready at this point (its ReadyNotify): joined and published.
-        notifyReady(notifyTargetFromEnv(process.env), log);
-        return;
       } catch (err) {
+        if (stopping !== undefined) return;
         log.warn("failed to publish member attributes, retrying", { error: String(err) });
         await new Promise((r) => setTimeout(r, 500));
+        continue;
       }
+      log.info("published member attributes", { name: config.name, clientUrls: config.advertiseClientUrls });
+      if (stopping !== undefined) return;
+      try {
+        await serveClients();
+      } catch (err) {
+        log.error("cannot serve clients", { error: err instanceof Error ? err.message : String(err) });
+        void stop().then(() => process.exit(1));
+        return;
+      }
+      // etcd tells systemd it is ready at this point (its ReadyNotify): joined and published.
+      notifyReady(notifyTargetFromEnv(process.env), log);
+      return;
     }
   })();
 
-  let stopping: Promise<void> | undefined;
   stop = (): Promise<void> => {
     stopping ??= (async () => {
+      // Client listeners bound ahead and never taken over (the member had not published).
+      for (const b of bound) if (config.listenClientUrls.some((u) => u.href === b.url.href) && !listeners.some((l) => l.url.href === b.url.href)) b.close();
       for (const l of listeners) l.server.close();
       // Open watches end as etcd ends them on shutdown: 200 with an empty body.
       for (const w of watches) w.end();
