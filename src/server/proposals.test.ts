@@ -66,6 +66,35 @@ test("every waiter ends: timeout, stop, and a stopped member refuses at once", a
   await assert.rejects(stopped.propose({ t: "sync", time: 3 }), /server stopped/);
 });
 
+test("a stop ends a proposal still waiting for a leader at once, and its rejection is handled", async () => {
+  let stopped = false;
+  const h = host({
+    requestTimeoutMs: 10_000,
+    stopped: () => stopped,
+    propose: () => {
+      throw new ProposalDroppedError("no leader");
+    },
+  });
+  const unhandled: unknown[] = [];
+  const onUnhandled = (err: unknown): void => void unhandled.push(err);
+  process.on("unhandledRejection", onUnhandled);
+  try {
+    const p = new Proposals(h, 1000);
+    const pending = p.propose({ t: "sync", time: 1 });
+    await new Promise((res) => setImmediate(res));
+    const t0 = Date.now();
+    stopped = true;
+    p.failAll(new Error("etcdserver: server stopped"));
+    await assert.rejects(pending, /server stopped/);
+    // The waiter, rejected while the proposal still waited for a leader, counted as handled.
+    await new Promise((res) => setTimeout(res, 20));
+    assert.ok(Date.now() - t0 < 1_000, "ended by the stop, not by the request timeout");
+    assert.deepEqual(unhandled, []);
+  } finally {
+    process.off("unhandledRejection", onUnhandled);
+  }
+});
+
 test("a conf change resolves when this member applies it; another proposer's does not wake it", async () => {
   let context: Uint8Array | undefined;
   const p = new Proposals(host({ proposeConfChange: (cc) => void (context = cc.context) }), 1000);

@@ -131,6 +131,8 @@ export class Proposals {
   failAll(err: unknown): void {
     this.#waits.failAll(err);
     this.#confWaits.failAll(err);
+    // Proposals still waiting for a leader stop waiting: their waiter has its answer.
+    this.leaderKnown();
   }
 
   async #proposeAndWait<R>(registry: WaitRegistry<R>, id: number, proposeFn: () => void, callerDeadline?: Deadline): Promise<R> {
@@ -139,6 +141,9 @@ export class Proposals {
     this.count++;
     host.metrics.proposalStarted();
     const result = registry.register(id);
+    // Awaited only once proposed: while it waits for a leader, a stop's failAll may reject
+    // it first, which must not count as an unhandled rejection (it ended the process).
+    result.catch(() => undefined);
     const deadline = Date.now() + host.requestTimeoutMs;
     let proposed = false;
     for (;;) {
@@ -149,6 +154,10 @@ export class Proposals {
       } catch (err) {
         if (!(err instanceof ProposalDroppedError)) {
           registry.fail(id, err);
+          break;
+        }
+        if (host.stopped()) {
+          registry.fail(id, new ServerUnavailableError("etcdserver: server stopped"));
           break;
         }
         if (Date.now() >= deadline) {

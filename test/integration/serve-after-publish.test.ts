@@ -55,3 +55,16 @@ test("a member that has not published holds client requests; its peer port answe
   await waitHealthy(c2, { child: m2.child, log: m2.log, timeoutMs: 20_000 });
   assert.equal(await waiting, 200);
 });
+
+test("a member stopped before it published exits 0 (its publish, waiting for a leader, ends with the stop)", { skip: process.env["KVCTL_TEST_SERVER"] === "etcd" && "kvctl's exit only" }, async () => {
+  const [c, p, other] = await Promise.all([freePort(), freePort(), freePort()]);
+  const flags = ["--name", "lone", "--data-dir", join(root, "lone"), "--listen-client-urls", `http://127.0.0.1:${c}`, "--advertise-client-urls", `http://127.0.0.1:${c}`, "--listen-peer-urls", `http://127.0.0.1:${p}`, "--initial-advertise-peer-urls", `http://127.0.0.1:${p}`, "--initial-cluster", `lone=http://127.0.0.1:${p},gone=http://127.0.0.1:${other}`];
+  const s = spawnServer(process.execPath, [kvctlBin, "serve", ...flags], repoRoot);
+  started.push(s);
+  // It campaigns (alone: no leader, so its publish proposal waits for one) before the stop.
+  for (let i = 0; i < 100 && !/became pre-candidate|became candidate/.test(s.log()); i++) await new Promise((r) => setTimeout(r, 100));
+  const exited = new Promise<number | null>((resolve) => s.child.once("exit", (code) => resolve(code)));
+  s.child.kill("SIGTERM");
+  assert.equal(await exited, 0, s.log());
+  assert.doesNotMatch(s.log(), /server stopped\n\s+at /, s.log());
+});
