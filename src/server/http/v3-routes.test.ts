@@ -139,6 +139,29 @@ test("Grpc-Timeout as grpc-gateway reads it (etcd 3.4.23): unreadable is 400 bef
   }
 });
 
+test("a positive Grpc-Timeout is the call's deadline (etcd 3.4.23: a range or put on a member without quorum, 500m, is 504 code 4 at 0.50 s); the backend's waits see it", { timeout: 5000 }, async () => {
+  const seen: Array<number | undefined> = [];
+  const range = s.backend.range;
+  s.backend.range = (_req, ctx) => {
+    seen.push(ctx.deadline === undefined ? undefined : 1);
+    // Never answers, as a linearizable read waiting for a leader that does not come.
+    return new Promise(() => {});
+  };
+  try {
+    const t0 = performance.now();
+    const r = await call(s.port, "/v3/kv/range", { key: "YQ==" }, { headers: { "Grpc-Timeout": "300m" } });
+    const took = performance.now() - t0;
+    assert.equal(r.status, 504);
+    assert.equal(r.text, '{"error":"context deadline exceeded","message":"context deadline exceeded","code":4}');
+    assert.ok(took >= 280 && took < 2000, `answered after ${took} ms`);
+    assert.deepEqual(seen, [1]);
+  } finally {
+    s.backend.range = range;
+  }
+  // A call that answers within its deadline is answered as without one.
+  assert.equal((await call(s.port, "/v3/kv/range", { key: "YQ==" }, { headers: { "Grpc-Timeout": "5S" } })).status, 200);
+});
+
 test("Grpc-Metadata-*-Bin headers must be base64 (padded at a multiple of 4, else unpadded), as grpc-gateway's decodeBinHeader: else 400 naming the canonical key", async () => {
   const r = await call(s.port, "/v3/kv/range", { key: "YQ==" }, { headers: { "grpc-metadata-foo-bin": "!!!" } });
   assert.equal(r.status, 400);

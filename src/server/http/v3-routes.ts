@@ -19,6 +19,7 @@ import { GatewayDecodeError, GatewayError, goBase64Decode, messageFields, type F
 import { jsonBase } from "./respond.ts";
 import { decodeRange } from "./v3-decode.ts";
 import { learnerRefusal, learnerRefusesRoute } from "../learner-calls.ts";
+import { CallDeadline } from "../grpc/deadline.ts";
 
 const STREAM_ROUTES = ["watch", "lease/keepalive", "maintenance/snapshot"] as const;
 
@@ -230,15 +231,21 @@ function streamOpens(req: IncomingMessage, res: ServerResponse, gw: V3GatewayCon
 }
 
 async function serveUnary(req: IncomingMessage, res: ServerResponse, route: string, gw: V3GatewayContext): Promise<void> {
+  const arrived = performance.now();
   const handler = UNARY_ROUTES.get(route);
   if (handler === undefined) throw new HttpTextError(404, "Not Found");
-  const expired = expiredAtOnce(gatewayTimeoutMs(req));
+  const timeoutMs = gatewayTimeoutMs(req);
+  const expired = expiredAtOnce(timeoutMs);
   const body = await readUnaryBody(req, gw);
   const fields = unaryFields(body);
   // The request still decodes in full (its errors first), then its call fails.
   const backend = expired ? expiredBackend(gw.backend) : gw.backend;
   await refuseOnLearner(gw, route, fields, (b) => handler(fields, { backend: expired ? backend : b, ctx: { token: undefined }, gw }));
-  const call = (): ReturnType<typeof handler> => handler(fields, { backend, ctx: callContext(req), gw });
+  // grpc-gateway turns a positive Grpc-Timeout into its gRPC call's deadline, counted from
+  // the request's arrival; the backend's waits end at it as they do for grpc-timeout.
+  const deadline = timeoutMs >= 1 ? new CallDeadline(timeoutMs - (performance.now() - arrived)) : undefined;
+  const ctx: V3CallContext = deadline === undefined ? callContext(req) : { ...callContext(req), deadline };
+  const call = (): ReturnType<typeof handler> => handler(fields, { backend, ctx, gw });
   // Expired: whatever etcd's server would have said (its v3rpc checks included) is never
   // asked; only the gateway's own refusals (decoding) come first.
   const expiredCall = async (): Promise<Awaited<ReturnType<typeof handler>>> => {
@@ -248,14 +255,28 @@ async function serveUnary(req: IncomingMessage, res: ServerResponse, route: stri
       throw err instanceof GatewayError ? err : DEADLINE_PASSED();
     }
   };
-  const out = await countedUnary(req, gw, expired ? expiredCall : call);
+  const out = await withinDeadline(countedUnary(req, gw, expired ? expiredCall : call), deadline);
   sendV3Json(res, out);
 }
 
 /**
+ * The call's answer, or, once its deadline passes, what grpc-gateway's gRPC client says
+ * whatever the server is still doing: code 4 'context deadline exceeded' (504). etcd 3.4.23:
+ * a linearizable range or a put on a member that lost its quorum, Grpc-Timeout 500m, is
+ * answered that at 0.50 s.
+ */
+function withinDeadline<T>(p: Promise<T>, deadline: CallDeadline | undefined): Promise<T> {
+  if (deadline === undefined) return p;
+  return new Promise<T>((resolve, reject) => {
+    deadline.onExpire(() => reject(DEADLINE_PASSED()));
+    p.then(resolve, reject).finally(() => deadline.cancel());
+  });
+}
+
+/**
  * A Grpc-Timeout the gateway's gRPC call cannot outlive: negative, or under a millisecond
- * (etcd 3.4.23: -5S and 10n are answered 504 'context deadline exceeded'). Longer ones are
- * not applied as the call's deadline here.
+ * (etcd 3.4.23: -5S and 10n are answered 504 'context deadline exceeded'). Longer ones
+ * are the call's deadline (withinDeadline).
  */
 function expiredAtOnce(timeoutMs: number): boolean {
   return timeoutMs < 0 || (timeoutMs > 0 && timeoutMs < 1);
