@@ -5,7 +5,8 @@
 //   a last blob holding the sha256 of all before it), checks the size and the hash,
 //   fsyncs, renames: the file is byte for byte what etcdctl saves from the same stream.
 // - status reads the file: hash (CRC-32 of the body), revision and key count (from its
-//   header), total size (the body's bytes).
+//   header), total size (the body's bytes). A file etcd made (`etcdctl snapshot save`
+//   against etcd: a bbolt database) is read as etcdctl reads it (server/backup/etcd-bolt.ts).
 // - restore makes a new member's data dir offline, like `kvctl serve` starts one: this is
 //   the one v3 module allowed to import server code (test/architecture.test.ts), and it
 //   loads it only for status and restore, so `save` stays a plain client.
@@ -111,7 +112,7 @@ const crc32: (input: Uint8Array, initial?: number) => number = (
 /** bbolt's meta page magic, right after the 16-byte page header: an etcd snapshot. */
 const BOLT_MAGIC = 0xed0cdaed;
 
-/** The status of a kvctl snapshot file; a file of another kind is a clear error. */
+/** The status of a kvctl or etcd snapshot file; a file of another kind is a clear error. */
 export async function snapshotStatus(file: string): Promise<DbStatus> {
   let size: number;
   try {
@@ -129,7 +130,10 @@ export async function snapshotStatus(file: string): Promise<DbStatus> {
   }
   if (!head.subarray(0, MAGIC.length).equals(MAGIC)) {
     if (head.readUInt32LE(16) === BOLT_MAGIC) {
-      throw new Error(`${file} is an etcd (bbolt) snapshot: kvctl reads the snapshot files kvctl writes (kvctl v3 snapshot save, or etcdctl snapshot save against kvctl)`);
+      // etcd's own snapshot (a bbolt file): read as etcdctl's status reads it.
+      const { etcdSnapshotStatus } = await import("../../../server/backup/etcd-bolt.ts");
+      const { readFile } = await import("node:fs/promises");
+      return etcdSnapshotStatus(await readFile(file));
     }
     throw new Error(`${file} is not a kvctl snapshot file`);
   }
