@@ -54,6 +54,12 @@ test("parseServeArgs accepts Go flag syntax and keeps the last of a repeated fla
   assert.equal(c.snapshotCount, 7);
 });
 
+test("--snapshot-count 0 is etcd's default, 100000 (etcd 3.4.23 starts: 'set snapshot count to default 100000')", async () => {
+  const c = await parseServeArgs(["--snapshot-count", "0"], {});
+  assert.ok(c);
+  assert.equal(c.snapshotCount, 100000);
+});
+
 test("parseServeArgs reads KV_ variables, and flags win over them", async () => {
   const c = await parseServeArgs(["--name", "flag"], { KV_NAME: "env", KV_DATA_DIR: "/tmp/x", KV_SNAPSHOT_COUNT: "9" });
   assert.ok(c);
@@ -81,13 +87,18 @@ const bad: Array<[string[], RegExp, 1 | 2]> = [
   [["--initial-cluster", "other=http://127.0.0.1:2380"], /couldn't find local name "default"/, 1],
   [["--initial-cluster", "default=notaurl"], /initial-cluster/, 1],
   [["--listen-client-urls", "http://127.0.0.1:1"], /advertise-client-urls is required/, 1],
-  [["--listen-client-urls", "ftp://x:1", "--advertise-client-urls", "http://x:1"], /scheme/, 1],
-  [["--listen-client-urls", "http://127.0.0.1", "--advertise-client-urls", "http://x:1"], /port/, 1],
+  [["--listen-client-urls", "ftp://x:1", "--advertise-client-urls", "http://x:1"], /scheme/, 2],
+  [["--listen-client-urls", "http://127.0.0.1", "--advertise-client-urls", "http://x:1"], /host:port/, 2],
   [["--no-such-flag", "1"], /not defined/, 2],
   [["--proxy", "junk"], /proxy/, 2],
   [["stray"], /not a valid flag/, 1],
-  // etcd 3.4.23 starts with 0 (and snapshots at every entry); kvctl refuses it as a flag value.
-  [["--snapshot-count", "0"], /snapshot-count/, 2],
+  [["--snapshot-count", "-1"], /^invalid value "-1" for flag -snapshot-count: parse error$/, 2],
+  // etcd's URLsValue flags refuse a bad URL as the flag set reads them (etcd 3.4.23: exit 2, Go's text).
+  [["--listen-client-urls", "foo"], /^invalid value "foo" for flag -listen-client-urls: URL scheme must be http, https, unix, or unixs: foo$/, 2],
+  [["--advertise-client-urls", "http://x:y"], /^invalid value "http:\/\/x:y" for flag -advertise-client-urls: parse "http:\/\/x:y": invalid port ":y" after host$/, 2],
+  [["--listen-peer-urls", "127.0.0.1:2380"], /^invalid value "127.0.0.1:2380" for flag -listen-peer-urls: parse "127.0.0.1:2380": first path segment in URL cannot contain colon$/, 2],
+  [["--initial-advertise-peer-urls", "http://127.0.0.1:2380/"], /: URL must not contain a path: http:\/\/127.0.0.1:2380\/$/, 2],
+  [["--listen-metrics-urls", "http://127.0.0.1"], /: URL address does not have the form "host:port": http:\/\/127.0.0.1$/, 2],
 ];
 for (const [args, re, exitCode] of bad) {
   test(`parseServeArgs rejects ${args.join(" ")} (exit ${exitCode})`, async () => {

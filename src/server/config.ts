@@ -483,6 +483,98 @@ export function parseGoFlags(args: readonly string[]): { values: Map<string, str
 function checkFlagValue(spec: FlagSpec, value: string, label: string): void {
   if (spec.type === "boolean") parseBool(label, value);
   else if (spec.type === "duration") durationMs(label, value);
+  else if (URLS_FLAGS.has(spec.name)) {
+    const why = goUrlsError(value);
+    if (why !== undefined) throw new ConfigError(`invalid value ${JSON.stringify(value)} for ${label}: ${why}`);
+  }
+}
+
+/** etcd's flags of type flags.URLsValue: their value is checked as the flag set reads it (exit 2). */
+const URLS_FLAGS: ReadonlySet<string> = new Set(["listen-peer-urls", "listen-client-urls", "initial-advertise-peer-urls", "advertise-client-urls", "listen-metrics-urls"]);
+
+/**
+ * Why etcd's types.NewURLs refuses a comma-separated list (Go's url.Parse, then a scheme of
+ * http, https, unix or unixs, a "host:port" address and no path), in Go's words; undefined
+ * when it takes it. etcd 3.4.23: "foo" -> URL scheme must be ...; "http://x:y" ->
+ * parse "http://x:y": invalid port ":y" after host.
+ */
+export function goUrlsError(raw: string): string | undefined {
+  for (const item of raw.split(",")) {
+    const inp = item.trim();
+    const u = goUrlParse(inp);
+    if (typeof u === "string") return `parse ${JSON.stringify(inp)}: ${u}`;
+    if (!["http", "https", "unix", "unixs"].includes(u.scheme)) return `URL scheme must be http, https, unix, or unixs: ${inp}`;
+    if (!goSplitsHostPort(u.host)) return `URL address does not have the form "host:port": ${inp}`;
+    if (u.path !== "") return `URL must not contain a path: ${inp}`;
+  }
+  return undefined;
+}
+
+/** The parts of Go's url.Parse that NewURLs looks at, or Go's error text. */
+function goUrlParse(raw: string): { scheme: string; host: string; path: string } | string {
+  if (/[\x00-\x1f\x7f]/.test(raw)) return "net/url: invalid control character in URL";
+  let rest = raw.split("#")[0]!;
+  let scheme = "";
+  const m = /^([a-zA-Z][a-zA-Z0-9+.-]*):/.exec(rest);
+  if (rest.startsWith(":")) return "missing protocol scheme";
+  if (m !== null) {
+    scheme = m[1]!.toLowerCase();
+    rest = rest.slice(m[0].length);
+  }
+  rest = rest.split("?")[0]!;
+  if (!rest.startsWith("/")) {
+    // Opaque ("http:x"): no host. Without a scheme a colon before any slash is refused.
+    if (scheme === "" && rest.includes(":") && (rest.indexOf("/") < 0 || rest.indexOf(":") < rest.indexOf("/"))) return "first path segment in URL cannot contain colon";
+    return { scheme, host: "", path: scheme === "" ? goUnescapeCheck(rest) ?? rest : "" };
+  }
+  let host = "";
+  let path = rest;
+  if (rest.startsWith("//")) {
+    const end = rest.indexOf("/", 2);
+    const authority = end < 0 ? rest.slice(2) : rest.slice(2, end);
+    path = end < 0 ? "" : rest.slice(end);
+    host = authority.slice(authority.lastIndexOf("@") + 1);
+    const bad = goHostError(host);
+    if (bad !== undefined) return bad;
+  }
+  const esc = goUnescapeCheck(path);
+  if (esc !== undefined && esc.startsWith("invalid URL escape")) return esc;
+  return { scheme, host, path };
+}
+
+/** Go's parseHost and its unescape in host mode: the port after the host, then its characters. */
+function goHostError(host: string): string | undefined {
+  let name = host;
+  if (host.startsWith("[")) {
+    const close = host.lastIndexOf("]");
+    if (close < 0) return "missing ']' in host";
+    const port = host.slice(close + 1);
+    if (port !== "" && !/^:[0-9]*$/.test(port)) return `invalid port ${JSON.stringify(port)} after host`;
+    name = host.slice(0, close + 1);
+  } else {
+    const colon = host.lastIndexOf(":");
+    if (colon >= 0) {
+      const port = host.slice(colon);
+      if (!/^:[0-9]*$/.test(port)) return `invalid port ${JSON.stringify(port)} after host`;
+    }
+  }
+  const esc = goUnescapeCheck(name);
+  if (esc !== undefined && esc.startsWith("invalid URL escape")) return esc;
+  const c = /[^A-Za-z0-9\-._~!$&'()*+,;=:[\]<>"%]/.exec(name);
+  if (c !== null) return `invalid character ${JSON.stringify(c[0])} in host name`;
+  return undefined;
+}
+
+/** Go's unescape: a '%' not followed by two hex digits is refused; undefined when all are well formed. */
+function goUnescapeCheck(s: string): string | undefined {
+  const m = /%(?![0-9a-fA-F]{2})(.{0,2})/s.exec(s);
+  return m === null ? undefined : `invalid URL escape ${JSON.stringify("%" + m[1])}`;
+}
+
+/** Go's net.SplitHostPort succeeding: a port after the one colon, or after "[...]". */
+function goSplitsHostPort(host: string): boolean {
+  if (host.startsWith("[")) return /^\[[^\]]*\]:[^:\]\[]*$/.test(host);
+  return (host.match(/:/g) ?? []).length === 1 && !/[[\]]/.test(host);
 }
 
 /** Where the values came from, for error messages and notices. */
@@ -570,7 +662,8 @@ export function buildConfig(v: Record<string, unknown>, explicit: ReadonlySet<st
     initialCluster,
     initialClusterState: state,
     initialClusterToken: str("initial-cluster-token"),
-    snapshotCount: positiveInt(label("snapshot-count"), v["snapshot-count"] ?? 100000),
+    // etcd takes 0 as its default (etcdserver: 'set snapshot count to default 100000').
+    snapshotCount: goUint(label("snapshot-count"), String(v["snapshot-count"] ?? 100000)) || 100000,
     snapshotCatchupEntries: positiveInt(label("experimental-snapshot-catchup-entries"), v["experimental-snapshot-catchup-entries"] ?? 5000),
     heartbeatInterval,
     electionTimeout,
