@@ -19,6 +19,7 @@
 // node:crypto is the only import: it is neither a clock nor I/O (randomness for salts and
 // the cache secret is the one impurity, and it never reaches the replicated state).
 import { hash, randomBytes, scrypt, timingSafeEqual } from "node:crypto";
+import { isBcryptHash, verifyBcrypt } from "./bcrypt.ts";
 
 export interface ScryptCost {
   /** log2 of scrypt's N (CPU/memory cost). */
@@ -130,6 +131,8 @@ const DECOY_HASH = `$scrypt$ln=${DEFAULT_SCRYPT_COST.log2N},r=${DEFAULT_SCRYPT_C
 
 /** Checks a password against a stored hash in constant time; false for a malformed hash. */
 export async function verifyPassword(password: string | Uint8Array, encoded: string): Promise<boolean> {
+  // etcd's own hashes, brought by a restored etcd snapshot.
+  if (isBcryptHash(encoded)) return verifyBcrypt(toBytes(password), encoded);
   const parsed = parseHash(encoded);
   if (!parsed) return false;
   const key = await derive(toBytes(password), parsed.salt, parsed.cost);

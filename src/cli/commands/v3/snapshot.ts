@@ -7,7 +7,8 @@
 // - status reads the file: hash (CRC-32 of the body), revision and key count (from its
 //   header), total size (the body's bytes). A file etcd made (`etcdctl snapshot save`
 //   against etcd: a bbolt database) is read as etcdctl reads it (server/backup/etcd-bolt.ts).
-// - restore makes a new member's data dir offline, like `kvctl serve` starts one: this is
+// - restore makes a new member's data dir offline, like `kvctl serve` starts one (from
+//   an etcd file too: its v3 state, server/backup/etcd-restore.ts): this is
 //   the one v3 module allowed to import server code (test/architecture.test.ts), and it
 //   loads it only for status and restore, so `save` stays a plain client.
 
@@ -218,9 +219,18 @@ async function restore(inv: V3Invocation, io: Io): Promise<number> {
   } catch (err) {
     throw v3Fail(V3Exit.Error, goPathError(err, "open", file));
   }
-  const { restoreBackup } = await import("../../../server/backup/restore.ts");
+  // etcd's own snapshot (a bbolt file) goes through its converter, then the same restore.
+  const head = Buffer.alloc(24);
+  const fh = await open(file, "r");
   try {
-    const r = await restoreBackup({
+    await fh.read(head, 0, head.length, 0);
+  } finally {
+    await fh.close();
+  }
+  const { restoreBackup } = await import("../../../server/backup/restore.ts");
+  const restoreFrom = head.readUInt32LE(16) === BOLT_MAGIC ? (await import("../../../server/backup/etcd-restore.ts")).restoreEtcdSnapshot : restoreBackup;
+  try {
+    const r = await restoreFrom({
       file,
       name,
       dataDir,

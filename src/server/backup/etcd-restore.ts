@@ -1,0 +1,97 @@
+// `kvctl v3 snapshot restore` of a file etcd made (`etcdctl snapshot save` against etcd: a
+// bbolt database). Its v3 state (etcd-bolt.ts) is written as a kvctl backup body into a
+// temporary file, which restore.ts then restores as any other: one path makes every data
+// dir. As etcdctl's restore, the sha256 etcd appended is checked first (unless
+// --skip-hash-check) and the membership in the file is dropped for the new cluster's.
+// What an etcd file cannot give: the v2 key space (etcd's v3 snapshot has none; etcdctl's
+// restore drops it too) and v2 auth; alarms are dropped, as etcd's restore does.
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { V3AuthImage } from "../../auth/v3-image.ts";
+import { encodeRecord, revisionKey } from "../../backend/record-codec.ts";
+import { LINES_VERSION, V2Store } from "../../store/v2/index.ts";
+import { NO_LEASE, StoredRecord, type LeaseRecord } from "../../store/v3/index.ts";
+import { Membership } from "../membership.ts";
+import { SNAPSHOT_MAGIC } from "../snapshot-data.ts";
+import { BackupFormatError, type BackupHeader } from "./format.ts";
+import { readEtcdV3State, type EtcdV3State } from "./etcd-bolt.ts";
+import { checkBackup } from "./reader.ts";
+import { restoreBackup, type RestoreOptions, type RestoreResult } from "./restore.ts";
+import { writeBackupBody } from "./writer.ts";
+
+const goOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
+
+/** etcd's users and roles as kvctl's v3 auth image (keys base64, names sorted as Go sorts). */
+export function authImageOf(s: EtcdV3State): V3AuthImage {
+  const name = (b: Uint8Array): string => Buffer.from(b).toString("utf8");
+  const users = s.users
+    .map((u) => {
+      const hash = Buffer.from(u.password).toString("utf8");
+      const noPassword = u.options?.noPassword === true || hash === "";
+      return { name: name(u.name), passwordHash: noPassword ? null : hash, noPassword, roles: [...u.roles].sort(goOrder) };
+    })
+    .sort((a, b) => goOrder(a.name, b.name));
+  const roles = s.roles
+    .map((r) => ({
+      name: name(r.name),
+      keyPermissions: r.keyPermission.map((p) => ({ permType: p.permType, key: Buffer.from(p.key).toString("base64"), rangeEnd: Buffer.from(p.rangeEnd).toString("base64") })),
+    }))
+    .sort((a, b) => goOrder(a.name, b.name));
+  return { version: 1, enabled: s.authEnabled, authRevision: Math.max(1, Number(s.authRevision)), users, roles };
+}
+
+/** The key space's records, encoded as kvctl's backend keeps them, in revision order. */
+export function* recordsOf(s: EtcdV3State): Generator<[Buffer, Buffer]> {
+  for (const r of s.revisions) {
+    const id = Buffer.from(r.kv.key).toString("latin1");
+    const rec = r.tombstone
+      ? new StoredRecord(id, r.main, r.sub, 0, 0, undefined, NO_LEASE, true)
+      : new StoredRecord(id, r.main, r.sub, Number(r.kv.createRevision), Number(r.kv.version), Buffer.from(r.kv.value), r.kv.lease, false);
+    yield [revisionKey(r.main, r.sub), encodeRecord(rec)];
+  }
+}
+
+/**
+ * Leases as granted now: etcd's restored member renews every lease when it becomes
+ * leader (lessor.Promote), a checkpointed one to its remaining TTL.
+ */
+function leasesOf(s: EtcdV3State, now: number): LeaseRecord[] {
+  return s.leases.map((l) => {
+    const r: LeaseRecord = { id: l.id, ttl: l.ttl, expiry: now + (l.remainingTtl > 0 ? l.remainingTtl : l.ttl) * 1000 };
+    if (l.remainingTtl > 0) r.remainingTtl = l.remainingTtl;
+    return r;
+  });
+}
+
+/** Restores an etcd snapshot file into a new kvctl data dir (RestoreOptions as restoreBackup). */
+export async function restoreEtcdSnapshot(o: RestoreOptions): Promise<RestoreResult> {
+  const { bodyBytes } = await checkBackup(o.file, { skipHashCheck: o.skipHashCheck });
+  const db = await readFile(o.file);
+  const state = readEtcdV3State(db.subarray(0, bodyBytes));
+  const now = Date.now();
+  const header: BackupHeader = {
+    format: "kvctl-snapshot/1",
+    index: Number(state.consistentIndex),
+    term: 1,
+    revision: state.revision,
+    compactRevision: state.compactRevision,
+    totalKeys: state.revisions.length,
+    time: now,
+  };
+  // The image's membership is replaced by restoreBackup; an empty v2 store, as etcd's.
+  const membership = Membership.bootstrap(o.initialCluster, o.initialClusterToken).toJSON();
+  const rest = Buffer.from(JSON.stringify({ membership, v3auth: authImageOf(state) }) + "\n");
+  const image = [SNAPSHOT_MAGIC, rest, ...[...new V2Store().imagePieces(LINES_VERSION)].map((p) => Buffer.from(p))];
+  const dir = await mkdtemp(join(tmpdir(), "kvctl-etcd-restore-"));
+  try {
+    const body = join(dir, "snapshot.kvctl");
+    await writeBackupBody(body, { header, image, records: recordsOf(state), leases: leasesOf(state, now), alarms: [] });
+    return await restoreBackup({ ...o, file: body, skipHashCheck: true });
+  } catch (err) {
+    if (err instanceof BackupFormatError) throw err;
+    throw err instanceof Error ? new BackupFormatError(err.message) : err;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
