@@ -206,7 +206,7 @@ describe("HTTP/2 transport edges", () => {
     assert.deepEqual(kinds, [FrameType.HEADERS, FrameType.DATA, FrameType.HEADERS]);
     const [headers, trailers] = c.headersOf(1);
     assert.deepEqual(headers, [":status", "200", "content-type", "application/grpc"]);
-    assert.deepEqual(trailers, ["grpc-status", "0"]);
+    assert.deepEqual(trailers, ["grpc-status", "0", "grpc-message", ""]);
     const [m] = new MessageReader(1 << 20).push(c.dataOf(1));
     assert.equal(Buffer.from(fromBinary(RangeResponseSchema, m!).kvs[0]!.value).toString(), "v");
   });
@@ -221,7 +221,7 @@ describe("HTTP/2 transport edges", () => {
     c.send(frame(FrameType.HEADERS, Flag.END_HEADERS, 3, Buffer.from([0x83, 0x86, 0x80 | 63, 0x80 | 62])), frame(FrameType.DATA, Flag.END_STREAM, 3, rangeFrame("k")));
     for (const id of [1, 3]) {
       await c.next((f) => f.type === FrameType.HEADERS && f.id === id && (f.flags & Flag.END_STREAM) !== 0, `trailers of ${id}`);
-      assert.deepEqual(c.headersOf(id)[1], ["grpc-status", "0"]);
+      assert.deepEqual(c.headersOf(id)[1], ["grpc-status", "0", "grpc-message", ""]);
     }
   });
 
@@ -249,7 +249,7 @@ describe("HTTP/2 transport edges", () => {
     c.send(frame(FrameType.DATA, Flag.END_STREAM, 1, rangeFrame("k")));
     c.send(frame(FrameType.HEADERS, Flag.END_HEADERS, 3, Buffer.concat([requestBlock(RANGE), Buffer.from([0x80 | 62])])), frame(FrameType.DATA, Flag.END_STREAM, 3, rangeFrame("k")));
     await c.next((f) => f.type === FrameType.HEADERS && f.id === 3 && (f.flags & Flag.END_STREAM) !== 0, "trailers of 3");
-    assert.deepEqual(c.headersOf(3)[1], ["grpc-status", "0"]);
+    assert.deepEqual(c.headersOf(3)[1], ["grpc-status", "0", "grpc-message", ""]);
     assert.ok(!c.frames.some((f) => f.type === FrameType.GOAWAY));
   });
 
@@ -281,7 +281,7 @@ describe("HTTP/2 transport edges", () => {
     assert.equal(firstHeaders.payload[0], 0x20, "a dynamic table size update to 0 first");
     c.send(settingsFrame([[Setting.INITIAL_WINDOW_SIZE, 65_535]]));
     await c.next((f) => f.type === FrameType.HEADERS && f.id === 1 && (f.flags & Flag.END_STREAM) !== 0, "trailers");
-    assert.deepEqual(c.headersOf(1)[1], ["grpc-status", "0"]);
+    assert.deepEqual(c.headersOf(1)[1], ["grpc-status", "0", "grpc-message", ""]);
   });
 
   test("a stream held by its window does not hold another stream of the connection", async () => {
