@@ -174,7 +174,7 @@ export async function openMember(config: ServerConfig, log: Logger, peerTls?: Pe
   // member's directory behind.
   if (config.discovery !== "" && config.initialClusterState === "new" && !Wal.exists(walDir)) {
     const { joinDiscoveryCluster } = await import("./discovery.ts");
-    const initialCluster = await joinDiscoveryCluster(config.discovery, config.name, config.initialAdvertisePeerUrls, { log });
+    const initialCluster = await joinDiscoveryCluster(config.discovery, config.name, config.initialAdvertisePeerUrls, { log, ...(config.discoveryProxy === undefined ? {} : { proxy: config.discoveryProxy }) });
     config = { ...config, initialCluster, initialClusterToken: config.discovery };
   }
   await mkdir(snapDir, { recursive: true, mode: 0o700 });

@@ -223,9 +223,15 @@ test("--experimental-compaction-batch-limit: etcd's 1000 by default and for 0 (o
 
 test("an etcd flag kvctl does not act on is one warning, and the start goes on", async () => {
   const c = await parse(["--enable-pprof", "--experimental-backend-bbolt-freelist-type", "map", "--discovery-proxy", "http://p:1"]);
-  assert.deepEqual(c.notices.map((n) => n.msg.split(":")[0]), ["--discovery-proxy", "--enable-pprof", "--experimental-backend-bbolt-freelist-type"]);
+  assert.deepEqual(c.notices.map((n) => n.msg.split(":")[0]), ["--enable-pprof", "--experimental-backend-bbolt-freelist-type"]);
   assert.ok(c.notices.every((n) => n.level === "warn"));
-  assert.match(c.notices[1]!.msg, /node --cpu-prof/);
+  assert.match(c.notices[0]!.msg, /node --cpu-prof/);
+});
+
+test("--discovery-proxy is read as etcd's newProxyFunc reads it: a value without a scheme is http", async () => {
+  assert.equal((await parse(["--discovery-proxy", "http://p:1"])).discoveryProxy?.href, "http://p:1/");
+  assert.equal((await parse(["--discovery-proxy", "p:3128"])).discoveryProxy?.href, "http://p:3128/");
+  assert.equal((await parse([])).discoveryProxy, undefined);
 });
 
 test("etcd 0.4's flags are ignored with etcd's warning; -version prints and stops", async () => {

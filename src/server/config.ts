@@ -13,6 +13,7 @@ import { ConfigError, type ConfigNotice } from "./config-types.ts";
 import { readConfigFile } from "./config-file.ts";
 import { GoDurationError, parseGoDuration } from "./go-duration.ts";
 import { KVCTL_VERSION, ETCD_SERVER_VERSION } from "./version.ts";
+import { ProxyAddressError, discoveryProxyUrl } from "./proxied-request.ts";
 
 export { ConfigError, type ConfigNotice };
 
@@ -52,6 +53,8 @@ export interface ServerConfig {
   discoverySrvName: string;
   /** --discovery: the discovery service URL the initial cluster comes from ("" = off); see discovery.ts. */
   discovery: string;
+  /** --discovery-proxy: the HTTP proxy discovery requests go through (undefined = none); see proxied-request.ts. */
+  discoveryProxy?: URL;
   /** --discovery-fallback: what a member does when the discovery token is full (a proxy, or exit). */
   discoveryFallback: "proxy" | "exit";
   /** --proxy and --proxy-*: the v2 proxy (src/server/proxy/); times in milliseconds, 0 = none. */
@@ -223,7 +226,7 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "advertise-client-urls", type: "string", default: "http://127.0.0.1:2379", describe: "Comma-separated client URLs to advertise to the rest of the cluster" },
   { name: "discovery", type: "string", default: "", describe: "Discovery URL used to bootstrap the cluster" },
   { name: "discovery-fallback", type: "string", default: "proxy", describe: "Expected behavior ('exit' or 'proxy') when the discovery service fails" },
-  { name: "discovery-proxy", type: "string", default: "", describe: "HTTP proxy to use for traffic to the discovery service", notice: "kvctl does not send discovery traffic through a proxy: --discovery-proxy has no effect" },
+  { name: "discovery-proxy", type: "string", default: "", describe: "HTTP proxy to use for traffic to the discovery service" },
   // DNS SRV bootstrapping: the initial cluster from SRV records; see discovery-srv.ts.
   { name: "discovery-srv", type: "string", default: "", describe: "DNS domain used to bootstrap the initial cluster from SRV records (peer certificates must list it in their SAN)" },
   { name: "discovery-srv-name", type: "string", default: "", describe: "Service name suffix to query when using DNS discovery" },
@@ -674,6 +677,7 @@ export function buildConfig(v: Record<string, unknown>, explicit: ReadonlySet<st
     discoverySrv,
     discoverySrvName,
     discovery,
+    ...discoveryProxy(str("discovery-proxy")),
     discoveryFallback: fallback,
     proxy,
     configFile,
@@ -834,6 +838,17 @@ export function parseCors(raw: string, label = "flag -cors"): string[] {
     if (!out.includes(u)) out.push(u);
   }
   return out;
+}
+
+/** --discovery-proxy read as etcd's newProxyFunc reads it; one that cannot be read refuses the start. */
+function discoveryProxy(raw: string): Pick<ServerConfig, "discoveryProxy"> {
+  if (raw === "") return {};
+  try {
+    return { discoveryProxy: discoveryProxyUrl(raw) };
+  } catch (err) {
+    if (err instanceof ProxyAddressError) throw new ConfigError(err.message);
+    throw err;
+  }
 }
 
 /** etcd's quota: 0 is the default 2 GiB, negative disables it; above 8 GiB is warned about. */

@@ -4,6 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { silentLogger } from "./logger.ts";
 import { memberIdFor, idHex } from "./membership.ts";
+import { startTinyProxy } from "./tiny-proxy.test-helper.ts";
 import { DiscoveryError, FullClusterError, discoveryPeerUrls, joinDiscoveryCluster, selfRegistration } from "./discovery.ts";
 
 interface Kv {
@@ -105,6 +106,28 @@ test("a member registers itself, waits for the others, and gets the first `size`
     assert.ok(d.asked.some((q) => q.startsWith("PUT ") && q.includes("prevExist=false")));
     assert.ok(d.asked.some((q) => q.startsWith("GET /tok?") && q.includes("wait=true") && q.includes("recursive=true")));
   } finally {
+    await d.close();
+  }
+});
+
+test("--discovery-proxy: every request to the discovery service goes through the proxy, Basic credentials from its URL", async () => {
+  const d = await fakeDiscovery();
+  const proxy = await startTinyProxy({ credentials: "u:p w" });
+  try {
+    d.put("/tok/_config/size", "1");
+    const via = new URL(proxy.url);
+    via.username = "u";
+    via.password = "p w";
+    const cluster = await joinDiscoveryCluster(`${d.url}/tok`, "a", [peer(1)], { ...opts, proxy: via });
+    assert.deepEqual(Object.fromEntries(cluster), { a: [peer(1)] });
+    assert.ok(d.asked.length >= 3, d.asked.join(" "));
+    // The proxy was asked for each, by absolute URL.
+    assert.deepEqual(proxy.asked, d.asked.map((q) => q.replace(" ", ` ${d.url}`)));
+    assert.deepEqual(await discoveryPeerUrls(`${d.url}/tok`, { ...opts, proxy: via }), [peer(1)]);
+    // A proxy that refuses (407, no JSON) is answered as a server that is no etcd.
+    await assert.rejects(discoveryPeerUrls(`${d.url}/tok`, { ...opts, maxRetries: 1, proxy: new URL(proxy.url) }), { message: "discovery: bad discovery endpoint" });
+  } finally {
+    await proxy.close();
     await d.close();
   }
 });

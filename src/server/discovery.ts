@@ -17,6 +17,7 @@
 //
 // Errors the server gave up on (connection refused, 5xx) are retried as etcd does: after
 // 2, 4, ... 256 s, then every 256 s; everything else ends the bootstrap with etcd's text.
+import { proxiedRequest } from "./proxied-request.ts";
 import type { Logger } from "./logger.ts";
 import { idHex, memberIdFor } from "./membership.ts";
 
@@ -87,6 +88,8 @@ export interface DiscoveryOptions {
   backoffMs?: (n: number) => number;
   /** Gives up after this many retries (etcd: 2^32). */
   maxRetries?: number;
+  /** --discovery-proxy: the HTTP proxy every request to the discovery service goes through. */
+  proxy?: URL;
 }
 
 const baseName = (key: string): string => key.slice(key.lastIndexOf("/") + 1);
@@ -98,6 +101,7 @@ class Discovery {
   readonly #log: Logger;
   readonly #backoffMs: (n: number) => number;
   readonly #maxRetries: number;
+  readonly #proxy: URL | undefined;
   #retries = 0;
 
   constructor(durl: string, selfId: number, opts: DiscoveryOptions) {
@@ -113,6 +117,7 @@ class Discovery {
     this.#log = opts.log;
     this.#backoffMs = opts.backoffMs ?? ((n) => 1000 * 2 ** Math.min(n, MAX_EXPONENTIAL_RETRIES));
     this.#maxRetries = opts.maxRetries ?? 2 ** 32 - 1;
+    this.#proxy = opts.proxy;
   }
 
   get selfName(): string {
@@ -122,17 +127,20 @@ class Discovery {
   async #request(method: "GET" | "PUT", path: string, query: Record<string, string>, body?: string, timeoutMs: number | undefined = REQUEST_TIMEOUT_MS): Promise<Answer> {
     const url = new URL(this.#endpoint + path.split("/").map(encodeURIComponent).join("/"));
     for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
-    let res: Response;
+    let res: { status: number; text: string; etcdIndex: string | undefined };
+    const headers: Record<string, string> = body === undefined ? {} : { "content-type": "application/x-www-form-urlencoded" };
     try {
-      res = await fetch(url, {
-        method,
-        ...(body === undefined ? {} : { body, headers: { "content-type": "application/x-www-form-urlencoded" } }),
-        ...(timeoutMs === undefined ? {} : { signal: AbortSignal.timeout(timeoutMs) }),
-      });
+      if (this.#proxy !== undefined) {
+        const a = await proxiedRequest(url, this.#proxy, { method, headers, ...(body === undefined ? {} : { body }), ...(timeoutMs === undefined ? {} : { timeoutMs }) });
+        res = { status: a.status, text: a.text, etcdIndex: a.header("x-etcd-index") };
+      } else {
+        const r = await fetch(url, { method, headers, ...(body === undefined ? {} : { body }), ...(timeoutMs === undefined ? {} : { signal: AbortSignal.timeout(timeoutMs) }) });
+        res = { status: r.status, text: await r.text().catch(() => ""), etcdIndex: r.headers.get("x-etcd-index") ?? undefined };
+      }
     } catch (err) {
       throw new UnreachableError(`${method} ${url.href}: ${err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err)}`);
     }
-    const text = await res.text().catch(() => "");
+    const text = res.text;
     if (res.status >= 500) throw new UnreachableError(`${method} ${url.href}: ${res.status} ${text.trim()}`);
     let parsed: { errorCode?: number; message?: string; cause?: string; index?: number; node?: Node };
     try {
@@ -142,7 +150,7 @@ class Discovery {
     }
     if (parsed.errorCode !== undefined) throw new KeysError({ ...parsed, errorCode: parsed.errorCode });
     if (parsed.node === undefined) throw errors.badEndpoint();
-    return { node: parsed.node, index: Number(res.headers.get("x-etcd-index") ?? 0) };
+    return { node: parsed.node, index: Number(res.etcdIndex ?? 0) };
   }
 
   async #backoff(step: string, err: Error): Promise<void> {

@@ -58,7 +58,7 @@ async function initialPeerUrls(config: ServerConfig, log: Logger): Promise<strin
   }
   if (config.discovery !== "") {
     const { discoveryPeerUrls } = await import("../discovery.ts");
-    const urls = await discoveryPeerUrls(config.discovery, { log });
+    const urls = await discoveryPeerUrls(config.discovery, { log, ...(config.discoveryProxy === undefined ? {} : { proxy: config.discoveryProxy }) });
     log.info("proxy using peer URLs", { "peer-urls": urls });
     return urls;
   }
