@@ -2,7 +2,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { V3Error, V3Errors } from "../../api/v3-errors.ts";
-import { call, startV3Server, type V3TestServer } from "./v3-test-server.test-helper.ts";
+import { call, startV3Server, until, type V3TestServer } from "./v3-test-server.test-helper.ts";
 import { binHeaderError } from "./v3-routes.ts";
 
 let s: V3TestServer;
@@ -160,6 +160,24 @@ test("a positive Grpc-Timeout is the call's deadline (etcd 3.4.23: a range or pu
   }
   // A call that answers within its deadline is answered as without one.
   assert.equal((await call(s.port, "/v3/kv/range", { key: "YQ==" }, { headers: { "Grpc-Timeout": "5S" } })).status, 200);
+});
+
+test("a lock still waiting at its Grpc-Timeout is 504 code 4 and its key is removed (etcd 3.4.23: 504 at 0.50 s, the waiter's key gone)", { timeout: 5000 }, async () => {
+  const grant = async (id: number): Promise<void> => assert.equal((await call(s.port, "/v3/lease/grant", { ID: String(id), TTL: 60 })).status, 200);
+  await grant(4242);
+  await grant(4243);
+  assert.equal((await call(s.port, "/v3/lock/lock", { name: "aGVsZA==", lease: "4242" })).status, 200);
+  const t0 = performance.now();
+  const waiting = await call(s.port, "/v3/lock/lock", { name: "aGVsZA==", lease: "4243" }, { headers: { "Grpc-Timeout": "300m" } });
+  const took = performance.now() - t0;
+  assert.equal(waiting.status, 504);
+  assert.equal(waiting.text, '{"error":"context deadline exceeded","message":"context deadline exceeded","code":4}');
+  assert.ok(took >= 280 && took < 2000, `answered after ${took} ms`);
+  const keysLeft = async (): Promise<number> => Number((JSON.parse((await call(s.port, "/v3/kv/range", { key: "aGVsZC8=", range_end: "aGVsZDA=", count_only: true })).text) as { count?: string }).count ?? 0);
+  await until(async () => (await keysLeft()) === 1, "the waiter's key removed");
+  // The shared backend as the other cases expect it.
+  for (const id of ["4242", "4243"]) await call(s.port, "/v3/lease/revoke", { ID: id });
+  await call(s.port, "/v3/kv/deleterange", { key: "aGVsZC8=", range_end: "aGVsZDA=" });
 });
 
 test("Grpc-Metadata-*-Bin headers must be base64 (padded at a multiple of 4, else unpadded), as grpc-gateway's decodeBinHeader: else 400 naming the canonical key", async () => {

@@ -356,9 +356,17 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, route: string
     }
     default:
       if (CONCURRENCY_ROUTES.has(route)) {
+        const arrived = performance.now();
+        const timeoutMs = gatewayTimeoutMs(req);
         const fields = unaryFields(await readUnaryBody(req, gw));
         await refuseOnLearner(gw, route, fields, (backend) => serveConcurrency(route, fields, res, { ...gw, backend }, { token: undefined }));
-        const out = await countedUnary(req, gw, () => serveConcurrency(route, fields, res, gw, callContext(req)));
+        // A lock or campaign still waiting at the deadline is answered 504 code 4; answering
+        // ends the call, whose clean-up removes its key (etcd 3.4.23 alike: lock/lock and
+        // election/campaign on a held name with Grpc-Timeout 500m, 504 at 0.50 s, the
+        // waiter's key gone).
+        const deadline = timeoutMs >= 1 ? new CallDeadline(timeoutMs - (performance.now() - arrived)) : undefined;
+        const ctx: V3CallContext = deadline === undefined ? callContext(req) : { ...callContext(req), deadline };
+        const out = await withinDeadline(countedUnary(req, gw, () => serveConcurrency(route, fields, res, gw, ctx)), deadline);
         if (out !== undefined) sendV3Json(res, out);
         return;
       }
