@@ -60,6 +60,12 @@ test("--snapshot-count 0 is etcd's default, 100000 (etcd 3.4.23 starts: 'set sna
   assert.equal(c.snapshotCount, 100000);
 });
 
+test("an empty --listen-metrics-urls is taken, as etcd's UniqueURLs flags take \"\" (etcd 3.4.23 starts with --listen-metrics-urls=)", async () => {
+  const c = await parseServeArgs(["--listen-metrics-urls="], {});
+  assert.ok(c);
+  assert.deepEqual(c.listenMetricsUrls, []);
+});
+
 test("parseServeArgs reads KV_ variables, and flags win over them", async () => {
   const c = await parseServeArgs(["--name", "flag"], { KV_NAME: "env", KV_DATA_DIR: "/tmp/x", KV_SNAPSHOT_COUNT: "9" });
   assert.ok(c);

@@ -486,13 +486,14 @@ export function parseGoFlags(args: readonly string[]): { values: Map<string, str
 function checkFlagValue(spec: FlagSpec, value: string, label: string): void {
   if (spec.type === "boolean") parseBool(label, value);
   else if (spec.type === "duration") durationMs(label, value);
-  else if (URLS_FLAGS.has(spec.name)) {
+  else if (URLS_FLAGS.has(spec.name) && value !== "") {
+    // etcd's UniqueURLs flags take "" as an exception, before any parsing.
     const why = goUrlsError(value);
     if (why !== undefined) throw new ConfigError(`invalid value ${JSON.stringify(value)} for ${label}: ${why}`);
   }
 }
 
-/** etcd's flags of type flags.URLsValue: their value is checked as the flag set reads it (exit 2). */
+/** etcd's flags of type flags.UniqueURLs: their value is checked as the flag set reads it (exit 2). */
 const URLS_FLAGS: ReadonlySet<string> = new Set(["listen-peer-urls", "listen-client-urls", "initial-advertise-peer-urls", "advertise-client-urls", "listen-metrics-urls"]);
 
 /**
