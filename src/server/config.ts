@@ -13,7 +13,7 @@ import { ConfigError, type ConfigNotice } from "./config-types.ts";
 import { readConfigFile } from "./config-file.ts";
 import { GoDurationError, parseGoDuration } from "./go-duration.ts";
 import { KVCTL_VERSION, ETCD_SERVER_VERSION } from "./version.ts";
-import { ProxyAddressError, discoveryProxyUrl } from "./proxied-request.ts";
+import { ProxyAddressError, discoveryProxyUrl } from "./discovery-proxy-url.ts";
 
 export { ConfigError, type ConfigNotice };
 

@@ -6,7 +6,8 @@ import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { issueCertificate } from "./tls/issue-cert.ts";
 import { startTinyProxy } from "./tiny-proxy.test-helper.ts";
-import { discoveryProxyUrl, proxiedRequest } from "./proxied-request.ts";
+import { discoveryProxyUrl } from "./discovery-proxy-url.ts";
+import { proxiedRequest } from "./proxied-request.ts";
 
 // 1024-bit keys: fast to make on a shared machine; nothing is written to disk.
 const ca = issueCertificate({ commonName: "proxied-request test CA", isCa: true, keyBits: 1024 });

@@ -9,29 +9,6 @@ import * as tls from "node:tls";
 import { isIP } from "node:net";
 import type { Duplex } from "node:stream";
 
-/** etcd's newProxyFunc: a value that does not parse as an http(s) URL is retried with "http://" in front. */
-export function discoveryProxyUrl(raw: string): URL {
-  try {
-    const u = new URL(raw);
-    if (u.protocol.startsWith("http") && u.host !== "") return u;
-  } catch {
-    // Go retries with a scheme too.
-  }
-  try {
-    return new URL(`http://${raw}`);
-  } catch {
-    throw new ProxyAddressError(raw);
-  }
-}
-
-/** The proxy address cannot be read (etcd: 'invalid proxy address "<value>": <why>'). */
-export class ProxyAddressError extends Error {
-  override name = "ProxyAddressError";
-  constructor(raw: string) {
-    super(`invalid proxy address ${JSON.stringify(raw)}`);
-  }
-}
-
 export interface ProxiedAnswer {
   status: number;
   header(name: string): string | undefined;
