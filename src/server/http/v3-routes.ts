@@ -108,6 +108,8 @@ export function annotateContext(req: IncomingMessage): number {
   const timeoutMs = gatewayTimeoutMs(req);
   const raw = req.rawHeaders;
   for (let i = 0; i + 1 < raw.length; i += 2) {
+    // Every gateway request comes here: canonicalize only the few names that can match.
+    if (raw[i]!.length < 18 || raw[i]!.slice(0, 14).toLowerCase() !== "grpc-metadata-") continue;
     const key = canonicalHeaderKey(raw[i]!);
     if (!key.startsWith("Grpc-Metadata-") || !key.endsWith("-Bin")) continue;
     const at = binHeaderError(raw[i + 1]!);
@@ -230,21 +232,16 @@ function streamOpens(req: IncomingMessage, res: ServerResponse, gw: V3GatewayCon
   return false;
 }
 
-async function serveUnary(req: IncomingMessage, res: ServerResponse, route: string, gw: V3GatewayContext): Promise<void> {
-  const arrived = performance.now();
+async function serveUnary(req: IncomingMessage, res: ServerResponse, route: string, gw: V3GatewayContext, timeout: GatewayTimeout): Promise<void> {
   const handler = UNARY_ROUTES.get(route);
   if (handler === undefined) throw new HttpTextError(404, "Not Found");
-  const timeoutMs = gatewayTimeoutMs(req);
-  const expired = expiredAtOnce(timeoutMs);
+  const expired = expiredAtOnce(timeout.ms);
   const body = await readUnaryBody(req, gw);
   const fields = unaryFields(body);
   // The request still decodes in full (its errors first), then its call fails.
   const backend = expired ? expiredBackend(gw.backend) : gw.backend;
   await refuseOnLearner(gw, route, fields, (b) => handler(fields, { backend: expired ? backend : b, ctx: { token: undefined }, gw }));
-  // grpc-gateway turns a positive Grpc-Timeout into its gRPC call's deadline, counted from
-  // the request's arrival; the backend's waits end at it as they do for grpc-timeout.
-  const deadline = timeoutMs >= 1 ? new CallDeadline(timeoutMs - (performance.now() - arrived)) : undefined;
-  const ctx: V3CallContext = deadline === undefined ? callContext(req) : { ...callContext(req), deadline };
+  const { deadline, ctx } = callWithin(req, timeout);
   const call = (): ReturnType<typeof handler> => handler(fields, { backend, ctx, gw });
   // Expired: whatever etcd's server would have said (its v3rpc checks included) is never
   // asked; only the gateway's own refusals (decoding) come first.
@@ -271,6 +268,21 @@ function withinDeadline<T>(p: Promise<T>, deadline: CallDeadline | undefined): P
     deadline.onExpire(() => reject(DEADLINE_PASSED()));
     p.then(resolve, reject).finally(() => deadline.cancel());
   });
+}
+
+/** The request's Grpc-Timeout (ms, 0: none), read once, and when the request arrived. */
+interface GatewayTimeout {
+  ms: number;
+  arrived: number;
+}
+
+/**
+ * grpc-gateway turns a positive Grpc-Timeout into its gRPC call's deadline, counted from
+ * the request's arrival; the backend's waits end at it as they do for grpc-timeout.
+ */
+function callWithin(req: IncomingMessage, timeout: GatewayTimeout): { deadline: CallDeadline | undefined; ctx: V3CallContext } {
+  const deadline = timeout.ms >= 1 ? new CallDeadline(timeout.ms - (performance.now() - timeout.arrived)) : undefined;
+  return { deadline, ctx: deadline === undefined ? callContext(req) : { ...callContext(req), deadline } };
 }
 
 /**
@@ -318,25 +330,25 @@ export async function handleV3(req: IncomingMessage, res: ServerResponse, route:
     throw new V3Error(GrpcCode.Unimplemented, `the v3 API (/v3/${route}) is not served by this server`);
   }
   try {
-    annotateContext(req);
-    await dispatch(req, res, route, gw);
+    const arrived = performance.now();
+    await dispatch(req, res, route, gw, { ms: annotateContext(req), arrived });
   } catch (err) {
     if (err instanceof HttpTextError) throw err;
     throw asV3Error(err);
   }
 }
 
-async function dispatch(req: IncomingMessage, res: ServerResponse, route: string, gw: V3GatewayContext): Promise<void> {
+async function dispatch(req: IncomingMessage, res: ServerResponse, route: string, gw: V3GatewayContext, timeout: GatewayTimeout): Promise<void> {
   switch (route) {
     // grpc-gateway opens a bidirectional stream before reading the body, a server stream
     // once it decoded its one request: that is when etcd's interceptors count them.
     case "watch":
-      if (expiredAtOnce(gatewayTimeoutMs(req))) throw DEADLINE_PASSED();
+      if (expiredAtOnce(timeout.ms)) throw DEADLINE_PASSED();
       if (!streamOpens(req, res, gw)) return;
       serveWatch(req, res, gw, callContext(req));
       return;
     case "lease/keepalive":
-      if (expiredAtOnce(gatewayTimeoutMs(req))) throw DEADLINE_PASSED();
+      if (expiredAtOnce(timeout.ms)) throw DEADLINE_PASSED();
       if (!streamOpens(req, res, gw)) return;
       serveKeepAlive(req, res, gw, callContext(req));
       return;
@@ -356,20 +368,17 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, route: string
     }
     default:
       if (CONCURRENCY_ROUTES.has(route)) {
-        const arrived = performance.now();
-        const timeoutMs = gatewayTimeoutMs(req);
         const fields = unaryFields(await readUnaryBody(req, gw));
         await refuseOnLearner(gw, route, fields, (backend) => serveConcurrency(route, fields, res, { ...gw, backend }, { token: undefined }));
         // A lock or campaign still waiting at the deadline is answered 504 code 4; answering
         // ends the call, whose clean-up removes its key (etcd 3.4.23 alike: lock/lock and
         // election/campaign on a held name with Grpc-Timeout 500m, 504 at 0.50 s, the
         // waiter's key gone).
-        const deadline = timeoutMs >= 1 ? new CallDeadline(timeoutMs - (performance.now() - arrived)) : undefined;
-        const ctx: V3CallContext = deadline === undefined ? callContext(req) : { ...callContext(req), deadline };
+        const { deadline, ctx } = callWithin(req, timeout);
         const out = await withinDeadline(countedUnary(req, gw, () => serveConcurrency(route, fields, res, gw, ctx)), deadline);
         if (out !== undefined) sendV3Json(res, out);
         return;
       }
-      await serveUnary(req, res, route, gw);
+      await serveUnary(req, res, route, gw, timeout);
   }
 }
