@@ -30,6 +30,7 @@ import { decodeCommand, peekKeySpaceCommand, type Command, type CommandBody, typ
 import type { Membership } from "./membership.ts";
 import { RequestTimeoutError, ServerUnavailableError } from "./errors.ts";
 import { V3Errors } from "../api/v3-errors.ts";
+import { noSpaceAlarm } from "./quota.ts";
 import { timeoutKind } from "./timeout-cause.ts";
 import { READ_INDEX_RETRY_MS, ReadIndexBatcher, type ReadOptions } from "./read-index.ts";
 import { openMember, v3DbOptions, PEER_MEMBERS_PATH } from "./bootstrap.ts";
@@ -752,8 +753,7 @@ export class KvServer {
   #raiseNoSpace(): void {
     if (this.#noSpaceRaising || this.v3.alarms(AlarmType.NOSPACE).length > 0) return;
     this.#noSpaceRaising = true;
-    const r = { action: AlarmAction.ACTIVATE, memberId: BigInt(this.memberId).toString(), alarm: AlarmType.NOSPACE };
-    this.propose({ t: "v3", time: Date.now(), op: { k: "alarm", r } }).then(
+    this.propose({ t: "v3", time: Date.now(), op: noSpaceAlarm(this.memberId) }).then(
       () => (this.#noSpaceRaising = false),
       (err: unknown) => {
         this.#noSpaceRaising = false;

@@ -64,7 +64,7 @@ import { DeadlineExceededError, beforeDeadline } from "./deadline.ts";
 import type { ReadOptions } from "./read-index.ts";
 import { v3AuthResultOf, v3ResultOf, type Applied, type V3Results } from "./v3-results.ts";
 import type { ApplyResult } from "./apply.ts";
-import { LEASE_OVERHEAD, costPut, costTxn } from "./quota.ts";
+import { LEASE_OVERHEAD, costPut, costTxn, noSpaceAlarm } from "./quota.ts";
 import type { CommandBody } from "./request.ts";
 import type { Deadline } from "./deadline.ts";
 import type { ServerConfig } from "./config.ts";
@@ -341,10 +341,7 @@ export class V3Service implements V3Backend {
    */
   async #checkQuota(cost: number): Promise<void> {
     if (this.#kv.quotaAvailable(cost)) return;
-    if (this.#kv.v3.alarms(AlarmType.NOSPACE).length === 0) {
-      const r = { action: AlarmAction.ACTIVATE, memberId: BigInt(this.#kv.memberId).toString(), alarm: AlarmType.NOSPACE };
-      await this.#propose({ k: "alarm", r }).catch(() => undefined);
-    }
+    if (this.#kv.v3.alarms(AlarmType.NOSPACE).length === 0) await this.#propose(noSpaceAlarm(this.#kv.memberId)).catch(() => undefined);
     throw V3Errors.noSpace();
   }
 
