@@ -66,6 +66,22 @@ test("an empty --listen-metrics-urls is taken, as etcd's UniqueURLs flags take \
   assert.deepEqual(c.listenMetricsUrls, []);
 });
 
+test("an empty value of the other URL flags is their default, as etcd's UniqueURLs keep theirs for \"\" (etcd 3.4.23 with --listen-client-urls= --advertise-client-urls=... serves clients on the default address)", async () => {
+  const peers = ["--listen-peer-urls=", "--initial-advertise-peer-urls="];
+  const c = await parseServeArgs(["--listen-client-urls=", "--advertise-client-urls=http://127.0.0.1:30000", ...peers], {});
+  assert.ok(c);
+  assert.deepEqual(c.listenClientUrls.map(String), ["http://127.0.0.1:2379/"]);
+  assert.deepEqual(c.advertiseClientUrls, ["http://127.0.0.1:30000"]);
+  assert.deepEqual(c.listenPeerUrls.map(String), ["http://127.0.0.1:2380/"]);
+  assert.deepEqual(c.initialAdvertisePeerUrls, ["http://127.0.0.1:2380"]);
+  const all = await parseServeArgs(["--advertise-client-urls="], { KV_LISTEN_CLIENT_URLS: "" });
+  assert.ok(all);
+  assert.deepEqual(all.listenClientUrls.map(String), ["http://127.0.0.1:2379/"]);
+  assert.deepEqual(all.advertiseClientUrls, ["http://127.0.0.1:2379"]);
+  // Still given: etcd then wants the advertised URLs too.
+  await assert.rejects(parseServeArgs(["--listen-client-urls="], {}), /--advertise-client-urls is required when --listen-client-urls is set explicitly/);
+});
+
 test("parseServeArgs reads KV_ variables, and flags win over them", async () => {
   const c = await parseServeArgs(["--name", "flag"], { KV_NAME: "env", KV_DATA_DIR: "/tmp/x", KV_SNAPSHOT_COUNT: "9" });
   assert.ok(c);

@@ -597,10 +597,13 @@ export function buildConfig(v: Record<string, unknown>, explicit: ReadonlySet<st
   const notices = [...(opts.notices ?? [])];
   const configFile = opts.configFile ?? "";
   const str = (k: string): string => String(v[k] ?? serveFlags.find((f) => f.name === k)?.default ?? "");
+  // etcd's UniqueURLs flags keep their default when set to "" (the exception they are made
+  // with): `--listen-client-urls=` listens where no flag would, and still counts as given.
+  const urls = (k: string): string => (str(k) === "" ? String(serveFlags.find((f) => f.name === k)?.default ?? "") : str(k));
   const name = str("name");
   if (name === "") throw new ConfigError("--name must not be empty");
   const dataDir = explicit.has("data-dir") && str("data-dir") !== "" ? str("data-dir") : `${name}.kvctl`;
-  const listenClientUrls = splitUrls("listen-client-urls", str("listen-client-urls")).map((u) => parseUrl("listen-client-urls", u));
+  const listenClientUrls = splitUrls("listen-client-urls", urls("listen-client-urls")).map((u) => parseUrl("listen-client-urls", u));
   const proxy = proxyFlags(v, label);
   const discoverySrv = String(v["discovery-srv"] ?? "");
   const discoverySrvName = String(v["discovery-srv-name"] ?? "");
@@ -623,9 +626,9 @@ export function buildConfig(v: Record<string, unknown>, explicit: ReadonlySet<st
   if (member && configFile === "" && explicit.has("listen-client-urls") && !explicit.has("advertise-client-urls")) {
     throw new ConfigError("--advertise-client-urls is required when --listen-client-urls is set explicitly");
   }
-  const advertiseClientUrls = splitUrls("advertise-client-urls", str("advertise-client-urls"));
-  const listenPeerUrls = splitUrls("listen-peer-urls", str("listen-peer-urls")).map((u) => parseUrl("listen-peer-urls", u));
-  const initialAdvertisePeerUrls = splitUrls("initial-advertise-peer-urls", str("initial-advertise-peer-urls"));
+  const advertiseClientUrls = splitUrls("advertise-client-urls", urls("advertise-client-urls"));
+  const listenPeerUrls = splitUrls("listen-peer-urls", urls("listen-peer-urls")).map((u) => parseUrl("listen-peer-urls", u));
+  const initialAdvertisePeerUrls = splitUrls("initial-advertise-peer-urls", urls("initial-advertise-peer-urls"));
   const initialCluster = explicit.has("initial-cluster")
     ? parseInitialCluster(str("initial-cluster"))
     : new Map([[name, initialAdvertisePeerUrls]]);
