@@ -6,8 +6,9 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { V3Errors } from "../../api/v3-errors.ts";
 import { hashKV } from "./hash-kv.ts";
+import { V3KeySpace } from "./key-space.ts";
 import { MvccStore } from "./mvcc-store.ts";
-import { delReq, putReq } from "./v3.test-helper.ts";
+import { b, delReq, opDel, opPut, putReq, txnReq } from "./v3.test-helper.ts";
 
 /** The same writes on any store: puts, overwrites, deletes. */
 function write(s: MvccStore, from: number, to: number): void {
@@ -80,4 +81,28 @@ test("a compaction that drops nothing leaves the hash as it was (etcd alike); on
   const grown = hashKV(a, 0).hash;
   a.compact(a.revision);
   assert.notEqual(hashKV(a, 0).hash, grown, "the overwritten k1 record no longer counts");
+});
+
+test("etcd's number: the same history as on etcd 3.4.23 (puts, a txn, deletes, a lease revoked, a physical compaction) hashes as `etcdctl endpoint hashkv --rev` answered there", () => {
+  const ks = new V3KeySpace();
+  ks.put(putReq("a", "1")); // 2
+  ks.put(putReq("b", "2")); // 3
+  ks.leaseGrant({ id: 4660n, ttl: 600 }, 0);
+  ks.put(putReq("c", "3", { lease: 4660n })); // 4
+  ks.put(putReq("a", "11")); // 5
+  ks.deleteRange(delReq("b")); // 6
+  ks.txn(txnReq({ success: [opPut("d", "4"), opPut("e", ""), opDel("c")] })); // 7: subs 0, 1, 2
+  ks.put(putReq("b", "22")); // 8
+  ks.compact(6); // keeps a@5 and c@4; the tombstone of b at 6 is not etcd's
+  ks.put(putReq("f", "6")); // 9
+  ks.put(putReq("a", "111")); // 10
+  ks.put(putReq("g", "7", { lease: 4660n })); // 11
+  ks.put(putReq("h", "8", { lease: 4660n })); // 12
+  ks.leaseRevoke(4660n); // 13: g, h
+  // c@4 no longer counts at 7 (deleted there), a@5 not from 10 on (overwritten).
+  const etcd = new Map([[7, 2315685027], [8, 3102472974], [10, 520547002], [13, 3424463140]]);
+  for (const [rev, hash] of etcd) assert.equal(hashKV(ks, rev).hash, hash, `revision ${rev}`);
+  ks.deleteRange(delReq("\0", { rangeEnd: b("\0") })); // 14: nothing live, so etcd counts every kept record again
+  assert.equal(hashKV(ks, 13).hash, 3424463140);
+  assert.deepEqual(hashKV(ks, 0), { hash: 2496410057, revision: 14, compactRevision: 6 });
 });

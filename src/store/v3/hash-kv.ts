@@ -1,32 +1,42 @@
-// etcd's HashKV (mvcc/kvstore.go HashByRev): a hash of the key space's records up to a
-// revision, so members can check they hold the same history. Which records count is
-// etcd's: every record with a revision in (compaction revision, rev], plus what the last
-// compaction kept (each key's latest record at the compaction revision, unless that is a
-// tombstone). kvctl keeps the tombstone AT the compaction revision (store README); a range
-// at the compaction revision does not return it, so it does not count here either.
+// etcd's HashKV (mvcc/kvstore.go HashByRev), to the same number: crc32c (Castagnoli) of
+// the name of bbolt's `key` bucket, then of each record of that bucket in its byte order
+// with a revision up to `rev`: the record's key (8 bytes big-endian main revision, '_', 8
+// bytes sub revision, and 't' for a tombstone) and its value (the marshalled
+// mvccpb.KeyValue; a tombstone's holds only the key). `etcdctl endpoint hashkv` thus
+// answers alike for an etcd and a kvctl member with the same history, and kvctl members
+// agree with each other, which is what corruption checks compare.
 //
-// The value is not etcd's number: etcd's hashes bbolt's bytes (revision keys, marshalled
-// KeyValues) with crc32c. Members of one kvctl cluster agree with each other, which is what
-// `etcdctl endpoint hashkv` is used for; no client compares it with an etcd member.
+// Which records bbolt holds at or below the compaction revision C: what the compaction
+// kept, each key's record visible at C (etcd drops a tombstone at C; kvctl keeps it, and
+// it is not visible, so it does not count). HashByRev counts those only when they are in
+// kvindex.Keep(rev), i.e. still the key's visible record at rev, unless no key is live at
+// rev (Keep is then empty and all of them count). Above C, every record counts.
 //
-// Each record is digested alone and the digests are summed, so the order records are read
-// in does not matter: the kept ones come a page of keys at a time, the rest a batch of
-// revisions at a time (memory stays bounded), and a record hashes the same before and
-// after a compaction keeps it. So, as in etcd, a compaction that drops nothing leaves the
-// hash unchanged. A record is identified by (revision, key): a revision never changes one
-// key twice (etcd refuses such a txn), and the sub revision of a kept record is not known.
-import { createHash } from "node:crypto";
+// Memory: the kept records are gathered (without values) and sorted by revision, as etcd
+// builds its Keep map; the rest is read a batch of revisions at a time.
+import { createRequire } from "node:module";
 import { V3Errors } from "../../api/v3-errors.ts";
+import type { StoredRecord } from "./key-index.ts";
 import type { HistoryQuery } from "./mvcc-store.ts";
-import type { KeyValue, RangeRequest, RangeResponse, RevisionEvents } from "./types.ts";
-import { EventType, rangeRequest } from "./types.ts";
+import type { KeyValue, RevisionEvents } from "./types.ts";
+import { EventType, NO_LEASE } from "./types.ts";
+
+type Crc32Module = typeof import("@node-rs/crc32");
+// require(), not import: see btree.ts (start-up time of CommonJS packages).
+const { crc32c } = createRequire(import.meta.url)("@node-rs/crc32") as Crc32Module;
+
+/** A key's records at a revision, as hashKV looks them up (KeyIndex). */
+export interface HashKvKey {
+  visibleAt(rev: number): StoredRecord | undefined;
+}
 
 /** What the hash reads (V3KeySpace and MvccStore provide it). */
 export interface HashKvSource {
   readonly revision: number;
   /** -1 before the first compaction. */
   readonly compactMainRevision: number;
-  range(req: RangeRequest): RangeResponse;
+  /** Every key the index holds, in any order. */
+  keyIndexes(): Iterable<HashKvKey>;
   eventsInRange(q: HistoryQuery): RevisionEvents[];
 }
 
@@ -39,7 +49,7 @@ export interface HashKvResult {
 
 const ALL = Buffer.from([0]);
 const HISTORY_BATCH = 1000;
-const PAGE_KEYS = 1000;
+const KEY_BUCKET = Buffer.from("key");
 
 /**
  * etcd's checks first: a revision at or below the compaction revision is compacted (note:
@@ -52,60 +62,114 @@ export function hashKV(src: HashKvSource, revision: number): HashKvResult {
   if (revision > current) throw V3Errors.futureRev();
   // A negative revision counts no record, as etcd's (its upper bound is below them all).
   const rev = revision === 0 ? current : revision;
-  const sum = new RecordSum();
-  if (compactRev > 0 && rev > 0) hashKept(sum, src, compactRev);
+  const h = new Crc32cWriter();
+  h.write(KEY_BUCKET);
+  if (compactRev > 0 && rev > 0) {
+    for (const r of keptRecords(src, compactRev, rev)) h.record(r.main, r.sub, false, r.key, r);
+  }
   for (let from = Math.max(1, compactRev + 1); from <= rev; from += HISTORY_BATCH) {
     const to = Math.min(rev, from + HISTORY_BATCH - 1);
     for (const r of src.eventsInRange({ from, to, key: ALL, rangeEnd: ALL, prevKv: false })) {
-      for (const e of r.events) sum.add(r.revision, e.type === EventType.DELETE, e.kv);
+      // A revision's changes come in sub revision order, all held (compaction drops none above C).
+      r.events.forEach((e, sub) => h.record(r.revision, sub, e.type === EventType.DELETE, e.kv.key, e.kv));
     }
   }
-  return { hash: sum.digest(), revision: current, compactRevision: compactRev };
+  return { hash: h.sum(), revision: current, compactRevision: compactRev };
 }
 
-/** The records the last compaction kept: the live keys at its revision, in key order. */
-function hashKept(sum: RecordSum, src: HashKvSource, compactRev: number): void {
-  let key = ALL;
-  for (;;) {
-    const r = src.range(rangeRequest({ key, rangeEnd: ALL, limit: PAGE_KEYS, revision: compactRev, serializable: true }));
-    for (const kv of r.kvs) sum.add(kv.modRevision, false, kv);
-    const last = r.kvs.at(-1);
-    if (!r.more || last === undefined) return;
-    key = Buffer.concat([last.key, ALL]);
+/** The records the compaction at `compactRev` kept that HashByRev(rev) counts, by revision. */
+function keptRecords(src: HashKvSource, compactRev: number, rev: number): StoredRecord[] {
+  const kept: StoredRecord[] = [];
+  const still: boolean[] = [];
+  let liveAtRev = false;
+  for (const ki of src.keyIndexes()) {
+    const at = ki.visibleAt(compactRev);
+    const now = ki.visibleAt(rev);
+    if (now !== undefined) liveAtRev = true;
+    if (at === undefined) continue;
+    kept.push(at);
+    still.push(now !== undefined && now.main === at.main && now.sub === at.sub);
   }
+  const out = liveAtRev ? kept.filter((_, i) => still[i]) : kept;
+  return out.sort((a, b) => a.main - b.main || a.sub - b.sub);
 }
 
-const MASK = (1n << 64n) - 1n;
+const CHUNK = 64 * 1024;
 
-/** Two 64-bit lanes of the sum of the records' sha256 digests, and their count. */
-class RecordSum {
-  #a = 0n;
-  #b = 0n;
-  #count = 0;
+/** crc32c over bbolt's bytes, fed a chunk at a time (one native call per chunk, not per record). */
+class Crc32cWriter {
+  #crc = 0;
+  #buf = Buffer.allocUnsafe(CHUNK);
+  #n = 0;
 
-  add(main: number, tombstone: boolean, kv: KeyValue): void {
-    const head = Buffer.allocUnsafe(41);
-    head.writeDoubleBE(main, 0);
-    head[8] = tombstone ? 1 : 0;
-    head.writeDoubleBE(tombstone ? 0 : kv.createRevision, 9);
-    head.writeDoubleBE(tombstone ? 0 : kv.version, 17);
-    head.writeBigInt64BE(tombstone ? 0n : BigInt.asIntN(64, kv.lease), 25);
-    head.writeUInt32BE(kv.key.length, 33);
-    head.writeUInt32BE(tombstone ? 0 : kv.value.length, 37);
-    const h = createHash("sha256").update(head).update(kv.key);
-    if (!tombstone) h.update(kv.value);
-    const d = h.digest();
-    this.#a = (this.#a + d.readBigUInt64BE(0)) & MASK;
-    this.#b = (this.#b + d.readBigUInt64BE(8)) & MASK;
-    this.#count++;
+  /** A record of the `key` bucket: its revision key, then its marshalled KeyValue. */
+  record(main: number, sub: number, tombstone: boolean, key: Buffer, kv: Pick<KeyValue, "createRevision" | "version" | "value" | "lease">): void {
+    const head = this.#room(18);
+    this.#buf.writeBigUInt64BE(BigInt(main), head);
+    this.#buf[head + 8] = 0x5f; // '_'
+    this.#buf.writeBigUInt64BE(BigInt(sub), head + 9);
+    this.#n = head + 17;
+    if (tombstone) this.#buf[this.#n++] = 0x74; // 't'
+    this.#bytes(0x0a, key);
+    if (tombstone) return;
+    this.#varintField(0x10, BigInt(kv.createRevision));
+    this.#varintField(0x18, BigInt(main)); // mod_revision
+    this.#varintField(0x20, BigInt(kv.version));
+    this.#bytes(0x2a, kv.value);
+    if (kv.lease !== NO_LEASE) this.#varintField(0x30, kv.lease);
   }
 
-  /** HashKVResponse.hash is a uint32. */
-  digest(): number {
-    const out = Buffer.allocUnsafe(24);
-    out.writeBigUInt64BE(this.#a, 0);
-    out.writeBigUInt64BE(this.#b, 8);
-    out.writeDoubleBE(this.#count, 16);
-    return createHash("sha256").update("kvctl-hashkv/1\n").update(out).digest().readUInt32BE(0);
+  write(b: Buffer): void {
+    if (b.length > CHUNK - this.#n) {
+      this.#flush();
+      if (b.length > CHUNK) {
+        this.#crc = crc32c(b, this.#crc);
+        return;
+      }
+    }
+    b.copy(this.#buf, this.#n);
+    this.#n += b.length;
+  }
+
+  sum(): number {
+    this.#flush();
+    return this.#crc >>> 0;
+  }
+
+  /** proto3: an empty bytes field is left out. */
+  #bytes(tag: number, b: Buffer): void {
+    if (b.length === 0) return;
+    this.#varint(BigInt(tag));
+    this.#varint(BigInt(b.length));
+    this.write(b);
+  }
+
+  /** proto3: a zero int64 is left out; a negative one is 10 bytes (two's complement). */
+  #varintField(tag: number, v: bigint): void {
+    if (v === 0n) return;
+    this.#varint(BigInt(tag));
+    this.#varint(BigInt.asUintN(64, v));
+  }
+
+  #varint(v: bigint): void {
+    let i = this.#room(10);
+    while (v >= 0x80n) {
+      this.#buf[i++] = Number(v & 0x7fn) | 0x80;
+      v >>= 7n;
+    }
+    this.#buf[i++] = Number(v);
+    this.#n = i;
+  }
+
+  /** Where `n` more bytes fit in the chunk (flushing it first if they do not). */
+  #room(n: number): number {
+    if (this.#n + n > CHUNK) this.#flush();
+    return this.#n;
+  }
+
+  #flush(): void {
+    if (this.#n === 0) return;
+    this.#crc = crc32c(this.#buf.subarray(0, this.#n), this.#crc);
+    this.#n = 0;
   }
 }

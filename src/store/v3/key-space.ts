@@ -7,6 +7,7 @@
 import { createHash } from "node:crypto";
 import { V3Errors } from "../../api/v3-errors.ts";
 import { keyBytes } from "./keys.ts";
+import type { KeyIndex } from "./key-index.ts";
 import { Lessor } from "./lessor.ts";
 import type { LessorImage } from "./lessor.ts";
 import type { MvccBackend, MvccLoaded } from "./backend.ts";
@@ -150,6 +151,11 @@ export class V3KeySpace {
 
   eventsInRange(q: HistoryQuery): RevisionEvents[] {
     return this.#store.eventsInRange(q);
+  }
+
+  /** See MvccStore.keyIndexes (hashKV). */
+  keyIndexes(): Iterable<KeyIndex> {
+    return this.#store.keyIndexes();
   }
 
   /** Grants lease `id` (the proposer picks a non-zero id, like etcd's server does). */

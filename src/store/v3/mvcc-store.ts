@@ -269,6 +269,11 @@ export class MvccStore {
     return out;
   }
 
+  /** Every key the index holds, in key order: read them, never change them (hashKV looks records up at two revisions). */
+  keyIndexes(): Iterable<KeyIndex> {
+    return this.#tree.values();
+  }
+
   /** Every live key-value now, in key order (for rebuilding lease attachments). */
   *liveKeyValues(): Generator<KeyValue> {
     for (const [, ki] of this.#tree.entries()) {
