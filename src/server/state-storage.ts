@@ -22,7 +22,7 @@ import { IMAGE_VERSION, LINES_VERSION, type V2Store } from "../store/v2/index.ts
 import type { V3KeySpace } from "../store/v3/index.ts";
 import type { SnapshotAttachment } from "../transport/index.ts";
 import type { StateMachine } from "./apply.ts";
-import { writeBackupBody } from "./backup/writer.ts";
+import { writeEtcdBoltBackup } from "./backup/etcd-bolt-writer.ts";
 import type { BackupHeader } from "./backup/format.ts";
 import { decodeSnapshotImage, openKeySpace, receivedDbPath, restoreV3Auth, type OpenedMember } from "./bootstrap.ts";
 import type { Logger } from "./logger.ts";
@@ -242,7 +242,7 @@ export class StateStorage implements StateMachine {
     }, resume);
     const path = this.#tempPath("backup", "tmp");
     try {
-      const size = await writeBackupBody(path, parts);
+      const size = await writeEtcdBoltBackup(path, parts);
       return { path, size, release: () => void rm(path, { force: true }) };
     } catch (err) {
       await rm(path, { force: true });

@@ -148,3 +148,34 @@ export function readEtcdV3State(buf: Buffer): EtcdV3State {
     roles: [...(db.bucket("authRoles") ?? [])].filter((e) => e.value !== undefined).map((e) => fromBinary(RoleSchema, e.value!)),
   };
 }
+
+/** What kvctl's own bucket holds beside etcd's schema (etcd-bolt-writer.ts). */
+export interface KvctlExtras {
+  /** The BackupHeader's JSON bytes (reader.ts parseHeader checks them). */
+  header: Buffer;
+  /** The raft snapshot's bytes, in order. */
+  image: Buffer[];
+  leases: { id: string; ttl: number; expiry: number; remainingTtl?: number }[];
+  alarms: { memberId: string; alarm: number }[];
+}
+
+/** kvctl's bucket of a file kvctl wrote, or undefined for a file etcd wrote. */
+export function readKvctlExtras(buf: Buffer): KvctlExtras | undefined {
+  const db = new BoltDb(buf);
+  const entries = db.bucket("kvctl");
+  if (entries === undefined) return undefined;
+  let header: Buffer | undefined;
+  const image: Buffer[] = [];
+  let leases: KvctlExtras["leases"] = [];
+  let alarms: KvctlExtras["alarms"] = [];
+  for (const e of entries) {
+    if (e.value === undefined) continue;
+    const k = e.key.toString("latin1");
+    if (k === "header") header = e.value;
+    else if (k.startsWith("image/")) image.push(e.value);
+    else if (k === "leases") leases = JSON.parse(e.value.toString("utf8")) as KvctlExtras["leases"];
+    else if (k === "alarms") alarms = JSON.parse(e.value.toString("utf8")) as KvctlExtras["alarms"];
+  }
+  if (header === undefined) throw new BoltFormatError("kvctl bucket without a header");
+  return { header, image, leases, alarms };
+}

@@ -1,10 +1,12 @@
-// `kvctl v3 snapshot restore` of a file etcd made (`etcdctl snapshot save` against etcd: a
-// bbolt database). Its v3 state (etcd-bolt.ts) is written as a kvctl backup body into a
+// `kvctl v3 snapshot restore` of a bbolt file: one kvctl saved (etcd-bolt-writer.ts) or
+// one etcd saved. Its v3 state (etcd-bolt.ts) is written as a kvctl backup body into a
 // temporary file, which restore.ts then restores as any other: one path makes every data
-// dir. As etcdctl's restore, the sha256 etcd appended is checked first (unless
+// dir. As etcdctl's restore, the sha256 appended is checked first (unless
 // --skip-hash-check) and the membership in the file is dropped for the new cluster's.
-// What an etcd file cannot give: the v2 key space (etcd's v3 snapshot has none; etcdctl's
-// restore drops it too) and v2 auth; alarms are dropped, as etcd's restore does.
+// A file kvctl saved gives everything back: the rest of the state (v2 store, v2 auth,
+// lease expiries, alarms) is in its own bucket. What an etcd file cannot give: the v2 key
+// space (etcd's v3 snapshot has none; etcdctl's restore drops it too) and v2 auth; alarms
+// are dropped, as etcd's restore does.
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,10 +17,10 @@ import { NO_LEASE, StoredRecord, type LeaseRecord } from "../../store/v3/index.t
 import { Membership } from "../membership.ts";
 import { SNAPSHOT_MAGIC } from "../snapshot-data.ts";
 import { BackupFormatError, type BackupHeader } from "./format.ts";
-import { readEtcdV3State, type EtcdV3State } from "./etcd-bolt.ts";
-import { checkBackup } from "./reader.ts";
+import { readEtcdV3State, readKvctlExtras, type EtcdV3State, type KvctlExtras } from "./etcd-bolt.ts";
+import { checkBackup, parseHeader } from "./reader.ts";
 import { restoreBackup, type RestoreOptions, type RestoreResult } from "./restore.ts";
-import { writeBackupBody } from "./writer.ts";
+import { writeBackupBody, type BackupParts } from "./writer.ts";
 
 const goOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
@@ -69,6 +71,8 @@ export async function restoreEtcdSnapshot(o: RestoreOptions): Promise<RestoreRes
   const { bodyBytes } = await checkBackup(o.file, { skipHashCheck: o.skipHashCheck });
   const db = await readFile(o.file);
   const state = readEtcdV3State(db.subarray(0, bodyBytes));
+  const own = readKvctlExtras(db.subarray(0, bodyBytes));
+  if (own !== undefined) return restoreKvctlBolt(o, state, own);
   const now = Date.now();
   const header: BackupHeader = {
     format: "kvctl-snapshot/1",
@@ -83,10 +87,29 @@ export async function restoreEtcdSnapshot(o: RestoreOptions): Promise<RestoreRes
   const membership = Membership.bootstrap(o.initialCluster, o.initialClusterToken).toJSON();
   const rest = Buffer.from(JSON.stringify({ membership, v3auth: authImageOf(state) }) + "\n");
   const image = [SNAPSHOT_MAGIC, rest, ...[...new V2Store().imagePieces(LINES_VERSION)].map((p) => Buffer.from(p))];
+  return restoreParts(o, { header, image, records: recordsOf(state), leases: leasesOf(state, now), alarms: [] });
+}
+
+/**
+ * A file kvctl wrote (etcd-bolt-writer.ts): the key space from etcd's buckets, the rest
+ * (the v2 store, v2 auth, leases with their expiry, alarms) from kvctl's own bucket.
+ */
+function restoreKvctlBolt(o: RestoreOptions, state: EtcdV3State, own: KvctlExtras): Promise<RestoreResult> {
+  const header = parseHeader(own.header);
+  const leases = own.leases.map((l): LeaseRecord => {
+    const r: LeaseRecord = { id: BigInt(l.id), ttl: l.ttl, expiry: l.expiry };
+    if (typeof l.remainingTtl === "number" && l.remainingTtl > 0) r.remainingTtl = l.remainingTtl;
+    return r;
+  });
+  return restoreParts(o, { header, image: own.image, records: recordsOf(state), leases, alarms: own.alarms });
+}
+
+/** The parts written as a kvctl backup body into a temporary file, which restore.ts restores. */
+async function restoreParts(o: RestoreOptions, parts: BackupParts): Promise<RestoreResult> {
   const dir = await mkdtemp(join(tmpdir(), "kvctl-etcd-restore-"));
   try {
     const body = join(dir, "snapshot.kvctl");
-    await writeBackupBody(body, { header, image, records: recordsOf(state), leases: leasesOf(state, now), alarms: [] });
+    await writeBackupBody(body, parts);
     return await restoreBackup({ ...o, file: body, skipHashCheck: true });
   } catch (err) {
     if (err instanceof BackupFormatError) throw err;

@@ -1,14 +1,17 @@
-// v3 snapshot save|status|restore (snapshot_command.go, clientv3/snapshot) for kvctl's
-// backup file (src/server/backup/format.ts): the body, then the sha256 of the body.
+// v3 snapshot save|status|restore (snapshot_command.go, clientv3/snapshot). The file a
+// member streams is etcd's: a bbolt database in etcd 3.4's schema with kvctl's own bucket
+// beside (src/server/backup/etcd-bolt-writer.ts), then the sha256 of the database; files
+// of kvctl's older format (src/server/backup/format.ts) are still read.
 //
 // - save streams /v3/maintenance/snapshot into <file>.part (etcd's 32 KiB blobs, then
 //   a last blob holding the sha256 of all before it), checks the size and the hash,
 //   fsyncs, renames: the file is byte for byte what etcdctl saves from the same stream.
-// - status reads the file: hash (CRC-32 of the body), revision and key count (from its
-//   header), total size (the body's bytes). A file etcd made (`etcdctl snapshot save`
-//   against etcd: a bbolt database) is read as etcdctl reads it (server/backup/etcd-bolt.ts).
+// - status reads a bbolt file (kvctl's or etcd's) as etcdctl reads it
+//   (server/backup/etcd-bolt.ts), its sha256 checked; an old-format file: hash (CRC-32 of
+//   the body), revision and key count (from its header), total size (the body's bytes).
 // - restore makes a new member's data dir offline, like `kvctl serve` starts one (from
-//   an etcd file too: its v3 state, server/backup/etcd-restore.ts): this is
+//   a bbolt file through server/backup/etcd-restore.ts: all of kvctl's state from a file
+//   kvctl saved, the v3 state from one etcd saved): this is
 //   the one v3 module allowed to import server code (test/architecture.test.ts), and it
 //   loads it only for status and restore, so `save` stays a plain client.
 
@@ -131,10 +134,18 @@ export async function snapshotStatus(file: string): Promise<DbStatus> {
   }
   if (!head.subarray(0, MAGIC.length).equals(MAGIC)) {
     if (head.readUInt32LE(16) === BOLT_MAGIC) {
-      // etcd's own snapshot (a bbolt file): read as etcdctl's status reads it.
+      // A bbolt file (what kvctl and etcd save): read as etcdctl's status reads it. The
+      // sha256 a saved file ends with is checked too, which etcdctl's status does not do:
+      // a backup verified by status is one restore will take.
       const { etcdSnapshotStatus } = await import("../../../server/backup/etcd-bolt.ts");
       const { readFile } = await import("node:fs/promises");
-      return etcdSnapshotStatus(await readFile(file));
+      const buf = await readFile(file);
+      if (buf.length % ALIGN === SHA256_BYTES) {
+        const want = buf.subarray(buf.length - SHA256_BYTES);
+        const got = createHash("sha256").update(buf.subarray(0, buf.length - SHA256_BYTES)).digest();
+        if (!got.equals(want)) throw new Error(`snapshot file integrity check failed: expected sha256 ${want.toString("hex")}, got ${got.toString("hex")}`);
+      }
+      return etcdSnapshotStatus(buf);
     }
     throw new Error(`${file} is not a kvctl snapshot file`);
   }

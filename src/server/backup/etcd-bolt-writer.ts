@@ -1,0 +1,297 @@
+// The file `kvctl v3 snapshot save` writes (and Maintenance.Snapshot streams): a bbolt
+// database in etcd 3.4's schema (bbolt-writer.ts), so that `etcdctl snapshot status` and
+// `etcdctl snapshot restore` read it and etcd serves its v3 state; the stream that serves
+// it appends its sha256, as etcd's does. Buckets, as etcd writes them (mvcc/kvstore.go,
+// mvcc/revision.go, lease/lessor.go, auth/store.go, etcdserver/api/membership/store.go,
+// etcdserver/api/v3alarm):
+//   key              main rev (8 BE) '_' sub rev (8 BE), then 't' for a deletion → mvccpb.KeyValue
+//                    (a deletion's holds the key only)
+//   meta             consistent_index (u64 BE); scheduledCompactRev, finishedCompactRev
+//                    (17-byte revision keys) once compacted
+//   lease            lease id (8 BE) → leasepb.Lease {ID, TTL, RemainingTTL}
+//   auth             authEnabled (one byte), authRevision (u64 BE)
+//   authUsers, authRoles   name → authpb.User, authpb.Role
+//   members          member id (hex) → {"id","peerURLs","isLearner","name","clientURLs"}
+//   members_removed  member id (hex) → "removed"
+//   cluster          clusterVersion → "3.4.0"
+//   alarm            etcdserverpb.AlarmMember → (empty)
+// and one of kvctl's own, which etcd keeps untouched (it opens only the buckets it knows):
+//   kvctl            header   the BackupHeader (JSON)
+//                    image/<n, 8 hex digits>   the raft snapshot's bytes (v2 store, v2 auth,
+//                             membership, v3 auth; snapshot-data.ts) in pieces of 1 MiB
+//                    leases   [{id, ttl, expiry, remainingTtl}] (JSON: the expiry etcd's
+//                             lease bucket has no place for)
+//                    alarms   [{memberId, alarm}] (JSON)
+// so that `kvctl v3 snapshot restore` gets back everything the old format carried. Key
+// records are written as they come from the backend's read transaction: memory holds a
+// page per tree level and at most FLUSH_BYTES of pages waiting for the disk.
+import { open } from "node:fs/promises";
+import { decodeRecordHead, recordValue, revisionOf } from "../../backend/record-codec.ts";
+import type { V3AuthImage } from "../../auth/v3-image.ts";
+import { NO_LEASE } from "../../store/v3/index.ts";
+import type { MembershipJSON } from "../membership.ts";
+import { SNAPSHOT_MAGIC } from "../snapshot-data.ts";
+import { BoltWriter, type BucketBuilder, type BucketHeader } from "./bbolt-writer.ts";
+import { BackupFormatError, MAX_SECTION_BYTES } from "./format.ts";
+import type { BackupParts } from "./writer.ts";
+
+/** kvctl's own bucket in the file (etcd ignores it). */
+export const KVCTL_BUCKET = "kvctl";
+export const IMAGE_PREFIX = "image/";
+const FLUSH_BYTES = 4 * 1024 * 1024;
+
+// ---- protobuf, as gogoproto marshals these messages: fields in number order, zero values left out
+
+class Proto {
+  readonly #parts: Buffer[] = [];
+  #bytes = 0;
+
+  #push(b: Buffer): void {
+    this.#parts.push(b);
+    this.#bytes += b.length;
+  }
+
+  #varint(v: bigint): void {
+    let x = BigInt.asUintN(64, v);
+    const out: number[] = [];
+    while (x >= 0x80n) {
+      out.push(Number(x & 0x7fn) | 0x80);
+      x >>= 7n;
+    }
+    out.push(Number(x));
+    this.#push(Buffer.from(out));
+  }
+
+  /** An int64/uint64/enum field (omitted when 0). */
+  int(field: number, v: bigint | number): this {
+    const b = typeof v === "bigint" ? v : BigInt(v);
+    if (b === 0n) return this;
+    this.#varint(BigInt(field << 3));
+    this.#varint(b);
+    return this;
+  }
+
+  /** A bytes/string/message field (omitted when empty unless `always`). */
+  bytes(field: number, v: Uint8Array, always = false): this {
+    if (v.length === 0 && !always) return this;
+    this.#varint(BigInt((field << 3) | 2));
+    this.#varint(BigInt(v.length));
+    this.#push(Buffer.from(v.buffer, v.byteOffset, v.byteLength));
+    return this;
+  }
+
+  done(): Buffer {
+    return Buffer.concat(this.#parts, this.#bytes);
+  }
+}
+
+/** mvccpb.KeyValue of a backend record (record-codec.ts) at its 16-byte revision key. */
+export function keyValueOf(revKey: Uint8Array, record: Uint8Array): { key: Buffer; value: Buffer } {
+  const h = revisionOf(decodeRecordHead(record, record.length), revKey);
+  const key = Buffer.alloc(h.tombstone ? 18 : 17);
+  key.writeBigUInt64BE(BigInt(h.main), 0);
+  key[8] = 0x5f;
+  key.writeBigUInt64BE(BigInt(h.sub), 9);
+  const name = Buffer.from(h.id, "latin1");
+  if (h.tombstone) {
+    key[17] = 0x74;
+    // etcd's deletion: mvccpb.KeyValue{Key: key}, nothing else.
+    return { key, value: new Proto().bytes(1, name).done() };
+  }
+  const value = new Proto()
+    .bytes(1, name)
+    .int(2, h.createRevision)
+    .int(3, h.main)
+    .int(4, h.version)
+    .bytes(5, recordValue(record))
+    .int(6, h.lease === NO_LEASE ? 0n : h.lease)
+    .done();
+  return { key, value };
+}
+
+function u64be(v: bigint | number): Buffer {
+  const b = Buffer.alloc(8);
+  b.writeBigUInt64BE(BigInt.asUintN(64, typeof v === "bigint" ? v : BigInt(v)));
+  return b;
+}
+
+function revBytes(main: number): Buffer {
+  const b = Buffer.alloc(17);
+  b.writeBigUInt64BE(BigInt(main), 0);
+  b[8] = 0x5f;
+  return b;
+}
+
+/** The image's small parts: its header line (format 2) or the whole JSON (format 1). */
+function imageHeader(pieces: readonly Buffer[]): { membership?: MembershipJSON; v3auth?: V3AuthImage } {
+  const head: Buffer[] = [];
+  let bytes = 0;
+  for (const p of pieces) {
+    head.push(p);
+    bytes += p.length;
+    const all = Buffer.concat(head, bytes);
+    if (all.length >= SNAPSHOT_MAGIC.length && all.subarray(0, SNAPSHOT_MAGIC.length).equals(SNAPSHOT_MAGIC)) {
+      const end = all.indexOf(0x0a, SNAPSHOT_MAGIC.length);
+      if (end >= 0) return JSON.parse(all.toString("utf8", SNAPSHOT_MAGIC.length, end)) as { membership?: MembershipJSON; v3auth?: V3AuthImage };
+    } else if (all.length >= SNAPSHOT_MAGIC.length) {
+      break;
+    }
+  }
+  const whole = Buffer.concat(pieces);
+  if (whole[0] !== 0x7b) throw new BackupFormatError("the snapshot image has no header line");
+  return JSON.parse(whole.toString("utf8")) as { membership?: MembershipJSON; v3auth?: V3AuthImage };
+}
+
+/** The pieces' bytes cut in chunks of `size` (the last may be shorter), never all joined at once. */
+function* chunks(pieces: Iterable<Buffer>, size: number): Generator<Buffer> {
+  let held: Buffer[] = [];
+  let bytes = 0;
+  for (let p of pieces) {
+    while (bytes + p.length >= size) {
+      const take = size - bytes;
+      held.push(p.subarray(0, take));
+      yield Buffer.concat(held, size);
+      p = p.subarray(take);
+      held = [];
+      bytes = 0;
+    }
+    if (p.length > 0) {
+      held.push(p);
+      bytes += p.length;
+    }
+  }
+  if (bytes > 0) yield Buffer.concat(held, bytes);
+}
+
+const byBytes = <T extends { key: Buffer }>(a: T, b: T): number => Buffer.compare(a.key, b.key);
+
+function fill(b: BucketBuilder, entries: { key: Buffer; value: Buffer }[]): BucketHeader {
+  for (const e of entries.sort(byBytes)) b.put(e.key, e.value);
+  return b.finish();
+}
+
+/**
+ * Writes the backup of `parts` as an etcd 3.4 bbolt database at `path`; answers its size
+ * (whole pages: a multiple of 512, so the sha256 the stream appends is found by etcdctl).
+ */
+export async function writeEtcdBoltBackup(path: string, parts: BackupParts): Promise<number> {
+  const image = [...parts.image];
+  const { membership, v3auth } = imageHeader(image);
+  const fh = await open(path, "w", 0o600);
+  const w = new BoltWriter();
+  const flush = async (): Promise<void> => {
+    for (const x of w.drain()) {
+      for (let at = 0; at < x.data.length; ) at += (await fh.write(x.data, at, x.data.length - at, x.position + at)).bytesWritten;
+    }
+  };
+  try {
+    const buckets = new Map<string, BucketHeader>();
+
+    // The key space first, streamed: the rest is small.
+    const keys = w.bucket();
+    for (const [k, v] of parts.records) {
+      const kv = keyValueOf(k, v);
+      keys.put(kv.key, kv.value);
+      if (w.pendingBytes >= FLUSH_BYTES) await flush();
+    }
+    buckets.set("key", keys.finish());
+
+    const meta = [{ key: Buffer.from("consistent_index"), value: u64be(parts.header.index) }];
+    if (parts.header.compactRevision > 0) {
+      meta.push({ key: Buffer.from("scheduledCompactRev"), value: revBytes(parts.header.compactRevision) });
+      meta.push({ key: Buffer.from("finishedCompactRev"), value: revBytes(parts.header.compactRevision) });
+    }
+    buckets.set("meta", fill(w.bucket(), meta));
+
+    buckets.set(
+      "lease",
+      fill(
+        w.bucket(),
+        parts.leases.map((l) => ({ key: u64be(l.id), value: new Proto().int(1, l.id).int(2, l.ttl).int(3, l.remainingTtl ?? 0).done() })),
+      ),
+    );
+
+    const auth = v3auth ?? { version: 1, enabled: false, authRevision: 1, users: [], roles: [] };
+    buckets.set(
+      "auth",
+      fill(w.bucket(), [
+        { key: Buffer.from("authEnabled"), value: Buffer.from([auth.enabled ? 1 : 0]) },
+        { key: Buffer.from("authRevision"), value: u64be(auth.authRevision) },
+      ]),
+    );
+    buckets.set(
+      "authUsers",
+      fill(
+        w.bucket(),
+        auth.users.map((u) => {
+          const p = new Proto().bytes(1, Buffer.from(u.name)).bytes(2, Buffer.from(u.passwordHash ?? ""));
+          for (const r of u.roles) p.bytes(3, Buffer.from(r), true);
+          if (u.noPassword) p.bytes(4, new Proto().int(1, 1).done(), true);
+          return { key: Buffer.from(u.name), value: p.done() };
+        }),
+      ),
+    );
+    buckets.set(
+      "authRoles",
+      fill(
+        w.bucket(),
+        auth.roles.map((r) => {
+          const p = new Proto().bytes(1, Buffer.from(r.name));
+          for (const k of r.keyPermissions) {
+            p.bytes(2, new Proto().int(1, k.permType).bytes(2, Buffer.from(k.key, "base64")).bytes(3, Buffer.from(k.rangeEnd, "base64")).done(), true);
+          }
+          return { key: Buffer.from(r.name), value: p.done() };
+        }),
+      ),
+    );
+
+    const members = membership?.members ?? [];
+    buckets.set(
+      "members",
+      fill(
+        w.bucket(),
+        members.map((m) => {
+          // Go's json.Marshal of membership.Member: isLearner, name and clientURLs are omitempty.
+          const json: Record<string, unknown> = { id: m.id, peerURLs: m.peerUrls };
+          if (m.isLearner === true) json["isLearner"] = true;
+          if (m.name !== "") json["name"] = m.name;
+          if (m.clientUrls.length > 0) json["clientURLs"] = m.clientUrls;
+          return { key: Buffer.from(m.id.toString(16)), value: Buffer.from(JSON.stringify(json)) };
+        }),
+      ),
+    );
+    buckets.set("members_removed", fill(w.bucket(), (membership?.removed ?? []).map((id) => ({ key: Buffer.from(id.toString(16)), value: Buffer.from("removed") }))));
+    buckets.set(
+      "cluster",
+      fill(w.bucket(), membership?.version === undefined ? [] : [{ key: Buffer.from("clusterVersion"), value: Buffer.from(membership.version) }]),
+    );
+    buckets.set(
+      "alarm",
+      fill(
+        w.bucket(),
+        parts.alarms.map((a) => ({ key: new Proto().int(1, BigInt(a.memberId)).int(2, a.alarm).done(), value: Buffer.alloc(0) })),
+      ),
+    );
+
+    const own = w.bucket();
+    own.put(Buffer.from("alarms"), Buffer.from(JSON.stringify(parts.alarms)));
+    own.put(Buffer.from("header"), Buffer.from(JSON.stringify(parts.header)));
+    let n = 0;
+    for (const chunk of chunks(image, MAX_SECTION_BYTES)) {
+      own.put(Buffer.from(IMAGE_PREFIX + (n++).toString(16).padStart(8, "0")), chunk);
+      if (w.pendingBytes >= FLUSH_BYTES) await flush();
+    }
+    const leases = parts.leases.map((l) => ({ id: l.id.toString(), ttl: l.ttl, expiry: l.expiry, ...(l.remainingTtl === undefined ? {} : { remainingTtl: l.remainingTtl }) }));
+    own.put(Buffer.from("leases"), Buffer.from(JSON.stringify(leases)));
+    buckets.set(KVCTL_BUCKET, own.finish());
+
+    const root = w.bucket();
+    for (const name of [...buckets.keys()].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))) root.putBucket(Buffer.from(name), buckets.get(name)!);
+    const size = w.finish(root.finish());
+    await flush();
+    await fh.sync();
+    return size;
+  } finally {
+    await fh.close();
+  }
+}
