@@ -2,7 +2,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { V3Error, V3Errors } from "../../api/v3-errors.ts";
-import { call, startV3Server, until, type V3TestServer } from "./v3-test-server.test-helper.ts";
+import { StreamClient, call, startV3Server, until, type V3TestServer } from "./v3-test-server.test-helper.ts";
 import { binHeaderError } from "./v3-routes.ts";
 
 let s: V3TestServer;
@@ -178,6 +178,43 @@ test("a lock still waiting at its Grpc-Timeout is 504 code 4 and its key is remo
   // The shared backend as the other cases expect it.
   for (const id of ["4242", "4243"]) await call(s.port, "/v3/lease/revoke", { ID: id });
   await call(s.port, "/v3/kv/deleterange", { key: "aGVsZC8=", range_end: "aGVsZDA=" });
+});
+
+test("a stream ends at its Grpc-Timeout as etcd's gateway ends it (etcd 3.4.23, 1S: watch 'created' then the 504 error chunk at 1.0 s; observe with no leader 504 code 4; no keepalive after it)", { timeout: 8000 }, async () => {
+  const DEADLINE_CHUNK = '{"error":{"grpc_code":4,"http_code":504,"message":"context deadline exceeded","http_status":"Gateway Timeout"}}';
+  const t0 = performance.now();
+  const w = await call(s.port, "/v3/watch", { create_request: { key: "dG8=" } }, { headers: { "Grpc-Timeout": "300m" } });
+  const took = performance.now() - t0;
+  assert.equal(w.status, 200);
+  const [created, last, ...rest] = w.text.split("\n");
+  assert.deepEqual(Object.keys((JSON.parse(created!) as { result: object }).result), ["header", "created"]);
+  assert.equal(last, DEADLINE_CHUNK, "the error chunk, without a newline, ends the response");
+  assert.deepEqual(rest, []);
+  assert.ok(took >= 280 && took < 2000, `ended after ${took} ms`);
+  const o = await call(s.port, "/v3/election/observe", { name: "bm9uZQ==" }, { headers: { "Grpc-Timeout": "300m" } });
+  assert.equal(o.status, 504);
+  assert.equal(o.text, '{"error":"context deadline exceeded","message":"context deadline exceeded","code":4}');
+  assert.equal(o.headers["grpc-metadata-content-type"], undefined);
+  // A keepalive stream whose body stays open: answered, then ended at the deadline; a
+  // message sent after it renews nothing.
+  assert.equal((await call(s.port, "/v3/lease/grant", { ID: "4244", TTL: 60 })).status, 200);
+  const k = new StreamClient(s.port, "/v3/lease/keepalive", { headers: { "Grpc-Timeout": "300m" } });
+  k.write({ ID: "4244" });
+  await until(() => k.ended, "the keepalive stream ended", 3000);
+  assert.equal(k.lines.length, 2, k.lines.join(" | "));
+  assert.equal((JSON.parse(k.lines[0]!) as { result: { ID: string } }).result.ID, "4244");
+  assert.equal(k.lines[1], DEADLINE_CHUNK);
+  const renewals = (): number => s.backend.calls.filter((c) => c.method === "leaseKeepAlive").length;
+  const before = renewals();
+  k.write({ ID: "4244" });
+  k.endBody();
+  await call(s.port, "/v3/kv/range", { key: "YQ==" });
+  assert.equal(renewals(), before);
+  await call(s.port, "/v3/lease/revoke", { ID: "4244" });
+  // A stream that ends first is not touched by its deadline.
+  const snap = await call(s.port, "/v3/maintenance/snapshot", {}, { headers: { "Grpc-Timeout": "5S" } });
+  assert.equal(snap.status, 200);
+  assert.ok(!snap.text.includes('"error"'));
 });
 
 test("Grpc-Metadata-*-Bin headers must be base64 (padded at a multiple of 4, else unpadded), as grpc-gateway's decodeBinHeader: else 400 naming the canonical key", async () => {

@@ -11,7 +11,7 @@ import type { V3Backend, V3CallContext, V3GatewayContext } from "./v3-backend.ts
 import { UNARY_ROUTES, grpcRecvLimit } from "./v3-handlers.ts";
 import { BodyTooLargeError, readBody } from "./body.ts";
 import { readRequestBody } from "./v3-json.ts";
-import { sendV3Json, streamErrorChunk } from "./v3-respond.ts";
+import { V3StreamWriter, sendV3Json, streamErrorChunk } from "./v3-respond.ts";
 import { serveKeepAlive, serveSnapshot } from "./v3-streams.ts";
 import { serveWatch } from "./v3-watch-stream.ts";
 import { CONCURRENCY_ROUTES, serveConcurrency, serveObserve } from "./v3-concurrency-handlers.ts";
@@ -286,6 +286,24 @@ function callWithin(req: IncomingMessage, timeout: GatewayTimeout): { deadline: 
 }
 
 /**
+ * A stream's call context. A positive Grpc-Timeout ends the stream at its deadline as
+ * grpc-gateway's gRPC client ends it (etcd 3.4.23, Grpc-Timeout 1S): a watch that answered
+ * `created` gets the error chunk `{"error":{"grpc_code":4,"http_code":504,...}}` at 1.0 s
+ * and the response ends (status 200 sent already); an election/observe that sent nothing is
+ * answered 504 `{"error":"context deadline exceeded",...,"code":4}`. Ending the response
+ * ends the call (watchers cancelled, no more keepalives, observe and snapshot stop).
+ * etcd's gateway sometimes gets the server's own error first (code 2, 500): a race there.
+ */
+function streamWithin(req: IncomingMessage, res: ServerResponse, timeout: GatewayTimeout): V3CallContext {
+  const { deadline, ctx } = callWithin(req, timeout);
+  if (deadline === undefined) return ctx;
+  // Before the backend's own waits on ctx: the stream's answer at the deadline is this one.
+  deadline.onExpire(() => new V3StreamWriter(res).fail(DEADLINE_PASSED()));
+  res.once("close", () => deadline.cancel());
+  return ctx;
+}
+
+/**
  * A Grpc-Timeout the gateway's gRPC call cannot outlive: negative, or under a millisecond
  * (etcd 3.4.23: -5S and 10n are answered 504 'context deadline exceeded'). Longer ones
  * are the call's deadline (withinDeadline).
@@ -345,25 +363,25 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, route: string
     case "watch":
       if (expiredAtOnce(timeout.ms)) throw DEADLINE_PASSED();
       if (!streamOpens(req, res, gw)) return;
-      serveWatch(req, res, gw, callContext(req));
+      serveWatch(req, res, gw, streamWithin(req, res, timeout));
       return;
     case "lease/keepalive":
       if (expiredAtOnce(timeout.ms)) throw DEADLINE_PASSED();
       if (!streamOpens(req, res, gw)) return;
-      serveKeepAlive(req, res, gw, callContext(req));
+      serveKeepAlive(req, res, gw, streamWithin(req, res, timeout));
       return;
     case "maintenance/snapshot": {
       // A server-streaming call: the request is one message (ignored: it has no fields).
       unaryFields(await readUnaryBody(req, gw));
       if (!streamOpens(req, res, gw)) return;
-      await serveSnapshot(res, gw, callContext(req));
+      await serveSnapshot(res, gw, streamWithin(req, res, timeout));
       return;
     }
     case "election/observe": {
       // A server-streaming call: its one request message, then its answers as they come.
       const fields = unaryFields(await readUnaryBody(req, gw));
       if (!streamOpens(req, res, gw)) return;
-      await serveObserve(fields, res, gw, callContext(req));
+      await serveObserve(fields, res, gw, streamWithin(req, res, timeout));
       return;
     }
     default:

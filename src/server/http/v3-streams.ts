@@ -96,7 +96,8 @@ export function serveKeepAlive(req: IncomingMessage, res: ServerResponse, gw: V3
   let failed = false;
   const enqueue = (job: () => Promise<void>): void => {
     queue = queue.then(async () => {
-      if (failed || res.destroyed) return;
+      // Ended (its deadline passed): no more renewals, as etcd's stream is gone then.
+      if (failed || res.destroyed || res.writableEnded) return;
       try {
         await job();
       } catch (err) {
