@@ -1,5 +1,6 @@
 // A read-only reader of bbolt database files (etcd's backend, and the file
-// `etcdctl snapshot save` writes), from a Buffer: no I/O, nothing written.
+// `etcdctl snapshot save` writes), from a Buffer or a file read a page at a time (a
+// database bigger than a Buffer or than memory): nothing is written.
 //
 // Layout read (bbolt's page.go, bucket.go, db.go; little-endian throughout):
 //   page header, 16 bytes: id u64, flags u16, count u16, overflow u32; a page with
@@ -13,6 +14,8 @@
 //   element + pos, value right after); flags 1: the value is a bucket header
 //   {root u64, sequence u64}, root 0 meaning an inline bucket whose leaf page follows
 //   the header inside the value.
+
+import { readSync } from "node:fs";
 
 const PAGE_HEADER = 16;
 const ELEMENT = 16;
@@ -55,10 +58,39 @@ export function fnv64a(b: Uint8Array): bigint {
   return h;
 }
 
+/** Where the pages are read from: a whole file in memory, or a file read on demand. */
+export interface BoltSource {
+  readonly size: number;
+  /** `length` bytes at `position` (the caller checked they are inside `size`). */
+  read(position: number, length: number): Buffer;
+}
+
+function bufferSource(buf: Buffer): BoltSource {
+  return { size: buf.length, read: (position, length) => buf.subarray(position, position + length) };
+}
+
+/** A file read with positioned reads on `fd` (which the caller opened and closes), `size` bytes of it. */
+export function fileSource(fd: number, size: number): BoltSource {
+  return {
+    size,
+    read(position, length) {
+      const b = Buffer.allocUnsafe(length);
+      for (let at = 0; at < length; ) {
+        const n = readSync(fd, b, at, length - at, position + at);
+        if (n === 0) throw new BoltFormatError(`file ends at ${position + at}, inside a page`);
+        at += n;
+      }
+      return b;
+    },
+  };
+}
+
 /** The meta at `off` (the page's start), or why it is not valid. */
-function readMeta(buf: Buffer, off: number): BoltMeta | string {
+function readMeta(src: BoltSource, off: number): BoltMeta | string {
+  if (off + PAGE_HEADER + META_BYTES > src.size) return "file too short for a meta page";
+  const buf = src.read(off, PAGE_HEADER + META_BYTES);
+  off = 0;
   const m = off + PAGE_HEADER;
-  if (m + META_BYTES > buf.length) return "file too short for a meta page";
   if ((buf.readUInt16LE(off + 8) & FLAG_META) === 0) return "not a meta page";
   if (buf.readUInt32LE(m) !== MAGIC) return "invalid database (bad magic)";
   const version = buf.readUInt32LE(m + 4);
@@ -83,20 +115,21 @@ interface PageRef {
 
 export class BoltDb {
   readonly meta: BoltMeta;
-  private readonly buf: Buffer;
+  private readonly src: BoltSource;
 
-  constructor(buf: Buffer) {
-    this.buf = buf;
-    const m0 = readMeta(buf, 0);
+  constructor(from: Buffer | BoltSource) {
+    const src = Buffer.isBuffer(from) ? bufferSource(from) : from;
+    this.src = src;
+    const m0 = readMeta(src, 0);
     // Meta 1 sits one page in; meta 0 says the page size (or, if torn, the usual 4096).
     const size = typeof m0 === "string" ? 4096 : m0.pageSize;
-    const m1 = readMeta(buf, size);
+    const m1 = readMeta(src, size);
     const valid = [m0, m1].filter((m): m is BoltMeta => typeof m !== "string");
     if (valid.length === 0) throw new BoltFormatError(`not a bbolt database: ${typeof m0 === "string" ? m0 : ""}`);
     valid.sort((a, b) => (a.txid > b.txid ? -1 : a.txid < b.txid ? 1 : 0));
     const meta = valid[0]!;
-    if (Number(meta.pgid) * meta.pageSize > buf.length) {
-      throw new BoltFormatError(`file size ${buf.length} too small for ${meta.pgid} pages of ${meta.pageSize} bytes`);
+    if (Number(meta.pgid) * meta.pageSize > src.size) {
+      throw new BoltFormatError(`file size ${src.size} too small for ${meta.pgid} pages of ${meta.pageSize} bytes`);
     }
     this.meta = meta;
   }
@@ -109,10 +142,30 @@ export class BoltDb {
   private page(id: bigint): PageRef {
     if (id < 2n || id >= this.meta.pgid) throw new BoltFormatError(`page ${id} out of range (high-water mark ${this.meta.pgid})`);
     const off = Number(id) * this.meta.pageSize;
-    const overflow = this.buf.readUInt32LE(off + 12);
-    if (off + (overflow + 1) * this.meta.pageSize > this.buf.length) throw new BoltFormatError(`page ${id} runs past the end of the file`);
-    if (this.buf.readBigUInt64LE(off) !== id) throw new BoltFormatError(`page ${id}: header says page ${this.buf.readBigUInt64LE(off)}`);
-    return { buf: this.buf, off };
+    const head = this.src.read(off, PAGE_HEADER);
+    const overflow = head.readUInt32LE(12);
+    if (off + (overflow + 1) * this.meta.pageSize > this.src.size) throw new BoltFormatError(`page ${id} runs past the end of the file`);
+    if (head.readBigUInt64LE(0) !== id) throw new BoltFormatError(`page ${id}: header says page ${head.readBigUInt64LE(0)}`);
+    return { buf: this.src.read(off, (overflow + 1) * this.meta.pageSize), off: 0 };
+  }
+
+  /** The last entry of a top-level bucket (its rightmost leaf), without reading the rest; undefined if empty or absent. */
+  lastOf(name: string): BoltEntry | undefined {
+    const root = this.lookupBucket(this.page(this.meta.root), Buffer.from(name));
+    if (root === undefined) return undefined;
+    let ref = root;
+    for (;;) {
+      const flags = ref.buf.readUInt16LE(ref.off + 8);
+      const count = ref.buf.readUInt16LE(ref.off + 10);
+      if (count === 0) return undefined;
+      if (flags & FLAG_BRANCH) {
+        ref = this.page(ref.buf.readBigUInt64LE(ref.off + PAGE_HEADER + (count - 1) * ELEMENT + 8));
+        continue;
+      }
+      let last: BoltEntry | undefined;
+      for (const e of this.walk(ref)) last = e;
+      return last;
+    }
   }
 
   /** The root bucket's entries (etcd's buckets), in key order. */

@@ -98,7 +98,7 @@ test("etcd's buckets and keys, as etcd 3.4 writes them, and kvctl's own bucket",
   // AlarmMember{MemberID: 4660, Alarm: NOSPACE} as gogoproto marshals it.
   assert.deepEqual([...db.bucket("alarm")!].map((e) => e.key.toString("hex")), ["08b4241001"]);
 
-  const own = readKvctlExtras(buf)!;
+  const own = readKvctlExtras(db)!;
   assert.deepEqual(JSON.parse(own.header.toString()), parts({ compactRevision: 3 }).header);
   assert.ok(Buffer.concat(own.image).equals(Buffer.concat(parts({ compactRevision: 3 }).image as Buffer[])));
   assert.deepEqual(own.leases.map((l) => [l.id, l.expiry]), [[LEASE.toString(), 1_700_000_600_000], ["5", 1_700_000_060_000]]);

@@ -9,7 +9,7 @@
 //   meta             consistent_index (u64 BE); scheduledCompactRev, finishedCompactRev
 //                    (17-byte revision keys) once compacted
 //   lease            lease id (8 BE) → leasepb.Lease {ID, TTL, RemainingTTL}
-//   auth             authEnabled (one byte), authRevision (u64 BE)
+//   auth             authEnabled (one byte; once enabled), authRevision (u64 BE)
 //   authUsers, authRoles   name → authpb.User, authpb.Role
 //   members          member id (hex) → {"id","peerURLs","isLearner","name","clientURLs"}
 //   members_removed  member id (hex) → "removed"
@@ -212,13 +212,10 @@ export async function writeEtcdBoltBackup(path: string, parts: BackupParts): Pro
     );
 
     const auth = v3auth ?? { version: 1, enabled: false, authRevision: 1, users: [], roles: [] };
-    buckets.set(
-      "auth",
-      fill(w.bucket(), [
-        { key: Buffer.from("authEnabled"), value: Buffer.from([auth.enabled ? 1 : 0]) },
-        { key: Buffer.from("authRevision"), value: u64be(auth.authRevision) },
-      ]),
-    );
+    // etcd writes authEnabled when auth is first enabled: a store where it never was has none.
+    const authKeys = [{ key: Buffer.from("authRevision"), value: u64be(auth.authRevision) }];
+    if (auth.enabled) authKeys.push({ key: Buffer.from("authEnabled"), value: Buffer.from([1]) });
+    buckets.set("auth", fill(w.bucket(), authKeys));
     buckets.set(
       "authUsers",
       fill(

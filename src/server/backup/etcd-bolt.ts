@@ -14,7 +14,7 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { crc32c } from "../../wal/crc32c.ts";
 import { RoleSchema, UserSchema, type Role, type User } from "../grpc/gen/etcd/auth/authpb/auth_pb.ts";
 import { KeyValueSchema, type KeyValue } from "../grpc/gen/etcd/mvcc/mvccpb/kv_pb.ts";
-import { BoltDb, BoltFormatError } from "./bbolt.ts";
+import { BoltDb, BoltFormatError, type BoltEntry, type BoltSource } from "./bbolt.ts";
 
 /** etcdctl snapshot status's fields. */
 export interface EtcdSnapshotStatus {
@@ -29,8 +29,8 @@ export interface EtcdSnapshotStatus {
  * values in order; the revision of the key bucket's last key (a tombstone's too); every
  * key of every bucket counted; the database's used size (pages × page size).
  */
-export function etcdSnapshotStatus(buf: Buffer): EtcdSnapshotStatus {
-  const db = new BoltDb(buf);
+export function etcdSnapshotStatus(from: Buffer | BoltSource): EtcdSnapshotStatus {
+  const db = new BoltDb(from);
   let crc = 0;
   let revision = 0;
   let totalKey = 0;
@@ -113,29 +113,34 @@ const value = (db: BoltDb, bucket: string, key: string): Buffer | undefined => {
   return undefined;
 };
 
-/** The v3 state an etcd 3.4 database holds (throws BoltFormatError if it is not one). */
-export function readEtcdV3State(buf: Buffer): EtcdV3State {
-  const db = new BoltDb(buf);
-  const keys = db.bucket("key");
-  if (keys === undefined || db.bucket("meta") === undefined) throw new BoltFormatError("not an etcd database: no key or meta bucket");
-  const revisions: EtcdRevision[] = [];
-  for (const e of keys) {
-    if (e.value === undefined) continue;
-    if (e.key.length < 17 || e.key[8] !== 0x5f) throw new BoltFormatError(`bad revision key ${e.key.toString("hex")}`);
-    revisions.push({
-      main: Number(e.key.readBigUInt64BE(0)),
-      sub: Number(e.key.readBigUInt64BE(9)),
-      tombstone: e.key.length === 18 && e.key[17] === 0x74,
-      kv: fromBinary(KeyValueSchema, e.value),
-    });
-  }
+function revisionOfEntry(e: BoltEntry & { value: Buffer }): EtcdRevision {
+  if (e.key.length < 17 || e.key[8] !== 0x5f) throw new BoltFormatError(`bad revision key ${e.key.toString("hex")}`);
+  return {
+    main: Number(e.key.readBigUInt64BE(0)),
+    sub: Number(e.key.readBigUInt64BE(9)),
+    tombstone: e.key.length === 18 && e.key[17] === 0x74,
+    kv: fromBinary(KeyValueSchema, e.value),
+  };
+}
+
+/** The key bucket's revisions, decoded one at a time as they are read. */
+export function* etcdRevisions(db: BoltDb): Generator<EtcdRevision> {
+  for (const e of db.bucket("key") ?? []) if (e.value !== undefined) yield revisionOfEntry(e as BoltEntry & { value: Buffer });
+}
+
+/** The v3 state but its revisions. */
+export type EtcdV3Meta = Omit<EtcdV3State, "revisions">;
+
+/** Everything of the v3 state but its revisions (etcdRevisions reads those), without reading the key bucket through. */
+export function readEtcdV3Meta(db: BoltDb): EtcdV3Meta {
+  if (db.bucket("key") === undefined || db.bucket("meta") === undefined) throw new BoltFormatError("not an etcd database: no key or meta bucket");
   const ci = value(db, "meta", "consistent_index");
   const enabled = value(db, "auth", "authEnabled");
   const authRev = value(db, "auth", "authRevision");
-  const last = revisions.at(-1);
+  const lastEntry = db.lastOf("key");
+  const last = lastEntry?.value === undefined ? undefined : revisionOfEntry(lastEntry as BoltEntry & { value: Buffer });
   const compactRevision = revOf(value(db, "meta", "finishedCompactRev"));
   return {
-    revisions,
     // etcd restores its current revision from the last key, or the compaction point if later.
     revision: Math.max(last?.main ?? 1, compactRevision),
     compactRevision,
@@ -149,6 +154,13 @@ export function readEtcdV3State(buf: Buffer): EtcdV3State {
   };
 }
 
+/** The v3 state an etcd 3.4 database holds, every revision in memory (throws BoltFormatError if it is not one). */
+export function readEtcdV3State(from: Buffer | BoltSource): EtcdV3State {
+  const db = new BoltDb(from);
+  const meta = readEtcdV3Meta(db);
+  return { revisions: [...etcdRevisions(db)], ...meta };
+}
+
 /** What kvctl's own bucket holds beside etcd's schema (etcd-bolt-writer.ts). */
 export interface KvctlExtras {
   /** The BackupHeader's JSON bytes (reader.ts parseHeader checks them). */
@@ -160,8 +172,7 @@ export interface KvctlExtras {
 }
 
 /** kvctl's bucket of a file kvctl wrote, or undefined for a file etcd wrote. */
-export function readKvctlExtras(buf: Buffer): KvctlExtras | undefined {
-  const db = new BoltDb(buf);
+export function readKvctlExtras(db: BoltDb): KvctlExtras | undefined {
   const entries = db.bucket("kvctl");
   if (entries === undefined) return undefined;
   let header: Buffer | undefined;

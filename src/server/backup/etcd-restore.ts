@@ -7,7 +7,8 @@
 // lease expiries, alarms) is in its own bucket. What an etcd file cannot give: the v2 key
 // space (etcd's v3 snapshot has none; etcdctl's restore drops it too) and v2 auth; alarms
 // are dropped, as etcd's restore does.
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { closeSync, openSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { V3AuthImage } from "../../auth/v3-image.ts";
@@ -17,7 +18,8 @@ import { NO_LEASE, StoredRecord, type LeaseRecord } from "../../store/v3/index.t
 import { Membership } from "../membership.ts";
 import { SNAPSHOT_MAGIC } from "../snapshot-data.ts";
 import { BackupFormatError, type BackupHeader } from "./format.ts";
-import { readEtcdV3State, readKvctlExtras, type EtcdV3State, type KvctlExtras } from "./etcd-bolt.ts";
+import { BoltDb, fileSource } from "./bbolt.ts";
+import { etcdRevisions, readEtcdV3Meta, readKvctlExtras, type EtcdRevision, type EtcdV3Meta, type KvctlExtras } from "./etcd-bolt.ts";
 import { checkBackup, parseHeader } from "./reader.ts";
 import { restoreBackup, type RestoreOptions, type RestoreResult } from "./restore.ts";
 import { writeBackupBody, type BackupParts } from "./writer.ts";
@@ -25,7 +27,7 @@ import { writeBackupBody, type BackupParts } from "./writer.ts";
 const goOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
 /** etcd's users and roles as kvctl's v3 auth image (keys base64, names sorted as Go sorts). */
-export function authImageOf(s: EtcdV3State): V3AuthImage {
+export function authImageOf(s: EtcdV3Meta): V3AuthImage {
   const name = (b: Uint8Array): string => Buffer.from(b).toString("utf8");
   const users = s.users
     .map((u) => {
@@ -44,8 +46,8 @@ export function authImageOf(s: EtcdV3State): V3AuthImage {
 }
 
 /** The key space's records, encoded as kvctl's backend keeps them, in revision order. */
-export function* recordsOf(s: EtcdV3State): Generator<[Buffer, Buffer]> {
-  for (const r of s.revisions) {
+export function* recordsOf(revisions: Iterable<EtcdRevision>): Generator<[Buffer, Buffer]> {
+  for (const r of revisions) {
     const id = Buffer.from(r.kv.key).toString("latin1");
     const rec = r.tombstone
       ? new StoredRecord(id, r.main, r.sub, 0, 0, undefined, NO_LEASE, true)
@@ -58,7 +60,7 @@ export function* recordsOf(s: EtcdV3State): Generator<[Buffer, Buffer]> {
  * Leases as granted now: etcd's restored member renews every lease when it becomes
  * leader (lessor.Promote), a checkpointed one to its remaining TTL.
  */
-function leasesOf(s: EtcdV3State, now: number): LeaseRecord[] {
+function leasesOf(s: EtcdV3Meta, now: number): LeaseRecord[] {
   return s.leases.map((l) => {
     const r: LeaseRecord = { id: l.id, ttl: l.ttl, expiry: now + (l.remainingTtl > 0 ? l.remainingTtl : l.ttl) * 1000 };
     if (l.remainingTtl > 0) r.remainingTtl = l.remainingTtl;
@@ -66,42 +68,56 @@ function leasesOf(s: EtcdV3State, now: number): LeaseRecord[] {
   });
 }
 
-/** Restores an etcd snapshot file into a new kvctl data dir (RestoreOptions as restoreBackup). */
+/**
+ * Restores a bbolt snapshot file (kvctl's or etcd's) into a new kvctl data dir
+ * (RestoreOptions as restoreBackup). The file is read a page at a time, its revisions one
+ * at a time: a database of any size restores in bounded memory.
+ */
 export async function restoreEtcdSnapshot(o: RestoreOptions): Promise<RestoreResult> {
   const { bodyBytes } = await checkBackup(o.file, { skipHashCheck: o.skipHashCheck });
-  const db = await readFile(o.file);
-  const state = readEtcdV3State(db.subarray(0, bodyBytes));
-  const own = readKvctlExtras(db.subarray(0, bodyBytes));
-  if (own !== undefined) return restoreKvctlBolt(o, state, own);
-  const now = Date.now();
-  const header: BackupHeader = {
-    format: "kvctl-snapshot/1",
-    index: Number(state.consistentIndex),
-    term: 1,
-    revision: state.revision,
-    compactRevision: state.compactRevision,
-    totalKeys: state.revisions.length,
-    time: now,
-  };
-  // The image's membership is replaced by restoreBackup; an empty v2 store, as etcd's.
-  const membership = Membership.bootstrap(o.initialCluster, o.initialClusterToken).toJSON();
-  const rest = Buffer.from(JSON.stringify({ membership, v3auth: authImageOf(state) }) + "\n");
-  const image = [SNAPSHOT_MAGIC, rest, ...[...new V2Store().imagePieces(LINES_VERSION)].map((p) => Buffer.from(p))];
-  return restoreParts(o, { header, image, records: recordsOf(state), leases: leasesOf(state, now), alarms: [] });
+  const fd = openSync(o.file, "r");
+  try {
+    const db = new BoltDb(fileSource(fd, bodyBytes));
+    const meta = readEtcdV3Meta(db);
+    const own = readKvctlExtras(db);
+    if (own !== undefined) return await restoreKvctlBolt(o, db, own);
+    const now = Date.now();
+    let totalKeys = 0;
+    for (const e of db.bucket("key") ?? []) if (e.value !== undefined) totalKeys++;
+    const header: BackupHeader = {
+      format: "kvctl-snapshot/1",
+      index: Number(meta.consistentIndex),
+      term: 1,
+      revision: meta.revision,
+      compactRevision: meta.compactRevision,
+      totalKeys,
+      time: now,
+    };
+    // The image's membership is replaced by restoreBackup; an empty v2 store, as etcd's.
+    const membership = Membership.bootstrap(o.initialCluster, o.initialClusterToken).toJSON();
+    const rest = Buffer.from(JSON.stringify({ membership, v3auth: authImageOf(meta) }) + "\n");
+    const image = [SNAPSHOT_MAGIC, rest, ...[...new V2Store().imagePieces(LINES_VERSION)].map((p) => Buffer.from(p))];
+    return await restoreParts(o, { header, image, records: recordsOf(etcdRevisions(db)), leases: leasesOf(meta, now), alarms: [] });
+  } catch (err) {
+    if (err instanceof BackupFormatError) throw err;
+    throw err instanceof Error ? new BackupFormatError(err.message) : err;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**
  * A file kvctl wrote (etcd-bolt-writer.ts): the key space from etcd's buckets, the rest
  * (the v2 store, v2 auth, leases with their expiry, alarms) from kvctl's own bucket.
  */
-function restoreKvctlBolt(o: RestoreOptions, state: EtcdV3State, own: KvctlExtras): Promise<RestoreResult> {
+function restoreKvctlBolt(o: RestoreOptions, db: BoltDb, own: KvctlExtras): Promise<RestoreResult> {
   const header = parseHeader(own.header);
   const leases = own.leases.map((l): LeaseRecord => {
     const r: LeaseRecord = { id: BigInt(l.id), ttl: l.ttl, expiry: l.expiry };
     if (typeof l.remainingTtl === "number" && l.remainingTtl > 0) r.remainingTtl = l.remainingTtl;
     return r;
   });
-  return restoreParts(o, { header, image: own.image, records: recordsOf(state), leases, alarms: own.alarms });
+  return restoreParts(o, { header, image: own.image, records: recordsOf(etcdRevisions(db)), leases, alarms: own.alarms });
 }
 
 /** The parts written as a kvctl backup body into a temporary file, which restore.ts restores. */

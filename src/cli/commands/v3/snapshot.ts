@@ -138,36 +138,25 @@ export async function snapshotStatus(file: string): Promise<DbStatus> {
       // sha256 a saved file ends with is checked too, which etcdctl's status does not do:
       // a backup verified by status is one restore will take.
       const { etcdSnapshotStatus } = await import("../../../server/backup/etcd-bolt.ts");
-      const { readFile } = await import("node:fs/promises");
-      const buf = await readFile(file);
-      if (buf.length % ALIGN === SHA256_BYTES) {
-        const want = buf.subarray(buf.length - SHA256_BYTES);
-        const got = createHash("sha256").update(buf.subarray(0, buf.length - SHA256_BYTES)).digest();
-        if (!got.equals(want)) throw new Error(`snapshot file integrity check failed: expected sha256 ${want.toString("hex")}, got ${got.toString("hex")}`);
+      const { fileSource } = await import("../../../server/backup/bbolt.ts");
+      const hasHash = size % ALIGN === SHA256_BYTES;
+      const bodyBytes = hasHash ? size - SHA256_BYTES : size;
+      if (hasHash) await checkSha256(file, bodyBytes);
+      // Read a page at a time: a database of any size, in bounded memory.
+      const fd = openSync(file, "r");
+      try {
+        return etcdSnapshotStatus(fileSource(fd, bodyBytes));
+      } finally {
+        closeSync(fd);
       }
-      return etcdSnapshotStatus(buf);
     }
     throw new Error(`${file} is not a kvctl snapshot file`);
   }
   const hasHash = size % ALIGN === SHA256_BYTES;
   const bodyBytes = hasHash ? size - SHA256_BYTES : size;
-  const sha = createHash("sha256");
   let crc = 0;
-  for await (const c of createReadStream(file, { start: 0, end: bodyBytes - 1, highWaterMark: 1024 * 1024 })) {
-    crc = crc32(c as Buffer, crc);
-    sha.update(c as Buffer);
-  }
-  if (hasHash) {
-    const want = Buffer.alloc(SHA256_BYTES);
-    const t = await open(file, "r");
-    try {
-      await t.read(want, 0, SHA256_BYTES, bodyBytes);
-    } finally {
-      await t.close();
-    }
-    const got = sha.digest();
-    if (!got.equals(want)) throw new Error(`snapshot file integrity check failed: expected sha256 ${want.toString("hex")}, got ${got.toString("hex")}`);
-  }
+  for await (const c of createReadStream(file, { start: 0, end: bodyBytes - 1, highWaterMark: 1024 * 1024 })) crc = crc32(c as Buffer, crc);
+  if (hasHash) await checkSha256(file, bodyBytes);
   const { readSections, parseHeader } = await import("../../../server/backup/reader.ts");
   const { SECTION } = await import("../../../server/backup/format.ts");
   for await (const s of readSections(file, bodyBytes)) {
@@ -176,6 +165,21 @@ export async function snapshotStatus(file: string): Promise<DbStatus> {
     return { hash: crc >>> 0, revision: h.revision, totalKey: h.totalKeys, totalSize: bodyBytes };
   }
   throw new Error(`${file} has no header section`);
+}
+
+/** The sha256 of the first `bodyBytes` bytes against the 32 bytes after them. */
+async function checkSha256(file: string, bodyBytes: number): Promise<void> {
+  const sha = createHash("sha256");
+  if (bodyBytes > 0) for await (const c of createReadStream(file, { start: 0, end: bodyBytes - 1, highWaterMark: 1024 * 1024 })) sha.update(c as Buffer);
+  const want = Buffer.alloc(SHA256_BYTES);
+  const t = await open(file, "r");
+  try {
+    await t.read(want, 0, SHA256_BYTES, bodyBytes);
+  } finally {
+    await t.close();
+  }
+  const got = sha.digest();
+  if (!got.equals(want)) throw new Error(`snapshot file integrity check failed: expected sha256 ${want.toString("hex")}, got ${got.toString("hex")}`);
 }
 
 async function status(inv: V3Invocation, io: Io): Promise<number> {
