@@ -457,7 +457,7 @@ if [[ $sections == *dr* ]]; then
   step "snapshot status -w table" sh -c "$(printf '%q ' "${SNAP[@]}") snapshot status $work/snap.db -w table | sed -E 's/^\\| [0-9a-f]{8} \\|/| HASH |/'"
   step "snapshot status of a missing file" "${SNAP[@]}" snapshot status "$work/none.db"
   if [ "$kind" != etcd ]; then
-    step "etcdctl snapshot status of kvctl's file" etcdctl snapshot status "$work/snap.db" -w json
+    step "etcdctl snapshot status of kvctl's file (revision, keys)" sh -c "etcdctl snapshot status $work/snap.db -w json | jq -c '{revision: (.revision - $rev0), totalKey}'"
   fi
   for s in 11 12 13; do kill9 "$s"; done
   for s in 14 15 16; do
