@@ -37,7 +37,7 @@ export async function startServer(config: ServerConfig, log: Logger, bound: read
   await kv.start();
   // Prometheus metrics: counters the server feeds, the peers' traffic, gRPC calls.
   const metrics = new MemberMetrics(kv, { level: config.metrics });
-  kv.transport.observer = metrics.transportObserver();
+  metrics.attachTransport(kv.transport);
   const watches = new Set<ServerResponse>();
   const opened: Listener[] = [];
   let peerListeners: Listener[];

@@ -41,6 +41,14 @@ export interface MemberMetricsHost {
   readonly walWrittenBytes: number;
 }
 
+/** What attachTransport needs of the peer transport (PeerTransport). */
+export interface TransportLinks {
+  observer: TransportObserver | undefined;
+  /** Per peer, keyed by its id in hex. */
+  stats(): Record<string, unknown>;
+  activeSince(id: number): number | undefined;
+}
+
 const hex = (id: number): string => id.toString(16);
 
 export class MemberMetrics {
@@ -148,6 +156,22 @@ export class MemberMetrics {
   /** The gRPC server whose open connections' bytes are counted at each scrape. */
   attachGrpc(server: GrpcTraffic): void {
     this.#grpcServer = server;
+  }
+
+  /**
+   * Takes the peer transport's reports from now on, and counts the links already up as
+   * active. The server attaches once kv.start() returned, and a peer's stream opened in
+   * start() can be accepted while start() still awaits: that link's "up" went to no one, and
+   * etcd_network_active_peers stayed 0 for it until it went down and up again (a member
+   * started after its peers: 2 of 4 starts).
+   */
+  attachTransport(t: TransportLinks): void {
+    const o = this.transportObserver();
+    t.observer = o;
+    for (const h of Object.keys(t.stats())) {
+      const id = parseInt(h, 16);
+      if (t.activeSince(id) !== undefined) o.peerActive(id, true);
+    }
   }
 
   /** The transport's reports, keyed by member id in hex as etcd labels them. */
