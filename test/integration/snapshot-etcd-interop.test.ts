@@ -5,7 +5,8 @@
 //   - `etcdctl snapshot status` of the file gives the revision and key count kvctl's does;
 //   - `etcdctl snapshot restore` + etcd 3.4.23 answer get (now and at an older revision),
 //     lease list / timetolive, user list, role get as the kvctl member did;
-//   - `kvctl v3 snapshot restore` + `kvctl serve` answer the same, and the v2 keys.
+//   - `kvctl v3 snapshot restore` + `kvctl serve` answer the same, and the v2 keys;
+//   - a snapshot etcd then saves, after a write, restores into kvctl with etcd's state.
 // kvctl keeps scrypt password hashes, which etcd cannot check: the restored etcd refuses
 // root's password, and is reached here as root by a client certificate with CN=root (etcd's
 // --client-cert-auth), the way an operator gets in to set passwords again.
@@ -123,6 +124,14 @@ test("etcdctl snapshot save of a kvctl member: etcdctl status, etcd and kvctl re
   assert.match(compacted.stderr, /required revision has been compacted/);
   // Auth came along enabled; kvctl's scrypt hash is no password etcd can check.
   assert.match((await runEtcdctl(eUrl, [...tls, "--user", "root:rootpw", "get", "a"])).stderr, /authentication failed/);
+  // Back again: etcd's snapshot after a write still carries kvctl's bucket, now stale; kvctl's
+  // restore takes etcd's state from it (revision 10), not the bucket's (9).
+  ok(await asRoot(["put", "e", "1"]), "put on etcd");
+  const back = join(tmp, "back.db");
+  ok(await asRoot(["snapshot", "save", back]), "etcdctl snapshot save from etcd");
+  const backRestore = await runKvctlV3(url, ["snapshot", "restore", back, "--name", "b1", "--data-dir", join(tmp, "back"), "--initial-cluster", "b1=http://127.0.0.1:9", "--initial-advertise-peer-urls", "http://127.0.0.1:9"]);
+  assert.equal(backRestore.code, 0, backRestore.stderr);
+  assert.match(backRestore.stderr, /revision 10, /);
 
   // kvctl restored from the same file: the same answers, root's password, and the v2 keys.
   const [kc, kp] = [await rangePort(), await rangePort()];

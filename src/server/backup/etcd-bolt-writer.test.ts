@@ -131,3 +131,28 @@ test("never compacted: no compaction keys; many keys span pages; the file restor
   assert.deepEqual(r.header, p.header, "the header kvctl's bucket carries, not one rebuilt from etcd's buckets");
   assert.equal(r.index, 1);
 });
+
+test("a kvctl bucket whose consistent index is not etcd's (a snapshot of an etcd that applied since) is ignored: etcd's state wins", async () => {
+  const file = join(tmp, "stale.db");
+  const p = parts({ compactRevision: -1 });
+  await writeEtcdBoltBackup(file, p);
+  const body = readFileSync(file);
+  // etcd's meta bucket moved on: consistent_index 42 → 43 (bbolt has no checksum over data pages).
+  const at = body.indexOf(Buffer.concat([Buffer.from("consistent_index"), Buffer.from([0, 0, 0, 0, 0, 0, 0, 42])]));
+  assert.ok(at > 0);
+  body[at + "consistent_index".length + 7] = 43;
+  const stale = join(tmp, "stale-hashed.db");
+  appendFileSync(stale, body);
+  appendFileSync(stale, createHash("sha256").update(body).digest());
+  const r = await restoreEtcdSnapshot({
+    file: stale,
+    name: "r1",
+    dataDir: join(tmp, "restored-stale"),
+    initialCluster: new Map([["r1", ["http://127.0.0.1:22999"]]]),
+    initialClusterToken: "t",
+    skipHashCheck: false,
+  });
+  assert.equal(r.header.index, 43, "the header is etcd's, rebuilt from its buckets");
+  assert.notEqual(r.header.time, p.header.time);
+  assert.equal(r.header.revision, 5);
+});

@@ -80,7 +80,11 @@ export async function restoreEtcdSnapshot(o: RestoreOptions): Promise<RestoreRes
     const db = new BoltDb(fileSource(fd, bodyBytes));
     const meta = readEtcdV3Meta(db);
     const own = readKvctlExtras(db);
-    if (own !== undefined) return await restoreKvctlBolt(o, db, own);
+    // kvctl's bucket describes the state only while etcd's buckets are the ones kvctl wrote
+    // beside it: etcd keeps the bucket, so a snapshot of an etcd restored from kvctl's file
+    // carries it too, stale once etcd applied anything (its consistent index moved on).
+    const ownHeader = own === undefined ? undefined : parseHeader(own.header);
+    if (own !== undefined && ownHeader !== undefined && BigInt(ownHeader.index) === meta.consistentIndex) return await restoreKvctlBolt(o, db, own, ownHeader);
     const now = Date.now();
     let totalKeys = 0;
     for (const e of db.bucket("key") ?? []) if (e.value !== undefined) totalKeys++;
@@ -110,8 +114,7 @@ export async function restoreEtcdSnapshot(o: RestoreOptions): Promise<RestoreRes
  * A file kvctl wrote (etcd-bolt-writer.ts): the key space from etcd's buckets, the rest
  * (the v2 store, v2 auth, leases with their expiry, alarms) from kvctl's own bucket.
  */
-function restoreKvctlBolt(o: RestoreOptions, db: BoltDb, own: KvctlExtras): Promise<RestoreResult> {
-  const header = parseHeader(own.header);
+function restoreKvctlBolt(o: RestoreOptions, db: BoltDb, own: KvctlExtras, header: BackupHeader): Promise<RestoreResult> {
   const leases = own.leases.map((l): LeaseRecord => {
     const r: LeaseRecord = { id: BigInt(l.id), ttl: l.ttl, expiry: l.expiry };
     if (typeof l.remainingTtl === "number" && l.remainingTtl > 0) r.remainingTtl = l.remainingTtl;
