@@ -12,8 +12,8 @@
 // kvindex.Keep(rev), i.e. still the key's visible record at rev, unless no key is live at
 // rev (Keep is then empty and all of them count). Above C, every record counts.
 //
-// Memory: the kept records are gathered (without values) and sorted by revision, as etcd
-// builds its Keep map; the rest is read a batch of revisions at a time.
+// Memory: the kept records' keys and revisions are gathered and sorted by revision (etcd
+// builds its Keep map of them too); the rest is read a batch of revisions at a time.
 import { createRequire } from "node:module";
 import { V3Errors } from "../../api/v3-errors.ts";
 import type { StoredRecord } from "./key-index.ts";
@@ -77,21 +77,32 @@ export function hashKV(src: HashKvSource, revision: number): HashKvResult {
   return { hash: h.sum(), revision: current, compactRevision: compactRev };
 }
 
-/** The records the compaction at `compactRev` kept that HashByRev(rev) counts, by revision. */
-function keptRecords(src: HashKvSource, compactRev: number, rev: number): StoredRecord[] {
-  const kept: StoredRecord[] = [];
-  const still: boolean[] = [];
+/**
+ * The records the compaction at `compactRev` kept that HashByRev(rev) counts, by revision.
+ * Per kept key only its index and revision are held (not a record), then each record is
+ * looked up again in revision order.
+ */
+function* keptRecords(src: HashKvSource, compactRev: number, rev: number): Generator<StoredRecord> {
+  const keys: HashKvKey[] = [];
+  const mains: number[] = [];
+  const subs: number[] = [];
+  /** 1: still the key's visible record at rev. */
+  const still: number[] = [];
   let liveAtRev = false;
   for (const ki of src.keyIndexes()) {
     const at = ki.visibleAt(compactRev);
     const now = ki.visibleAt(rev);
     if (now !== undefined) liveAtRev = true;
     if (at === undefined) continue;
-    kept.push(at);
-    still.push(now !== undefined && now.main === at.main && now.sub === at.sub);
+    keys.push(ki);
+    mains.push(at.main);
+    subs.push(at.sub);
+    still.push(now !== undefined && now.main === at.main && now.sub === at.sub ? 1 : 0);
   }
-  const out = liveAtRev ? kept.filter((_, i) => still[i]) : kept;
-  return out.sort((a, b) => a.main - b.main || a.sub - b.sub);
+  const order: number[] = [];
+  for (let i = 0; i < keys.length; i++) if (!liveAtRev || still[i] === 1) order.push(i);
+  order.sort((a, b) => mains[a]! - mains[b]! || subs[a]! - subs[b]!);
+  for (const i of order) yield keys[i]!.visibleAt(compactRev)!;
 }
 
 const CHUNK = 64 * 1024;
