@@ -4,6 +4,8 @@ import { appendFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { KeyValueSchema } from "../grpc/gen/etcd/mvcc/mvccpb/kv_pb.ts";
 import { encodeRecord, revisionKey } from "../../backend/record-codec.ts";
 import { LINES_VERSION, V2Store } from "../../store/v2/index.ts";
 import { NO_LEASE, StoredRecord } from "../../store/v3/index.ts";
@@ -79,6 +81,11 @@ test("etcd's buckets and keys, as etcd 3.4 writes them, and kvctl's own bucket",
     ],
   );
   assert.ok(Buffer.from(s.revisions[1]!.kv.value).equals(big), "a value bigger than a page (overflow pages)");
+  // Byte for byte what a protobuf library marshals (fields in order, zero values left out).
+  for (const e of db.bucket("key")!) {
+    const kv = fromBinary(KeyValueSchema, e.value!);
+    assert.ok(Buffer.from(toBinary(KeyValueSchema, kv)).equals(e.value!), e.key.toString("hex"));
+  }
   assert.equal(s.revision, 5);
   assert.equal(s.compactRevision, 3);
   assert.equal(s.scheduledCompactRevision, 3);

@@ -26,9 +26,7 @@
 // records are written as they come from the backend's read transaction: memory holds a
 // page per tree level and at most FLUSH_BYTES of pages waiting for the disk.
 import { open } from "node:fs/promises";
-import { decodeRecordHead, recordValue, revisionOf } from "../../backend/record-codec.ts";
 import type { V3AuthImage } from "../../auth/v3-image.ts";
-import { NO_LEASE } from "../../store/v3/index.ts";
 import type { MembershipJSON } from "../membership.ts";
 import { SNAPSHOT_MAGIC } from "../snapshot-data.ts";
 import { BoltWriter, type BucketBuilder, type BucketHeader } from "./bbolt-writer.ts";
@@ -38,7 +36,9 @@ import type { BackupParts } from "./writer.ts";
 /** kvctl's own bucket in the file (etcd ignores it). */
 export const KVCTL_BUCKET = "kvctl";
 export const IMAGE_PREFIX = "image/";
-const FLUSH_BYTES = 4 * 1024 * 1024;
+// Pages wait for the disk up to this much: the backup runs beside a serving member, and
+// each flush is a turn of its event loop.
+const FLUSH_BYTES = 1024 * 1024;
 
 // ---- protobuf, as gogoproto marshals these messages: fields in number order, zero values left out
 
@@ -51,8 +51,20 @@ class Proto {
     this.#bytes += b.length;
   }
 
-  #varint(v: bigint): void {
-    let x = BigInt.asUintN(64, v);
+  #varint(v: bigint | number): void {
+    if (typeof v === "number" && v >= 0 && v <= Number.MAX_SAFE_INTEGER) {
+      // Revisions, versions, lengths: no BigInt for the common case.
+      const out: number[] = [];
+      let n = v;
+      while (n >= 0x80) {
+        out.push((n % 0x80) | 0x80);
+        n = Math.floor(n / 0x80);
+      }
+      out.push(n);
+      this.#push(Buffer.from(out));
+      return;
+    }
+    let x = BigInt.asUintN(64, BigInt(v));
     const out: number[] = [];
     while (x >= 0x80n) {
       out.push(Number(x & 0x7fn) | 0x80);
@@ -64,18 +76,17 @@ class Proto {
 
   /** An int64/uint64/enum field (omitted when 0). */
   int(field: number, v: bigint | number): this {
-    const b = typeof v === "bigint" ? v : BigInt(v);
-    if (b === 0n) return this;
-    this.#varint(BigInt(field << 3));
-    this.#varint(b);
+    if (v === 0 || v === 0n) return this;
+    this.#varint(field << 3);
+    this.#varint(v);
     return this;
   }
 
   /** A bytes/string/message field (omitted when empty unless `always`). */
   bytes(field: number, v: Uint8Array, always = false): this {
     if (v.length === 0 && !always) return this;
-    this.#varint(BigInt((field << 3) | 2));
-    this.#varint(BigInt(v.length));
+    this.#varint((field << 3) | 2);
+    this.#varint(v.length);
     this.#push(Buffer.from(v.buffer, v.byteOffset, v.byteLength));
     return this;
   }
@@ -85,28 +96,89 @@ class Proto {
   }
 }
 
+const varintBytes = (n: number): number => {
+  let size = 1;
+  while (n >= 0x80) {
+    n = Math.floor(n / 0x80);
+    size++;
+  }
+  return size;
+};
+
+function putVarint(b: Buffer, at: number, n: number): number {
+  while (n >= 0x80) {
+    b[at++] = (n % 0x80) | 0x80;
+    n = Math.floor(n / 0x80);
+  }
+  b[at++] = n;
+  return at;
+}
+
+function bigVarint(v: bigint): Buffer {
+  const out: number[] = [];
+  let x = BigInt.asUintN(64, v);
+  while (x >= 0x80n) {
+    out.push(Number(x & 0x7fn) | 0x80);
+    x >>= 7n;
+  }
+  out.push(Number(x));
+  return Buffer.from(out);
+}
+
+// The backend's record (record-codec.ts): flags:u8 (bit 0 tombstone) keyLen:u32 BE
+// createRevision:f64 version:f64 lease:i64 BE, then the key and the value. Read in place
+// here: this runs once per record of the key space, beside a serving member.
+const RECORD_HEAD = 1 + 4 + 8 + 8 + 8;
+
 /** mvccpb.KeyValue of a backend record (record-codec.ts) at its 16-byte revision key. */
 export function keyValueOf(revKey: Uint8Array, record: Uint8Array): { key: Buffer; value: Buffer } {
-  const h = revisionOf(decodeRecordHead(record, record.length), revKey);
-  const key = Buffer.alloc(h.tombstone ? 18 : 17);
-  key.writeBigUInt64BE(BigInt(h.main), 0);
+  const rec = Buffer.isBuffer(record) ? record : Buffer.from(record.buffer, record.byteOffset, record.byteLength);
+  if (revKey.length !== 16 || rec.length < RECORD_HEAD) throw new BackupFormatError(`a v3 record of ${rec.length} bytes at a ${revKey.length}-byte key`);
+  const tombstone = (rec[0]! & 1) === 1;
+  const keyLen = rec.readUInt32BE(1);
+  if (RECORD_HEAD + keyLen > rec.length) throw new BackupFormatError("a v3 record's key runs past its end");
+  const name = rec.subarray(RECORD_HEAD, RECORD_HEAD + keyLen);
+  const key = Buffer.allocUnsafe(tombstone ? 18 : 17);
+  key.set(revKey.subarray(0, 8), 0);
   key[8] = 0x5f;
-  key.writeBigUInt64BE(BigInt(h.sub), 9);
-  const name = Buffer.from(h.id, "latin1");
-  if (h.tombstone) {
+  key.set(revKey.subarray(8, 16), 9);
+  if (tombstone) {
     key[17] = 0x74;
     // etcd's deletion: mvccpb.KeyValue{Key: key}, nothing else.
-    return { key, value: new Proto().bytes(1, name).done() };
+    const v = Buffer.allocUnsafe(1 + varintBytes(keyLen) + keyLen);
+    name.copy(v, putVarint(v, putVarint(v, 0, 0x0a), keyLen));
+    return { key, value: v };
   }
-  const value = new Proto()
-    .bytes(1, name)
-    .int(2, h.createRevision)
-    .int(3, h.main)
-    .int(4, h.version)
-    .bytes(5, recordValue(record))
-    .int(6, h.lease === NO_LEASE ? 0n : h.lease)
-    .done();
-  return { key, value };
+  const create = rec.readDoubleBE(5);
+  const version = rec.readDoubleBE(13);
+  const lease = rec.readBigInt64BE(21);
+  const main = Buffer.from(revKey.buffer, revKey.byteOffset, 8).readUIntBE(2, 6);
+  const value = rec.subarray(RECORD_HEAD + keyLen);
+  const leaseBytes = lease === 0n ? undefined : bigVarint(lease);
+  const size =
+    1 + varintBytes(keyLen) + keyLen +
+    (create === 0 ? 0 : 1 + varintBytes(create)) +
+    (main === 0 ? 0 : 1 + varintBytes(main)) +
+    (version === 0 ? 0 : 1 + varintBytes(version)) +
+    (value.length === 0 ? 0 : 1 + varintBytes(value.length) + value.length) +
+    (leaseBytes === undefined ? 0 : 1 + leaseBytes.length);
+  const v = Buffer.allocUnsafe(size);
+  // Fields in number order, zero values left out, as gogoproto marshals them.
+  let at = putVarint(v, 0, 0x0a);
+  at = putVarint(v, at, keyLen);
+  at += name.copy(v, at);
+  if (create !== 0) at = putVarint(v, putVarint(v, at, 0x10), create);
+  if (main !== 0) at = putVarint(v, putVarint(v, at, 0x18), main);
+  if (version !== 0) at = putVarint(v, putVarint(v, at, 0x20), version);
+  if (value.length > 0) {
+    at = putVarint(v, putVarint(v, at, 0x2a), value.length);
+    at += value.copy(v, at);
+  }
+  if (leaseBytes !== undefined) {
+    v[at++] = 0x30;
+    at += leaseBytes.copy(v, at);
+  }
+  return { key, value: v };
 }
 
 function u64be(v: bigint | number): Buffer {
