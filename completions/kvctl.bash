@@ -60,7 +60,10 @@ _kvctl() {
         migrate) flags="--from --prefix --follow --from-cert --from-key --from-cacert --from-insecure-skip-tls-verify --from-user" ;;
         stats) [[ -z $sub ]] && { COMPREPLY=($(compgen -W "store self leader" -- "$cur")); return; } ;;
         completion) [[ -z $sub ]] && { COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")); return; } ;;
-        serve) flags="--name --data-dir --listen-client-urls --advertise-client-urls --listen-peer-urls --initial-advertise-peer-urls --initial-cluster --initial-cluster-state --initial-cluster-token --snapshot-count --heartbeat-interval --election-timeout --max-request-bytes --max-txn-ops --log-level --cert-file --key-file --client-cert-auth --trusted-ca-file --ca-file --auto-tls --peer-cert-file --peer-key-file --peer-client-cert-auth --peer-trusted-ca-file --peer-ca-file --peer-auto-tls --peer-cert-allowed-cn --peer-crl-file --cipher-suites --host-whitelist --discovery-srv --discovery-srv-name --proxy --proxy-failure-wait --proxy-refresh-interval --proxy-dial-timeout --proxy-write-timeout --proxy-read-timeout --wal-dir --initial-election-tick-advance --max-snapshots --max-wals --quota-backend-bytes --backend-batch-interval --backend-batch-limit --max-concurrent-streams --grpc-keepalive-min-time --grpc-keepalive-interval --grpc-keepalive-timeout --discovery --discovery-fallback --discovery-proxy --strict-reconfig-check --pre-vote --auto-compaction-retention --auto-compaction-mode --enable-v2 --client-crl-file --client-cert-allowed-hostname --peer-cert-allowed-hostname --cors --auth-token --bcrypt-cost --auth-token-ttl --enable-pprof --metrics --listen-metrics-urls --logger --log-outputs --log-output --experimental-initial-corrupt-check --experimental-corrupt-check-time --experimental-enable-v2v3 --experimental-backend-bbolt-freelist-type --experimental-enable-lease-checkpoint --experimental-enable-lease-checkpoint-persist --experimental-lease-checkpoint-interval --experimental-compaction-batch-limit --experimental-peer-skip-client-san-verification --experimental-watch-progress-notify-interval --experimental-snapshot-catchup-entries --experimental-warning-apply-duration --force-new-cluster --unsafe-no-fsync --enable-grpc-gateway --debug --log-package-levels --config-file --version --help" ;;
+        serve) flags="--name --data-dir --listen-client-urls --advertise-client-urls --listen-peer-urls --initial-advertise-peer-urls --initial-cluster --initial-cluster-state --initial-cluster-token --snapshot-count --heartbeat-interval --election-timeout --max-request-bytes --max-txn-ops --log-level --cert-file --key-file --client-cert-auth --trusted-ca-file --ca-file --auto-tls --peer-cert-file --peer-key-file --peer-client-cert-auth --peer-trusted-ca-file --peer-ca-file --peer-auto-tls --peer-cert-allowed-cn --peer-crl-file --cipher-suites --host-whitelist --discovery-srv --discovery-srv-name --proxy --proxy-failure-wait --proxy-refresh-interval --proxy-dial-timeout --proxy-write-timeout --proxy-read-timeout --wal-dir --initial-election-tick-advance --max-snapshots --max-wals --quota-backend-bytes --backend-batch-interval --backend-batch-limit --max-concurrent-streams --grpc-keepalive-min-time --grpc-keepalive-interval --grpc-keepalive-timeout --discovery --discovery-fallback --discovery-proxy --strict-reconfig-check --pre-vote --auto-compaction-retention --auto-compaction-mode --enable-v2 --client-crl-file --client-cert-allowed-hostname --peer-cert-allowed-hostname --cors --auth-token --bcrypt-cost --auth-token-ttl --enable-pprof --metrics --listen-metrics-urls --logger --log-outputs --log-output --experimental-initial-corrupt-check --experimental-corrupt-check-time --experimental-enable-v2v3 --experimental-backend-bbolt-freelist-type --experimental-enable-lease-checkpoint --experimental-enable-lease-checkpoint-persist --experimental-lease-checkpoint-interval --experimental-compaction-batch-limit --experimental-peer-skip-client-san-verification --experimental-watch-progress-notify-interval --experimental-snapshot-catchup-entries --experimental-warning-apply-duration --force-new-cluster --unsafe-no-fsync --enable-grpc-gateway --debug --log-package-levels --config-file --version --help"
+            # serve takes its own flags only, not the client's global ones.
+            [[ $cur == -* ]] && COMPREPLY=($(compgen -W "$flags" -- "$cur"))
+            return ;;
         v3)
             # kvctl v3: etcdctl v3's commands; the word after a group (lease, user, role, auth, alarm, snapshot, endpoint, member, check) is its subcommand.
             local v3flags="--endpoints --debug --write-out -w --hex --dial-timeout --command-timeout --keepalive-time --keepalive-timeout --insecure-transport --insecure-skip-tls-verify --cert --key --cacert --user --password --discovery-srv -d --discovery-srv-name --insecure-discovery"
@@ -77,11 +80,11 @@ _kvctl() {
                 compaction|compact) flags="--physical" ;;
                 watch) flags="--interactive -i --prefix --rev --prev-kv" ;;
                 lease) [[ -z $sub2 ]] && { COMPREPLY=($(compgen -W "grant revoke timetolive list keep-alive" -- "$cur")); return; }
-                    flags="--keys --once" ;;
+                    case "$sub2" in timetolive) flags="--keys" ;; keep-alive) flags="--once" ;; esac ;;
                 user) [[ -z $sub2 ]] && { COMPREPLY=($(compgen -W "add delete get list passwd grant-role revoke-role" -- "$cur")); return; }
-                    flags="--interactive --new-user-password --no-password --detail" ;;
+                    case "$sub2" in add) flags="--interactive --new-user-password --no-password" ;; passwd) flags="--interactive" ;; get) flags="--detail" ;; esac ;;
                 role) [[ -z $sub2 ]] && { COMPREPLY=($(compgen -W "add delete get list grant-permission revoke-permission" -- "$cur")); return; }
-                    flags="--prefix --from-key" ;;
+                    [[ $sub2 == grant-permission || $sub2 == revoke-permission ]] && flags="--prefix --from-key" ;;
                 auth) [[ -z $sub2 ]] && { COMPREPLY=($(compgen -W "enable disable" -- "$cur")); return; } ;;
                 alarm) [[ -z $sub2 ]] && { COMPREPLY=($(compgen -W "list disarm" -- "$cur")); return; } ;;
                 defrag) flags="--cluster --data-dir" ;;
@@ -98,8 +101,11 @@ _kvctl() {
                 make-mirror) flags="--prefix --dest-prefix --no-dest-prefix --dest-cert --dest-key --dest-cacert --dest-insecure-transport" ;;
                 check) [[ -z $sub2 ]] && { COMPREPLY=($(compgen -W "perf datascale" -- "$cur")); return; }
                     flags="--load --prefix --auto-compact --auto-defrag" ;;
+                completion) [[ -z $sub2 ]] && { COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")); return; } ;;
             esac
-            flags="$flags $v3flags" ;;
+            # etcdctl v3's flags only: the v2 global flags are no flags of kvctl v3.
+            [[ $cur == -* ]] && COMPREPLY=($(compgen -W "$flags $v3flags --help" -- "$cur"))
+            return ;;
         help) COMPREPLY=($(compgen -W "$commands" -- "$cur")); return ;;
     esac
     if [[ $cur == -* ]]; then

@@ -6,7 +6,7 @@
 // give the same Invocation.
 
 import type { Argv, Options } from "yargs";
-import { commands, envName, globalFlags, type CommandSpec, type FlagSpec } from "./spec.ts";
+import { commands, envName, globalFlags, v3Command, type CommandSpec, type FlagSpec } from "./spec.ts";
 import { parseGoBool, type RawInvocation, type RawValue } from "./argv.ts";
 import { buildInvocation, type Invocation } from "./invocation.ts";
 
@@ -115,7 +115,13 @@ async function build(argv: readonly string[], onRun: Handler): Promise<Argv> {
     .help(false)
     .wrap(null)
     .epilog("Every global flag is also read from KV_<FLAG> (e.g. KV_ENDPOINTS, KV_USERNAME, KV_PASSWORD).\nSee kvctl(1).");
-  for (const f of globalFlags) y = y.option(f.name, { ...option(f), global: true });
+  // etcdctl v3 has --cert, --key and --cacert but not etcdctl v2's aliases (--cert-file …),
+  // which kvctl v3 refuses: its help must not offer them.
+  const v3Names = new Set(v3Command.flags.map((f) => f.name));
+  for (const f of globalFlags) {
+    const shared = argv[0] === "v3" && v3Names.has(f.name);
+    y = y.option(f.name, { ...option(shared ? { ...f, aliases: [] } : f), global: true });
+  }
   for (const spec of commands) y = addCommand(y, spec, [], onRun);
   return y;
 }
