@@ -8,9 +8,6 @@
 // space (etcd's v3 snapshot has none; etcdctl's restore drops it too) and v2 auth; alarms
 // are dropped, as etcd's restore does.
 import { closeSync, openSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { V3AuthImage } from "../../auth/v3-image.ts";
 import { encodeRecord, revisionKey } from "../../backend/record-codec.ts";
 import { LINES_VERSION, V2Store } from "../../store/v2/index.ts";
@@ -19,10 +16,10 @@ import { Membership } from "../membership.ts";
 import { SNAPSHOT_MAGIC } from "../snapshot-data.ts";
 import { BackupFormatError, type BackupHeader } from "./format.ts";
 import { BoltDb, fileSource } from "./bbolt.ts";
-import { etcdRevisions, readEtcdV3Meta, readKvctlExtras, type EtcdRevision, type EtcdV3Meta, type KvctlExtras } from "./etcd-bolt.ts";
+import { readEtcdV3Meta, readKvctlExtras, type EtcdV3Meta, type KvctlExtras } from "./etcd-bolt.ts";
 import { checkBackup, parseHeader } from "./reader.ts";
-import { restoreBackup, type RestoreOptions, type RestoreResult } from "./restore.ts";
-import { writeBackupBody, type BackupParts } from "./writer.ts";
+import { restoreState, type RestoreOptions, type RestoreRest, type RestoreResult } from "./restore.ts";
+import type { BackupParts } from "./writer.ts";
 
 const goOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
@@ -45,15 +42,90 @@ export function authImageOf(s: EtcdV3Meta): V3AuthImage {
   return { version: 1, enabled: s.authEnabled, authRevision: Math.max(1, Number(s.authRevision)), users, roles };
 }
 
-/** The key space's records, encoded as kvctl's backend keeps them, in revision order. */
-export function* recordsOf(revisions: Iterable<EtcdRevision>): Generator<[Buffer, Buffer]> {
-  for (const r of revisions) {
-    const id = Buffer.from(r.kv.key).toString("latin1");
-    const rec = r.tombstone
-      ? new StoredRecord(id, r.main, r.sub, 0, 0, undefined, NO_LEASE, true)
-      : new StoredRecord(id, r.main, r.sub, Number(r.kv.createRevision), Number(r.kv.version), Buffer.from(r.kv.value), r.kv.lease, false);
-    yield [revisionKey(r.main, r.sub), encodeRecord(rec)];
+/**
+ * The key bucket's records, encoded as kvctl's backend keeps them, in revision order: each
+ * mvccpb.KeyValue read in place (revisions are safe integers in kvctl), no message object
+ * per record.
+ */
+export function* recordsOf(db: BoltDb): Generator<[Buffer, Buffer]> {
+  for (const e of db.bucket("key") ?? []) {
+    if (e.value === undefined) continue;
+    const k = e.key;
+    if (k.length < 17 || k[8] !== 0x5f) throw new BackupFormatError(`bad revision key ${k.toString("hex")}`);
+    const main = k.readUIntBE(2, 6) + k.readUInt16BE(0) * 2 ** 48;
+    const sub = k.readUIntBE(11, 6) + k.readUInt16BE(9) * 2 ** 48;
+    const tombstone = k.length === 18 && k[17] === 0x74;
+    const kv = decodeKeyValue(e.value);
+    const id = kv.key.toString("latin1");
+    const rec = tombstone
+      ? new StoredRecord(id, main, sub, 0, 0, undefined, NO_LEASE, true)
+      : new StoredRecord(id, main, sub, kv.createRevision, kv.version, kv.value, kv.lease, false);
+    yield [revisionKey(main, sub), encodeRecord(rec)];
   }
+}
+
+interface KeyValueFields {
+  key: Buffer;
+  createRevision: number;
+  version: number;
+  value: Buffer;
+  lease: bigint;
+}
+
+// The decoder's cursor: module state rather than closures, as this runs once per record.
+let src: Buffer = Buffer.alloc(0);
+let at = 0;
+
+function varint(): number {
+  let v = 0;
+  for (let mul = 1; ; mul *= 128) {
+    if (at >= src.length) throw new BackupFormatError("a key record is truncated");
+    const x = src[at++]!;
+    v += (x & 0x7f) * mul;
+    if ((x & 0x80) === 0) return v;
+  }
+}
+
+function varint64(): bigint {
+  let v = 0n;
+  for (let shift = 0n; ; shift += 7n) {
+    if (at >= src.length) throw new BackupFormatError("a key record is truncated");
+    const x = src[at++]!;
+    v |= BigInt(x & 0x7f) << shift;
+    if ((x & 0x80) === 0) return BigInt.asIntN(64, v);
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** mvccpb.KeyValue's fields kvctl keeps (key 1, create_revision 2, version 4, value 5, lease 6). */
+function decodeKeyValue(b: Buffer): KeyValueFields {
+  src = b;
+  at = 0;
+  const r: KeyValueFields = { key: EMPTY, createRevision: 0, version: 0, value: EMPTY, lease: NO_LEASE };
+  while (at < b.length) {
+    const tag = varint();
+    const field = Math.floor(tag / 8);
+    const wire = tag % 8;
+    if (wire === 2) {
+      const n = varint();
+      if (at + n > b.length) throw new BackupFormatError("a key record is truncated");
+      const bytes = b.subarray(at, at + n);
+      at += n;
+      if (field === 1) r.key = bytes;
+      else if (field === 5) r.value = bytes;
+    } else if (wire === 0) {
+      if (field === 6) r.lease = varint64();
+      else {
+        const v = varint();
+        if (field === 2) r.createRevision = v;
+        else if (field === 4) r.version = v;
+      }
+    } else if (wire === 1) at += 8;
+    else if (wire === 5) at += 4;
+    else throw new BackupFormatError(`a key record has wire type ${wire}`);
+  }
+  return r;
 }
 
 /**
@@ -101,7 +173,7 @@ export async function restoreEtcdSnapshot(o: RestoreOptions): Promise<RestoreRes
     const membership = Membership.bootstrap(o.initialCluster, o.initialClusterToken).toJSON();
     const rest = Buffer.from(JSON.stringify({ membership, v3auth: authImageOf(meta) }) + "\n");
     const image = [SNAPSHOT_MAGIC, rest, ...[...new V2Store().imagePieces(LINES_VERSION)].map((p) => Buffer.from(p))];
-    return await restoreParts(o, { header, image, records: recordsOf(etcdRevisions(db)), leases: leasesOf(meta, now), alarms: [] });
+    return await restoreParts(o, { header, image, records: recordsOf(db), leases: leasesOf(meta, now), alarms: [] });
   } catch (err) {
     if (err instanceof BackupFormatError) throw err;
     throw err instanceof Error ? new BackupFormatError(err.message) : err;
@@ -120,20 +192,22 @@ function restoreKvctlBolt(o: RestoreOptions, db: BoltDb, own: KvctlExtras, heade
     if (typeof l.remainingTtl === "number" && l.remainingTtl > 0) r.remainingTtl = l.remainingTtl;
     return r;
   });
-  return restoreParts(o, { header, image: own.image, records: recordsOf(etcdRevisions(db)), leases, alarms: own.alarms });
+  return restoreParts(o, { header, image: own.image, records: recordsOf(db), leases, alarms: own.alarms });
 }
 
-/** The parts written as a kvctl backup body into a temporary file, which restore.ts restores. */
+const asBuffer = (b: Uint8Array): Buffer => (Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+
+function* buffers(records: Iterable<[Uint8Array, Uint8Array]>): Generator<[Buffer, Buffer]> {
+  for (const [k, v] of records) yield [asBuffer(k), asBuffer(v)];
+}
+
+/** The parts restored (restore.ts): the records go to the database as they are read. */
 async function restoreParts(o: RestoreOptions, parts: BackupParts): Promise<RestoreResult> {
-  const dir = await mkdtemp(join(tmpdir(), "kvctl-etcd-restore-"));
+  const rest: RestoreRest = { header: parts.header, image: [...parts.image], leases: parts.leases, alarms: parts.alarms };
   try {
-    const body = join(dir, "snapshot.kvctl");
-    await writeBackupBody(body, parts);
-    return await restoreBackup({ ...o, file: body, skipHashCheck: true });
+    return await restoreState(o, buffers(parts.records), () => rest);
   } catch (err) {
     if (err instanceof BackupFormatError) throw err;
     throw err instanceof Error ? new BackupFormatError(err.message) : err;
-  } finally {
-    await rm(dir, { recursive: true, force: true });
   }
 }

@@ -36,48 +36,79 @@ export interface RestoreResult {
   header: BackupHeader;
 }
 
-export async function restoreBackup(o: RestoreOptions): Promise<RestoreResult> {
+/** What a restore needs besides the key records, known once they were read. */
+export interface RestoreRest {
+  header: BackupHeader;
+  /** The raft snapshot's bytes (snapshot-data.ts), in pieces. */
+  image: Buffer[];
+  leases: LeaseRecord[];
+  alarms: AlarmMember[];
+}
+
+/** The checks made before anything is read or written: the data dir is new, the name a member of the new cluster. */
+function newMember(o: RestoreOptions): { membership: Membership; me: { id: number } } {
   if (existsSync(o.dataDir)) throw new BackupFormatError(`data-dir "${o.dataDir}" exists`);
   const membership = Membership.bootstrap(o.initialCluster, o.initialClusterToken);
   const me = membership.list().find((m) => m.name === o.name);
   if (me === undefined) throw new BackupFormatError(`couldn't find local name "${o.name}" in the initial cluster configuration`);
-  const { bodyBytes } = await checkBackup(o.file, { skipHashCheck: o.skipHashCheck });
+  return { membership, me };
+}
 
-  const memberDir = join(o.dataDir, "member");
-  await mkdir(join(memberDir, "snap"), { recursive: true, mode: 0o700 });
-  const index = membership.ids().length;
+/** Restores a file of kvctl's own format (format.ts). */
+export async function restoreBackup(o: RestoreOptions): Promise<RestoreResult> {
+  newMember(o);
+  const { bodyBytes } = await checkBackup(o.file, { skipHashCheck: o.skipHashCheck });
   let header: BackupHeader | undefined;
   const image: Buffer[] = [];
   let leases: LeaseRecord[] = [];
   let alarms: AlarmMember[] = [];
+  // The records go into the database as they are read: one section in memory at a time.
+  const sections = readSections(o.file, bodyBytes);
+  const records = async function* (): AsyncGenerator<[Buffer, Buffer]> {
+    for await (const s of sections) {
+      if (s.type === SECTION.HEADER) header = parseHeader(s.payload);
+      else if (s.type === SECTION.IMAGE) image.push(s.payload);
+      else if (s.type === SECTION.RECORDS) yield* recordsOf(s.payload);
+      else if (s.type === SECTION.LEASES) leases = (JSON.parse(s.payload.toString()) as { id: string; ttl: number; expiry: number; remainingTtl?: number }[]).map(leaseOf);
+      else if (s.type === SECTION.ALARMS) alarms = JSON.parse(s.payload.toString()) as AlarmMember[];
+    }
+  };
+  return restoreState(o, records(), () => {
+    if (header === undefined) throw new BackupFormatError("snapshot file has no header");
+    return { header, image, leases, alarms };
+  });
+}
+
+/**
+ * Makes the data dir from key records (revision key, encoded record; in revision order)
+ * and the rest, which `rest` gives once the records were read (a file may carry it after them).
+ */
+export async function restoreState(
+  o: RestoreOptions,
+  records: AsyncIterable<[Buffer, Buffer]> | Iterable<[Buffer, Buffer]>,
+  rest: () => RestoreRest,
+): Promise<RestoreResult> {
+  const { membership, me } = newMember(o);
+  const memberDir = join(o.dataDir, "member");
+  await mkdir(join(memberDir, "snap"), { recursive: true, mode: 0o700 });
+  const index = membership.ids().length;
+  let r: RestoreRest;
   const db = MvccDb.open({ path: v3DbPath(o.dataDir) });
   try {
-    // The records go into the database as they are read: one section in memory at a time.
-    const sections = readSections(o.file, bodyBytes);
-    const records = async function* (): AsyncGenerator<[Buffer, Buffer]> {
-      for await (const s of sections) {
-        if (s.type === SECTION.HEADER) header = parseHeader(s.payload);
-        else if (s.type === SECTION.IMAGE) image.push(s.payload);
-        else if (s.type === SECTION.RECORDS) yield* recordsOf(s.payload);
-        else if (s.type === SECTION.LEASES) leases = (JSON.parse(s.payload.toString()) as { id: string; ttl: number; expiry: number; remainingTtl?: number }[]).map(leaseOf);
-        else if (s.type === SECTION.ALARMS) alarms = JSON.parse(s.payload.toString()) as AlarmMember[];
-      }
-    };
     let n = 0;
-    for await (const [k, v] of records()) {
+    for await (const [k, v] of records) {
       db.importRecord(k, v);
       if (++n % 10_000 === 0) await db.committedAll();
     }
-    if (header === undefined) throw new BackupFormatError("snapshot file has no header");
-    db.importRest({ leases, alarms, revision: header.revision, compactRevision: header.compactRevision, index });
+    r = rest();
+    db.importRest({ leases: r.leases, alarms: r.alarms, revision: r.header.revision, compactRevision: r.header.compactRevision, index });
     await db.flushed();
   } finally {
     await db.close();
   }
-  const h = header!;
   // The backup's raft snapshot with the new cluster's membership: in format 2 only its
   // header line changes (no string of the whole state, as a member reads it).
-  const data = withMembership(Buffer.concat(image), membership.toJSON());
+  const data = withMembership(Buffer.concat(r.image), membership.toJSON());
   const confState = { voters: membership.ids(), learners: [] };
   await new Snapshotter(join(memberDir, "snap")).save({ index, term: 1, data, meta: encodeConfState(confState) });
   const meta: WalMetadata = { memberId: me.id, clusterId: membership.clusterId, members: membership.list() };
@@ -88,7 +119,7 @@ export async function restoreBackup(o: RestoreOptions): Promise<RestoreResult> {
   } finally {
     await wal.close();
   }
-  return { memberId: me.id, clusterId: membership.clusterId, index, header: h };
+  return { memberId: me.id, clusterId: membership.clusterId, index, header: r.header };
 }
 
 function leaseOf(l: { id: string; ttl: number; expiry: number; remainingTtl?: number }): LeaseRecord {
