@@ -1,8 +1,9 @@
 // `kvctl v3 snapshot restore` of a bbolt file: one kvctl saved (etcd-bolt-writer.ts) or
-// one etcd saved. Its v3 state (etcd-bolt.ts) is written as a kvctl backup body into a
-// temporary file, which restore.ts then restores as any other: one path makes every data
-// dir. As etcdctl's restore, the sha256 appended is checked first (unless
-// --skip-hash-check) and the membership in the file is dropped for the new cluster's.
+// one etcd saved. Its state goes through restore.ts's restoreState, as a file of kvctl's
+// older format does: one path makes every data dir. The file is read a page at a time,
+// its key records one at a time. As etcdctl's restore, the sha256 appended is checked
+// first (unless --skip-hash-check) and the membership in the file is dropped for the new
+// cluster's.
 // A file kvctl saved gives everything back: the rest of the state (v2 store, v2 auth,
 // lease expiries, alarms) is in its own bucket. What an etcd file cannot give: the v2 key
 // space (etcd's v3 snapshot has none; etcdctl's restore drops it too) and v2 auth; alarms
