@@ -26,7 +26,7 @@ _kvctl() {
     local i cmd="" sub=""
     for ((i = 1; i < cword; i++)); do
         case "${words[i]}" in
-            -o|--output|-w|--write-out|--user|--dial-timeout|--command-timeout|--peers|-C|--endpoint|--endpoints|--cert|--cert-file|--key|--key-file|--cacert|--ca-file|--username|-u|--password|--timeout|--total-timeout) ((i++)) ;;
+            -o|--output|-w|--write-out|--user|--dial-timeout|--command-timeout|--keepalive-time|--keepalive-timeout|-d|--discovery-srv|--discovery-srv-name|--peers|-C|--endpoint|--endpoints|--cert|--cert-file|--key|--key-file|--cacert|--ca-file|--username|-u|--password|--timeout|--total-timeout) ((i++)) ;;
             -*) ;;
             *) if [[ -z $cmd ]]; then cmd="${words[i]}"; elif [[ -z $sub ]]; then sub="${words[i]}"; fi ;;
         esac
