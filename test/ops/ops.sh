@@ -49,6 +49,7 @@ norm() {
   done
   sed -E "${args[@]}" -f "$ids" -e "s|$work|WORK|g" \
     -e 's/Member [0-9a-f]+ added/Member <id?> added/' -e 's/member [0-9a-f]+ of cluster [0-9a-f]+/member <id?> of cluster <id?>/' -e 's/\b[0-9a-f]{16}\b/<id?>/g' -e 's/\b[0-9a-f]{13,15}\b/<id?>/g' \
+    -e 's/\b[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9.]+ ([CEINW]) \|/<time> \1 |/g' \
     -e 's/took = [0-9.]+(µs|ms|s|ns)/took = T/g' -e 's/"took":"[^"]*"/"took":"T"/g' \
     -e 's/[0-9.]+ ?(kB|MB|B|GB)\b/SIZE/g' -e 's/"dbSize(InUse)?":[0-9]+/"dbSize\1":SIZE/g' \
     -e 's/"(raft_term|raftTerm|raftIndex|raftAppliedIndex|revision|raft_index)":[0-9]+/"\1":N/g' \
@@ -517,12 +518,9 @@ if [[ $sections == *dr* ]]; then
 
   note "3c. v2 backup, then --force-new-cluster from it"
   if [ "$kind" = etcd ]; then
-    step "ETCDCTL_API=2 etcdctl backup" env ETCDCTL_API=2 etcdctl backup --data-dir "$work/m14" --backup-dir "$work/bk"
+    step "v2 backup (ETCDCTL_API=2 etcdctl backup; kvctl backup)" env ETCDCTL_API=2 etcdctl backup --data-dir "$work/m14" --backup-dir "$work/bk"
   else
-    # kvctl has no backup command: its data dir, copied while the member is stopped, is
-    # what --force-new-cluster starts from
-    step "cp -a the stopped member's data dir (kvctl has no backup command)" cp -a "$work/m14" "$work/bk"
-    step "kvctl backup" node "$KVCTL" backup --data-dir "$work/m14" --backup-dir "$work/bk2"
+    step "v2 backup (ETCDCTL_API=2 etcdctl backup; kvctl backup)" node "$KVCTL" backup --data-dir "$work/m14" --backup-dir "$work/bk"
     # etcdctl's backup on a kvctl data dir (a copy: it renames the .snap it cannot read to .broken)
     cp -a "$work/m14" "$work/m14x"
     step "ETCDCTL_API=2 etcdctl backup of kvctl's dir (its last line)" sh -c "ETCDCTL_API=2 etcdctl backup --data-dir $work/m14x --backup-dir $work/bkx 2>&1 | tail -1 | jq -c '{level, msg}'"
