@@ -1,21 +1,21 @@
 // Runs `kvctl serve` with its client port on HTTPS, behind a plain-TCP front door, so the
 // shared conformance runner (which speaks plain HTTP) replays its whole corpus over TLS:
 // every request the runner sends reaches kvctl inside a TLS connection, byte for byte.
-// Certificates are generated here, at run time, for 127.0.0.1.
+// The runner starts one of these per fresh server, so the certificates (for 127.0.0.1) are
+// made once by the test that starts the runner, and given here as files.
 //
-//   node --import tsx test/conformance/tls-front.ts <frontPort> <peerPort> <dataDir> <name>
+//   node --import tsx test/conformance/tls-front.ts <frontPort> <peerPort> <dataDir> <name> <caFile> <certFile> <keyFile>
 //
 // The member advertises the front door's http URL, which is what the runner (and the
 // recorded etcd answers) see in /v2/members and /v2/machines.
 import net from "node:net";
 import tls from "node:tls";
+import { readFileSync } from "node:fs";
 import { spawn } from "node:child_process";
-import { CertDir } from "../helpers/certs.ts";
 import { freePort, kvctlBin, repoRoot } from "../helpers/server.ts";
 
-const [frontPort, peerPort, dataDir, name] = process.argv.slice(2) as [string, string, string, string];
-const certs = new CertDir("kvctl-conf-tls-");
-const server = certs.server("server", ["127.0.0.1"]);
+const [frontPort, peerPort, dataDir, name, caFile, certFile, keyFile] = process.argv.slice(2) as [string, string, string, string, string, string, string];
+const ca = readFileSync(caFile);
 const tlsPort = await freePort();
 
 const child = spawn(
@@ -25,14 +25,14 @@ const child = spawn(
     "--listen-client-urls", `https://127.0.0.1:${tlsPort}`, "--advertise-client-urls", `http://127.0.0.1:${frontPort}`,
     "--listen-peer-urls", `http://127.0.0.1:${peerPort}`, "--initial-advertise-peer-urls", `http://127.0.0.1:${peerPort}`,
     "--initial-cluster", `${name}=http://127.0.0.1:${peerPort}`,
-    "--cert-file", server.cert, "--key-file", server.key, "--log-level", "warn",
+    "--cert-file", certFile, "--key-file", keyFile, "--log-level", "warn",
   ],
   { cwd: repoRoot, stdio: "inherit" },
 );
 
 const front = net.createServer((plain) => {
   // No server name: the certificate lists only the IP, and the server must cope without SNI.
-  const secure = tls.connect({ host: "127.0.0.1", port: tlsPort, ca: certs.ca.pem.certPem });
+  const secure = tls.connect({ host: "127.0.0.1", port: tlsPort, ca });
   plain.pipe(secure).pipe(plain);
   const close = (): void => {
     plain.destroy();
@@ -51,7 +51,4 @@ const stop = (): void => {
 };
 process.on("SIGTERM", stop);
 process.on("SIGINT", stop);
-child.on("exit", (code) => {
-  certs.remove();
-  process.exit(code ?? 0);
-});
+child.on("exit", (code) => process.exit(code ?? 0));

@@ -8,6 +8,8 @@
 // (c) a source with auth on (--user) into a TLS destination that asks for a client
 //     certificate (--dest-cacert, --dest-cert, --dest-key);
 // (d) argument errors: the same words and exit codes as etcdctl 3.4.23.
+// The four run at the same time, each on servers of its own: (a) cannot end before its
+// mirror's 30 s count, and the others fit in that wait.
 // Ports: KVCTL_V3_TEST_PORTS (helpers/etcd.ts).
 
 import { after, describe, test } from "node:test";
@@ -46,13 +48,18 @@ after(async () => {
   for (const s of servers) await s.stop();
 });
 
+// One start at a time: the tests run concurrently, and two port picks at once (rangePort)
+// could choose the same free port.
+let starting: Promise<unknown> = Promise.resolve();
 async function server(kind: "etcd" | "kvctl"): Promise<V3Server> {
-  const s = await startV3Server(kind);
+  const next = starting.then(() => startV3Server(kind));
+  starting = next.catch(() => undefined);
+  const s = await next;
   servers.push(s);
   return s;
 }
 
-describe("make-mirror", { timeout: 180_000 }, () => {
+describe("make-mirror", { timeout: 180_000, concurrency: true }, () => {
   test("kvctl -> kvctl: initial copy past one page, then the updates under --dest-prefix; the count every 30 s", async () => {
     const src = await server("kvctl");
     const dst = await server("kvctl");
@@ -132,7 +139,7 @@ describe("make-mirror", { timeout: 180_000 }, () => {
   });
 
   test("argument errors as etcdctl's", { skip: !installed("etcdctl") }, async () => {
-    const s = servers[0] ?? (await server("kvctl"));
+    const s = await server("kvctl");
     for (const args of [["make-mirror"], ["make-mirror", "a", "b"], ["make-mirror", "--dest-prefix", "x", "--no-dest-prefix", s.url]]) {
       const e = await runEtcdctl(s.url, args);
       const k = await runKvctlV3(s.url, args);
