@@ -29,9 +29,13 @@ for f in "${files[@]}"; do [ -n "${is_pure[$f]:-}" ] || serial+=("$f"); done
 
 jobs=${KVCTL_TEST_JOBS:-$(nproc)}
 [ "$jobs" -ge 2 ] || jobs=2
+isolate=${KVCTL_TEST_ISOLATE:-0}
+# Not passed on: kvctl's argument parser takes KV* variables for flags (KVCTL_TEST_JOBS
+# reads as --ctl-test-jobs), and the CLI's parser tests would meet them.
+unset KVCTL_TEST_JOBS KVCTL_TEST_ISOLATE
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-if [ "${KVCTL_TEST_ISOLATE:-0}" = 1 ]; then
+if [ "$isolate" = 1 ]; then
   first=("${pure[@]}")
 else
   first=()
@@ -68,7 +72,7 @@ counts() { awk '/^# (tests|pass|fail|cancelled|skipped|todo) [0-9]+$/ { n[$2] = 
 read -r -a a < <(counts "$work/pure.tap")
 read -r -a b < <(counts "$work/serial.tap")
 how="several to a process, $jobs processes at once"
-[ "${KVCTL_TEST_ISOLATE:-0}" != 1 ] || how="each in its own process, $jobs at once"
+[ "$isolate" != 1 ] || how="each in its own process, $jobs at once"
 line() { printf '%s: tests %d pass %d fail %d cancelled %d skipped %d todo %d\n' "$1" "${@:2}"; }
 line "# pure unit files (${#pure[@]}, $how)" "${a[@]}"
 line "# other files (${#serial[@]}, one at a time)" "${b[@]}"
