@@ -32,6 +32,9 @@ export interface Config {
    * [electionTick, 2*electionTick) before campaigning again (not in etcd's raft). Only
    * liveness changes: after a split vote the candidates, who timed out first anyway,
    * retry before any follower's timer runs out, instead of drawing a whole new timeout.
+   * Votes for the abandoned candidacy that arrive during the next pre-vote at the same
+   * term still count (stepCandidate's lateVote), so a vote round trip longer than the
+   * short wait does not lose the election.
    */
   quickCandidateRetry?: boolean;
   /** Followers drop proposals instead of forwarding them to the leader. */

@@ -4,7 +4,7 @@
 // term, so m.term is 0 (local) or equal to r.term here.
 
 import { ProposalDroppedError } from "./errors.ts";
-import { VoteResult } from "./quorum/majority.ts";
+import { VoteResult, voteResult } from "./quorum/majority.ts";
 import type { Raft } from "./raft.ts";
 import { handleAppendEntries, handleHeartbeat, handleSnapshot } from "./raft-handlers.ts";
 import { CampaignType } from "./raft-term.ts";
@@ -238,10 +238,35 @@ export function stepCandidate(r: Raft, m: Message): void {
       }
       return;
     }
+    case MT.MsgVoteResp:
+      if (r.state === StateType.PreCandidate) lateVote(r, m);
+      return;
     case MT.MsgTimeoutNow:
       r.logger.debug(`${r.id} [term ${r.term} state ${r.state}] ignored MsgTimeoutNow from ${m.from}`);
       return;
   }
+}
+
+/**
+ * An answer to this member's candidacy that came after it had timed out and gone back to
+ * pre-voting at the same term (quickCandidateRetry: a candidate waits only half an
+ * election timeout, less than one vote round trip on a loaded machine, where every late
+ * vote was dropped and the next round lost the same way). A quorum of them elects it at
+ * that term: each voter persisted its vote for this member at this term before
+ * answering, and this member still votes for itself, so no other member can win the
+ * term; its log cannot have changed since it asked (entries come only from a leader of
+ * this term, which cannot exist, or of a later one, which would have moved its term).
+ */
+function lateVote(r: Raft, m: Message): void {
+  const c = r.candidacyVotes;
+  if (c === undefined || c.term !== r.term || m.term !== r.term || r.vote !== r.id) return;
+  if (!c.votes.has(m.from)) c.votes.set(m.from, !m.reject);
+  r.logger.info(`${r.id} received late ${messageTypeName(m.type)}${m.reject ? " rejection" : ""} from ${m.from} at term ${r.term}`);
+  if (voteResult(r.prs.voters, c.votes) !== VoteResult.Won) return;
+  r.candidacyVotes = undefined;
+  r.logger.info(`${r.id} has a quorum of late ${messageTypeName(m.type)} votes at term ${r.term}`);
+  r.becomeLeader();
+  r.bcastAppend();
 }
 
 export function stepFollower(r: Raft, m: Message): void {

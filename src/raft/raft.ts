@@ -77,6 +77,12 @@ export class Raft {
   checkQuorum: boolean;
   preVote: boolean;
   quickCandidateRetry: boolean;
+  /**
+   * With quickCandidateRetry: the votes answered to this member's candidacy at `term`,
+   * still counted while it pre-votes again at that term (see stepCandidate); forgotten at
+   * the next role change.
+   */
+  candidacyVotes: { term: number; votes: Map<number, boolean> } | undefined;
   readonly heartbeatTimeout: number;
   readonly electionTimeout: number;
   /** Random in [electionTimeout, 2*electionTimeout); redrawn on every role change. */
@@ -262,6 +268,7 @@ export class Raft {
       this.term = term;
       this.vote = None;
     }
+    this.candidacyVotes = undefined;
     this.lead = None;
     this.electionElapsed = 0;
     this.heartbeatElapsed = 0;
@@ -342,6 +349,7 @@ export class Raft {
   becomePreCandidate(): void {
     invariant(this.state !== StateType.Leader, () => "invalid transition [leader -> pre-candidate]");
     this.step = stepCandidate;
+    if (this.quickCandidateRetry && this.state === StateType.Candidate) this.candidacyVotes = { term: this.term, votes: this.prs.votes };
     this.prs.resetVotes();
     this.tick = () => this.tickElection();
     this.lead = None;
