@@ -15,6 +15,8 @@
 // Every bucket, the empty ones too, gets pages of its own (no inline buckets): bbolt reads
 // both, and makes a small one inline itself when a later write touches it.
 
+import { fnv64a } from "./bbolt.ts";
+
 const PAGE_HEADER = 16;
 const ELEMENT = 16;
 const MAGIC = 0xed0cdaed;
@@ -28,16 +30,6 @@ const FREELIST_PAGE = 2n;
 const FIRST_DATA_PAGE = 3n;
 /** page.count is a u16; bbolt panics at 0xFFFF elements. */
 const MAX_ELEMENTS = 0xfffe;
-
-const FNV_OFFSET = 0xcbf29ce484222325n;
-const FNV_PRIME = 0x100000001b3n;
-const MASK64 = 0xffffffffffffffffn;
-
-function fnv64a(b: Uint8Array): bigint {
-  let h = FNV_OFFSET;
-  for (const x of b) h = ((h ^ BigInt(x)) * FNV_PRIME) & MASK64;
-  return h;
-}
 
 export class BoltWriteError extends Error {
   override name = "BoltWriteError";
