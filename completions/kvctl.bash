@@ -12,21 +12,21 @@ _kvctl() {
     fi
 
     local commands="backup cluster-health mk mkdir rm rmdir get ls set setdir update updatedir watch exec-watch member user role auth endpoint migrate stats version completion serve v3 help"
-    local globals="--debug --no-sync --output -o --peers -C --endpoint --endpoints --cert --cert-file --key --key-file --cacert --ca-file --insecure-skip-tls-verify --insecure-transport --username -u --password --timeout --total-timeout --no-color --help -h --version -v"
+    local globals="--debug --no-sync --output -o --discovery-srv -D --insecure-discovery --peers -C --endpoint --endpoints --cert --cert-file --key --key-file --cacert --ca-file --insecure-skip-tls-verify --insecure-transport --username -u --password --timeout --total-timeout --no-color --help -h --version -v"
 
     case "$prev" in
         -o|--output) COMPREPLY=($(compgen -W "simple extended json" -- "$cur")); return ;;
         -w|--write-out) COMPREPLY=($(compgen -W "simple json fields protobuf table" -- "$cur")); return ;;
         --cert|--cert-file|--key|--key-file|--cacert|--ca-file|--trusted-ca-file|--peer-cert-file|--peer-key-file|--peer-trusted-ca-file|--peer-ca-file|--peer-crl-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --insecure-transport) COMPREPLY=($(compgen -W "true false" -- "$cur")); return ;;
-        --endpoints|--endpoint|--peers|-C|--username|-u|--password|--timeout|--total-timeout|--ttl|--swap-with-value|--swap-with-index|--with-value|--with-index|--after-index|--roles|--path) return ;;
+        --endpoints|--endpoint|--peers|-C|-D|--discovery-srv|--username|-u|--password|--timeout|--total-timeout|--ttl|--swap-with-value|--swap-with-index|--with-value|--with-index|--after-index|--roles|--path) return ;;
     esac
 
     # The command is the first word that is not a flag or a global flag's value.
     local i cmd="" sub=""
     for ((i = 1; i < cword; i++)); do
         case "${words[i]}" in
-            -o|--output|-w|--write-out|--user|--dial-timeout|--command-timeout|--keepalive-time|--keepalive-timeout|-d|--discovery-srv|--discovery-srv-name|--peers|-C|--endpoint|--endpoints|--cert|--cert-file|--key|--key-file|--cacert|--ca-file|--username|-u|--password|--timeout|--total-timeout) ((i++)) ;;
+            -o|--output|-w|--write-out|--user|--dial-timeout|--command-timeout|--keepalive-time|--keepalive-timeout|-d|-D|--discovery-srv|--discovery-srv-name|--peers|-C|--endpoint|--endpoints|--cert|--cert-file|--key|--key-file|--cacert|--ca-file|--username|-u|--password|--timeout|--total-timeout) ((i++)) ;;
             -*) ;;
             *) if [[ -z $cmd ]]; then cmd="${words[i]}"; elif [[ -z $sub ]]; then sub="${words[i]}"; fi ;;
         esac

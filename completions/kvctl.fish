@@ -4,7 +4,7 @@
 # `kvctl --endpoints x v3 -w json lease grant 60` -> v3 lease grant 60.
 function __kvctl_path
     set -l cmds backup cluster-health mk mkdir rm rmdir get ls set setdir update updatedir watch exec-watch member user role auth endpoint migrate stats version completion serve v3 help
-    set -l valued -o --output -C --peers --endpoint --endpoints --cert --cert-file --key --key-file --cacert --ca-file -u --username --password --timeout --total-timeout -w --write-out --dial-timeout --command-timeout --keepalive-time --keepalive-timeout --user -d --discovery-srv --discovery-srv-name
+    set -l valued -o --output -C --peers --endpoint --endpoints --cert --cert-file --key --key-file --cacert --ca-file -u --username --password --timeout --total-timeout -w --write-out --dial-timeout --command-timeout --keepalive-time --keepalive-timeout --user -d -D --discovery-srv --discovery-srv-name
     set -l path
     set -l skip 0
     for w in (commandline -opc)[2..-1]
@@ -41,6 +41,8 @@ end
 complete -c kvctl -n 'not __kvctl_at v3,serve' -l debug -d 'output cURL commands which can be used to reproduce the request'
 complete -c kvctl -n 'not __kvctl_at v3,serve' -l no-sync -d "don't synchronize cluster information before sending request"
 complete -c kvctl -n 'not __kvctl_at v3,serve' -s o -l output -x -a 'simple extended json' -d 'output response in the given format'
+complete -c kvctl -n 'not __kvctl_at v3,serve' -s D -l discovery-srv -x -d 'domain name to query for SRV records describing cluster endpoints'
+complete -c kvctl -n 'not __kvctl_at v3,serve' -l insecure-discovery -d 'accept insecure SRV records describing cluster endpoints'
 complete -c kvctl -n 'not __kvctl_at v3,serve' -s C -l peers -x -d 'DEPRECATED - use --endpoints'
 complete -c kvctl -n 'not __kvctl_at v3,serve' -l endpoint -x -d 'DEPRECATED - use --endpoints'
 complete -c kvctl -n 'not __kvctl_at v3,serve' -l endpoints -x -d 'comma-delimited list of machine addresses, tried in turn'

@@ -103,6 +103,31 @@ test("buildInvocation follows etcdctl's endpoint precedence", () => {
   assert.deepEqual(ep({}, { KV_PEERS: "http://p" }), ["http://p"]);
 });
 
+test("buildInvocation reads -D/--discovery-srv and --insecure-discovery as etcdctl v2's getDiscoveryDomain", () => {
+  const g = (globals: Record<string, string | boolean>, env: Record<string, string>) =>
+    buildInvocation({ command: "get", globals, flags: {}, args: [] }, env).globals;
+  const none = g({}, {});
+  assert.deepEqual([none.discoverySrv, none.discoverySrvName, none.insecureDiscovery], [undefined, undefined, false]);
+  assert.equal(g({ "discovery-srv": "a.test" }, { ETCDCTL_DISCOVERY_SRV: "e.test" }).discoverySrv, "a.test");
+  assert.equal(g({ "discovery-srv": "" }, { ETCDCTL_DISCOVERY_SRV: "e.test" }).discoverySrv, "e.test");
+  assert.equal(g({}, { KV_DISCOVERY_SRV: "k.test", ETCDCTL_DISCOVERY_SRV: "e.test" }).discoverySrv, "k.test");
+  // The service name has no flag in etcdctl v2: its variable only.
+  assert.equal(g({}, { ETCDCTL_DISCOVERY_SRV_NAME: "blue" }).discoverySrvName, "blue");
+  assert.equal(g({}, { KV_DISCOVERY_SRV_NAME: "red", ETCDCTL_DISCOVERY_SRV_NAME: "blue" }).discoverySrvName, "red");
+  // flag || ETCDCTL_INSECURE_DISCOVERY != "": any value of the variable turns it on.
+  assert.equal(g({ "insecure-discovery": true }, {}).insecureDiscovery, true);
+  assert.equal(g({ "insecure-discovery": false }, { ETCDCTL_INSECURE_DISCOVERY: "false" }).insecureDiscovery, true);
+  assert.equal(g({}, { ETCDCTL_INSECURE_DISCOVERY: "" }).insecureDiscovery, false);
+  assert.equal(g({}, { KV_INSECURE_DISCOVERY: "true" }).insecureDiscovery, true);
+  assert.throws(() => g({}, { KV_INSECURE_DISCOVERY: "yes" }), UsageError);
+});
+
+test("parseArgv reads -D with its value, and --insecure-discovery as a bool", () => {
+  assert.deepEqual(raw(["-D", "a.test", "--insecure-discovery", "get", "/a"])?.globals, { "discovery-srv": "a.test", "insecure-discovery": true });
+  assert.deepEqual(raw(["get", "/a", "--discovery-srv=b.test"])?.globals, { "discovery-srv": "b.test" });
+  assert.throws(() => parseArgv(["-d", "a.test", "get", "/a"]), (e: unknown) => e instanceof UsageError && e.message === "flag provided but not defined: -d");
+});
+
 const ints: [string, number | undefined][] = [
   ["0", 0], ["42", 42], ["-7", -7], ["0x1f", 31], ["010", 8], ["0b101", 5], ["0o17", 15], ["abc", undefined], ["1.5", undefined], ["", undefined], [" 5", undefined],
 ];
@@ -134,6 +159,8 @@ const equivalence: { argv: string[]; env: Record<string, string> }[] = [
   { argv: ["watch", "-f", "--after-index", "10", "/w"], env: {} },
   { argv: ["member", "list"], env: { ETCDCTL_ENDPOINTS: "http://e:1" } },
   { argv: ["-u", "root:pw", "mk", "--in-order", "/q", "job"], env: {} },
+  { argv: ["-D", "d.test", "--insecure-discovery", "get", "/a"], env: {} },
+  { argv: ["ls", "/"], env: { KV_DISCOVERY_SRV: "d.test", KV_INSECURE_DISCOVERY: "1", ETCDCTL_DISCOVERY_SRV_NAME: "n" } },
 ];
 
 for (const c of equivalence) {

@@ -71,15 +71,35 @@ export interface CommandContext {
   close(): void;
 }
 
+/**
+ * -D / --discovery-srv, first as in etcdctl's newClient: the domain's endpoints replace
+ * --endpoints (kept when none is usable). A failed lookup is etcdctl's bare
+ * `dns lookup errors: …` line (no `Error:`), exit 1, before any TLS file is read.
+ */
+async function discover(g: GlobalOptions, io: Io): Promise<void> {
+  const { discoverEndpoints } = await import("../client/srv.ts");
+  try {
+    g.endpoints = await discoverEndpoints(g.discoverySrv ?? "", g.endpoints, {
+      insecure: g.insecureDiscovery,
+      ...(g.discoverySrvName !== undefined ? { serviceName: g.discoverySrvName } : {}),
+      onIgnored: (ep) => io.stderr(`ignoring discovered insecure endpoint ${JSON.stringify(ep)}\n`),
+    });
+  } catch (err) {
+    throw new CliExit(ExitCode.BadArgs, `${errorText(err)}\n`);
+  }
+}
+
 /** Builds the client; `sync` false is etcdctl's mustNewClientNoSync (cluster-health). */
 export async function createContext(inv: Invocation, io: Io, opts: { sync: boolean }): Promise<CommandContext> {
   const g = inv.globals;
+  if (g.discoverySrv !== undefined) await discover(g, io);
   const transport = await createNodeTransport({
     ...(g.caFile !== undefined ? { caFile: g.caFile } : {}),
     ...(g.certFile !== undefined ? { certFile: g.certFile } : {}),
     ...(g.keyFile !== undefined ? { keyFile: g.keyFile } : {}),
     insecureSkipVerify: g.insecureSkipVerify,
     insecureTransport: g.insecureTransport,
+    ...(g.discoverySrv !== undefined && !g.insecureDiscovery ? { serverName: g.discoverySrv } : {}),
   });
   let cluster: ClusterClient;
   try {

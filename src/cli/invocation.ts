@@ -25,6 +25,12 @@ export interface GlobalOptions {
   insecureSkipVerify: boolean;
   /** --insecure-transport (default true). */
   insecureTransport: boolean;
+  /** -D, --discovery-srv: the endpoints come from this domain's SRV records (context.ts resolves them). */
+  discoverySrv: string | undefined;
+  /** etcdctl v2 has no flag for it: ETCDCTL_DISCOVERY_SRV_NAME (or KV_DISCOVERY_SRV_NAME) only. */
+  discoverySrvName: string | undefined;
+  /** --insecure-discovery: keep discovered http:// endpoints (default false in v2, unlike v3). */
+  insecureDiscovery: boolean;
 }
 
 export type FlagValue = string | number | boolean | readonly string[];
@@ -79,6 +85,10 @@ export function buildInvocation(raw: RawInvocation, env: NodeJS.ProcessEnv): Inv
     keyFile: str("key") ?? nonEmpty(env["KV_KEY_FILE"]) ?? nonEmpty(env["ETCDCTL_KEY_FILE"]) ?? nonEmpty(env["ETCDCTL_KEY"]),
     insecureSkipVerify: bool("insecure-skip-tls-verify"),
     insecureTransport: g["insecure-transport"] !== false,
+    discoverySrv: str("discovery-srv") ?? nonEmpty(env["ETCDCTL_DISCOVERY_SRV"]),
+    discoverySrvName: nonEmpty(env["KV_DISCOVERY_SRV_NAME"]) ?? nonEmpty(env["ETCDCTL_DISCOVERY_SRV_NAME"]),
+    // etcdctl: the flag, or ETCDCTL_INSECURE_DISCOVERY set to anything at all (even "false").
+    insecureDiscovery: bool("insecure-discovery") || nonEmpty(env["ETCDCTL_INSECURE_DISCOVERY"]) !== undefined,
   };
   const spec = commandSpec(raw.command, raw.subcommand);
   return {

@@ -67,6 +67,13 @@ export const globalFlags: readonly FlagSpec[] = [
     default: "simple",
     description: "output response in the given format (simple, extended or json)",
   },
+  {
+    name: "discovery-srv",
+    aliases: ["D"],
+    type: "string",
+    description: "domain name to query for SRV records describing cluster endpoints",
+  },
+  { name: "insecure-discovery", type: "bool", description: "accept insecure SRV records describing cluster endpoints" },
   { name: "peers", aliases: ["C"], type: "string", description: 'DEPRECATED - "--endpoints" should be used instead' },
   { name: "endpoint", type: "string", description: 'DEPRECATED - "--endpoints" should be used instead' },
   {

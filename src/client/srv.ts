@@ -1,5 +1,5 @@
 // Client endpoints from DNS SRV records, as etcd's pkg/srv GetClient finds them for
-// etcdctl's --discovery-srv: `_etcd-client-ssl[-<name>]._tcp.<domain>` gives https
+// etcdctl's --discovery-srv (v2's -D and v3's -d): `_etcd-client-ssl[-<name>]._tcp.<domain>` gives https
 // endpoints, `_etcd-client[-<name>]._tcp.<domain>` http ones (https first, each in the
 // resolver's order); only both lookups failing is an error. KV_DNS_SERVER (host:port, comma
 // separated) points the lookups at other servers than the system's, as for `kvctl serve
@@ -77,4 +77,28 @@ export async function srvClientEndpoints(domain: string, opts: SrvOptions = {}):
   }
   if (errors.length === 2) throw new SrvLookupError(`dns lookup errors: ${errors[0]} and ${errors[1]}`, cause);
   return out;
+}
+
+export interface DiscoveryOptions extends SrvOptions {
+  /** --insecure-discovery: keep the http:// endpoints found. */
+  insecure: boolean;
+  /** Told each http:// endpoint dropped (etcdctl prints `ignoring discovered insecure endpoint "…"`). */
+  onIgnored?: (endpoint: string) => void;
+}
+
+/**
+ * etcdctl v2's getEndpoints with --discovery-srv: the domain's client endpoints, the http
+ * ones dropped unless `insecure`; when none remain, `fallback` (the --endpoints list:
+ * etcdctl falls back to it rather than failing). Both lookups failing throws SrvLookupError.
+ */
+export async function discoverEndpoints(domain: string, fallback: readonly string[], opts: DiscoveryOptions): Promise<string[]> {
+  const found = await srvClientEndpoints(domain, opts);
+  const kept = opts.insecure
+    ? found
+    : found.filter((ep) => {
+        if (!ep.startsWith("http://")) return true;
+        opts.onIgnored?.(ep);
+        return false;
+      });
+  return kept.length > 0 ? kept : [...fallback];
 }

@@ -3,7 +3,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, type Server, type ServerResponse } from "node:http";
-import { createNodeTransport, type Transport } from "./transport.ts";
+import { createNodeTransport, readTlsFiles, type Transport } from "./transport.ts";
 import { createGotTransport } from "./got-transport.ts";
 import { DeadlineExceededError, HeaderTimeoutError, NetworkError } from "./errors.ts";
 import { createServer as createTcpServer } from "node:net";
@@ -132,3 +132,10 @@ for (const [name, create] of implementations) {
     });
   });
 }
+
+test("readTlsFiles: a server name (etcdctl v2's discovery domain) is the name certificates are checked against, never an IP", () => {
+  assert.equal(readTlsFiles({ serverName: "example.test" }).servername, "example.test");
+  assert.equal(readTlsFiles({}).servername, undefined);
+  assert.equal(readTlsFiles({ serverName: "" }).servername, undefined);
+  assert.equal(readTlsFiles({ serverName: "10.0.0.1" }).servername, undefined);
+});

@@ -10,6 +10,7 @@
 
 import type { Agent as HttpAgent, ClientRequest, IncomingMessage } from "node:http";
 import { readFileSync } from "node:fs";
+import { isIP } from "node:net";
 import { DeadlineExceededError, HeaderTimeoutError, NetworkError } from "./errors.ts";
 
 export interface HttpRequest {
@@ -52,6 +53,12 @@ export interface TlsFiles {
    * endpoints, as etcdctl v3 sets up TLS for every endpoint then. https:// always dials TLS.
    */
   insecureTransport?: boolean;
+  /**
+   * The name every server certificate must be valid for (and the SNI sent), instead of each
+   * endpoint's host: etcdctl v2 sets it to the --discovery-srv domain unless
+   * --insecure-discovery, so a discovered member must prove it serves that domain.
+   */
+  serverName?: string;
 }
 
 type RequestFn = typeof import("node:http").request;
@@ -97,12 +104,15 @@ export function usesTls(origin: string, tls: TlsFiles): boolean {
 }
 
 /** node:https agent options from the flags (files read now, once per process). */
-export function readTlsFiles(tls: TlsFiles): { ca?: Buffer; cert?: Buffer; key?: Buffer; rejectUnauthorized?: boolean } {
-  const out: { ca?: Buffer; cert?: Buffer; key?: Buffer; rejectUnauthorized?: boolean } = {};
+export function readTlsFiles(tls: TlsFiles): { ca?: Buffer; cert?: Buffer; key?: Buffer; rejectUnauthorized?: boolean; servername?: string } {
+  const out: { ca?: Buffer; cert?: Buffer; key?: Buffer; rejectUnauthorized?: boolean; servername?: string } = {};
   if (tls.caFile) out.ca = readFileSync(tls.caFile);
   if (tls.certFile) out.cert = readFileSync(tls.certFile);
   if (tls.keyFile) out.key = readFileSync(tls.keyFile);
   if (tls.insecureSkipVerify === true) out.rejectUnauthorized = false;
+  // An agent's servername wins over the one node:https derives from each request's host,
+  // and node checks the certificate against it. SNI may not carry an IP address (RFC 6066).
+  if (tls.serverName !== undefined && tls.serverName !== "" && isIP(tls.serverName) === 0) out.servername = tls.serverName;
   return out;
 }
 
