@@ -5,7 +5,8 @@
 // mvcc/revision.go, lease/lessor.go, auth/store.go, etcdserver/api/membership/store.go,
 // etcdserver/api/v3alarm):
 //   key              main rev (8 BE) '_' sub rev (8 BE), then 't' for a deletion → mvccpb.KeyValue
-//                    (a deletion's holds the key only)
+//                    (a deletion's holds the key only), written by the store's etcd-key-record.ts
+//                    as HashKV sums them
 //   meta             consistent_index (u64 BE); scheduledCompactRev, finishedCompactRev
 //                    (17-byte revision keys) once compacted
 //   lease            lease id (8 BE) → leasepb.Lease {ID, TTL, RemainingTTL}
@@ -26,6 +27,8 @@
 // records are written as they come from the backend's read transaction: memory holds a
 // page per tree level and at most FLUSH_BYTES of pages waiting for the disk.
 import { open } from "node:fs/promises";
+import { REVISION_KEY_BYTES } from "../../backend/record-codec.ts";
+import { keyValueBytes, revisionKeyBytes, writeKeyValue, writeRevisionKey } from "../../store/v3/index.ts";
 import type { V3AuthImage } from "../../auth/v3-image.ts";
 import type { MembershipJSON } from "../membership.ts";
 import { SNAPSHOT_MAGIC } from "../snapshot-data.ts";
@@ -96,89 +99,39 @@ class Proto {
   }
 }
 
-const varintBytes = (n: number): number => {
-  let size = 1;
-  while (n >= 0x80) {
-    n = Math.floor(n / 0x80);
-    size++;
-  }
-  return size;
-};
-
-function putVarint(b: Buffer, at: number, n: number): number {
-  while (n >= 0x80) {
-    b[at++] = (n % 0x80) | 0x80;
-    n = Math.floor(n / 0x80);
-  }
-  b[at++] = n;
-  return at;
-}
-
-function bigVarint(v: bigint): Buffer {
-  const out: number[] = [];
-  let x = BigInt.asUintN(64, v);
-  while (x >= 0x80n) {
-    out.push(Number(x & 0x7fn) | 0x80);
-    x >>= 7n;
-  }
-  out.push(Number(x));
-  return Buffer.from(out);
-}
-
 // The backend's record (record-codec.ts): flags:u8 (bit 0 tombstone) keyLen:u32 BE
 // createRevision:f64 version:f64 lease:i64 BE, then the key and the value. Read in place
 // here: this runs once per record of the key space, beside a serving member.
 const RECORD_HEAD = 1 + 4 + 8 + 8 + 8;
 
-/** mvccpb.KeyValue of a backend record (record-codec.ts) at its 16-byte revision key. */
+/** The `key` bucket's record (the store's etcd-key-record.ts) of a backend record at its 16-byte revision key. */
 export function keyValueOf(revKey: Uint8Array, record: Uint8Array): { key: Buffer; value: Buffer } {
   const rec = Buffer.isBuffer(record) ? record : Buffer.from(record.buffer, record.byteOffset, record.byteLength);
-  if (revKey.length !== 16 || rec.length < RECORD_HEAD) throw new BackupFormatError(`a v3 record of ${rec.length} bytes at a ${revKey.length}-byte key`);
+  if (revKey.length !== REVISION_KEY_BYTES || rec.length < RECORD_HEAD) throw new BackupFormatError(`a v3 record of ${rec.length} bytes at a ${revKey.length}-byte key`);
   const tombstone = (rec[0]! & 1) === 1;
   const keyLen = rec.readUInt32BE(1);
   if (RECORD_HEAD + keyLen > rec.length) throw new BackupFormatError("a v3 record's key runs past its end");
-  const name = rec.subarray(RECORD_HEAD, RECORD_HEAD + keyLen);
-  const key = Buffer.allocUnsafe(tombstone ? 18 : 17);
-  key.set(revKey.subarray(0, 8), 0);
-  key[8] = 0x5f;
-  key.set(revKey.subarray(8, 16), 9);
-  if (tombstone) {
-    key[17] = 0x74;
-    // etcd's deletion: mvccpb.KeyValue{Key: key}, nothing else.
-    const v = Buffer.allocUnsafe(1 + varintBytes(keyLen) + keyLen);
-    name.copy(v, putVarint(v, putVarint(v, 0, 0x0a), keyLen));
-    return { key, value: v };
-  }
-  const create = rec.readDoubleBE(5);
-  const version = rec.readDoubleBE(13);
-  const lease = rec.readBigInt64BE(21);
-  const main = Buffer.from(revKey.buffer, revKey.byteOffset, 8).readUIntBE(2, 6);
-  const value = rec.subarray(RECORD_HEAD + keyLen);
-  const leaseBytes = lease === 0n ? undefined : bigVarint(lease);
-  const size =
-    1 + varintBytes(keyLen) + keyLen +
-    (create === 0 ? 0 : 1 + varintBytes(create)) +
-    (main === 0 ? 0 : 1 + varintBytes(main)) +
-    (version === 0 ? 0 : 1 + varintBytes(version)) +
-    (value.length === 0 ? 0 : 1 + varintBytes(value.length) + value.length) +
-    (leaseBytes === undefined ? 0 : 1 + leaseBytes.length);
-  const v = Buffer.allocUnsafe(size);
-  // Fields in number order, zero values left out, as gogoproto marshals them.
-  let at = putVarint(v, 0, 0x0a);
-  at = putVarint(v, at, keyLen);
-  at += name.copy(v, at);
-  if (create !== 0) at = putVarint(v, putVarint(v, at, 0x10), create);
-  if (main !== 0) at = putVarint(v, putVarint(v, at, 0x18), main);
-  if (version !== 0) at = putVarint(v, putVarint(v, at, 0x20), version);
-  if (value.length > 0) {
-    at = putVarint(v, putVarint(v, at, 0x2a), value.length);
-    at += value.copy(v, at);
-  }
-  if (leaseBytes !== undefined) {
-    v[at++] = 0x30;
-    at += leaseBytes.copy(v, at);
-  }
-  return { key, value: v };
+  const main = u64At(revKey, 0);
+  const sub = u64At(revKey, 8);
+  const kv = {
+    key: rec.subarray(RECORD_HEAD, RECORD_HEAD + keyLen),
+    createRevision: rec.readDoubleBE(5),
+    version: rec.readDoubleBE(13),
+    value: rec.subarray(RECORD_HEAD + keyLen),
+    lease: rec.readBigInt64BE(21),
+  };
+  const key = Buffer.allocUnsafe(revisionKeyBytes(tombstone));
+  writeRevisionKey(key, 0, main, sub, tombstone);
+  const value = Buffer.allocUnsafe(keyValueBytes(main, tombstone, kv));
+  writeKeyValue(value, 0, main, tombstone, kv);
+  return { key, value };
+}
+
+/** A backend revision (a u64 BE below 2^53) read from the bytes: no Buffer view made per record. */
+function u64At(b: Uint8Array, at: number): number {
+  const hi = ((b[at]! << 24) | (b[at + 1]! << 16) | (b[at + 2]! << 8) | b[at + 3]!) >>> 0;
+  const lo = ((b[at + 4]! << 24) | (b[at + 5]! << 16) | (b[at + 6]! << 8) | b[at + 7]!) >>> 0;
+  return hi * 0x1_0000_0000 + lo;
 }
 
 function u64be(v: bigint | number): Buffer {
@@ -187,10 +140,10 @@ function u64be(v: bigint | number): Buffer {
   return b;
 }
 
+/** meta's compaction revisions: etcd writes them as revision keys (sub 0). */
 function revBytes(main: number): Buffer {
-  const b = Buffer.alloc(17);
-  b.writeBigUInt64BE(BigInt(main), 0);
-  b[8] = 0x5f;
+  const b = Buffer.allocUnsafe(revisionKeyBytes(false));
+  writeRevisionKey(b, 0, main, 0, false);
   return b;
 }
 

@@ -2,9 +2,10 @@
 // the name of bbolt's `key` bucket, then of each record of that bucket in its byte order
 // with a revision up to `rev`: the record's key (8 bytes big-endian main revision, '_', 8
 // bytes sub revision, and 't' for a tombstone) and its value (the marshalled
-// mvccpb.KeyValue; a tombstone's holds only the key). `etcdctl endpoint hashkv` thus
-// answers alike for an etcd and a kvctl member with the same history, and kvctl members
-// agree with each other, which is what corruption checks compare.
+// mvccpb.KeyValue; a tombstone's holds only the key), as etcd-key-record.ts writes them.
+// `etcdctl endpoint hashkv` thus answers alike for an etcd and a kvctl member with the
+// same history, and kvctl members agree with each other, which is what corruption checks
+// compare.
 //
 // Which records bbolt holds at or below the compaction revision C: what the compaction
 // kept, each key's record visible at C (etcd drops a tombstone at C; kvctl keeps it, and
@@ -18,8 +19,9 @@ import { createRequire } from "node:module";
 import { V3Errors } from "../../api/v3-errors.ts";
 import type { StoredRecord } from "./key-index.ts";
 import type { HistoryQuery } from "./mvcc-store.ts";
-import type { KeyValue, RevisionEvents } from "./types.ts";
-import { EventType, NO_LEASE } from "./types.ts";
+import { type KeyRecordFields, keyValueBytes, revisionKeyBytes, writeKeyValue, writeRevisionKey } from "./etcd-key-record.ts";
+import type { RevisionEvents } from "./types.ts";
+import { EventType } from "./types.ts";
 
 type Crc32Module = typeof import("@node-rs/crc32");
 // require(), not import: see btree.ts (start-up time of CommonJS packages).
@@ -65,13 +67,16 @@ export function hashKV(src: HashKvSource, revision: number): HashKvResult {
   const h = new Crc32cWriter();
   h.write(KEY_BUCKET);
   if (compactRev > 0 && rev > 0) {
-    for (const r of keptRecords(src, compactRev, rev)) h.record(r.main, r.sub, false, r.key, r);
+    for (const r of keptRecords(src, compactRev, rev)) {
+      // A StoredRecord makes its key and reads its value on each get: once each here.
+      h.record(r.main, r.sub, false, { key: r.key, createRevision: r.createRevision, version: r.version, value: r.value, lease: r.lease });
+    }
   }
   for (let from = Math.max(1, compactRev + 1); from <= rev; from += HISTORY_BATCH) {
     const to = Math.min(rev, from + HISTORY_BATCH - 1);
     for (const r of src.eventsInRange({ from, to, key: ALL, rangeEnd: ALL, prevKv: false })) {
       // A revision's changes come in sub revision order, all held (compaction drops none above C).
-      r.events.forEach((e, sub) => h.record(r.revision, sub, e.type === EventType.DELETE, e.kv.key, e.kv));
+      r.events.forEach((e, sub) => h.record(r.revision, sub, e.type === EventType.DELETE, e.kv));
     }
   }
   return { hash: h.sum(), revision: current, compactRevision: compactRev };
@@ -113,21 +118,20 @@ class Crc32cWriter {
   #buf = Buffer.allocUnsafe(CHUNK);
   #n = 0;
 
-  /** A record of the `key` bucket: its revision key, then its marshalled KeyValue. */
-  record(main: number, sub: number, tombstone: boolean, key: Buffer, kv: Pick<KeyValue, "createRevision" | "version" | "value" | "lease">): void {
-    const head = this.#room(18);
-    this.#buf.writeBigUInt64BE(BigInt(main), head);
-    this.#buf[head + 8] = 0x5f; // '_'
-    this.#buf.writeBigUInt64BE(BigInt(sub), head + 9);
-    this.#n = head + 17;
-    if (tombstone) this.#buf[this.#n++] = 0x74; // 't'
-    this.#bytes(0x0a, key);
-    if (tombstone) return;
-    this.#varintField(0x10, BigInt(kv.createRevision));
-    this.#varintField(0x18, BigInt(main)); // mod_revision
-    this.#varintField(0x20, BigInt(kv.version));
-    this.#bytes(0x2a, kv.value);
-    if (kv.lease !== NO_LEASE) this.#varintField(0x30, kv.lease);
+  /** A record of the `key` bucket: its revision key, then its marshalled KeyValue (etcd-key-record.ts). */
+  record(main: number, sub: number, tombstone: boolean, kv: KeyRecordFields): void {
+    const size = revisionKeyBytes(tombstone) + keyValueBytes(main, tombstone, kv);
+    if (size > CHUNK - this.#n) {
+      this.#flush();
+      if (size > CHUNK) {
+        // A value too big for the chunk: a buffer of its own, once.
+        const b = Buffer.allocUnsafe(size);
+        writeKeyValue(b, writeRevisionKey(b, 0, main, sub, tombstone), main, tombstone, kv);
+        this.#crc = crc32c(b, this.#crc);
+        return;
+      }
+    }
+    this.#n = writeKeyValue(this.#buf, writeRevisionKey(this.#buf, this.#n, main, sub, tombstone), main, tombstone, kv);
   }
 
   write(b: Buffer): void {
@@ -145,37 +149,6 @@ class Crc32cWriter {
   sum(): number {
     this.#flush();
     return this.#crc >>> 0;
-  }
-
-  /** proto3: an empty bytes field is left out. */
-  #bytes(tag: number, b: Buffer): void {
-    if (b.length === 0) return;
-    this.#varint(BigInt(tag));
-    this.#varint(BigInt(b.length));
-    this.write(b);
-  }
-
-  /** proto3: a zero int64 is left out; a negative one is 10 bytes (two's complement). */
-  #varintField(tag: number, v: bigint): void {
-    if (v === 0n) return;
-    this.#varint(BigInt(tag));
-    this.#varint(BigInt.asUintN(64, v));
-  }
-
-  #varint(v: bigint): void {
-    let i = this.#room(10);
-    while (v >= 0x80n) {
-      this.#buf[i++] = Number(v & 0x7fn) | 0x80;
-      v >>= 7n;
-    }
-    this.#buf[i++] = Number(v);
-    this.#n = i;
-  }
-
-  /** Where `n` more bytes fit in the chunk (flushing it first if they do not). */
-  #room(n: number): number {
-    if (this.#n + n > CHUNK) this.#flush();
-    return this.#n;
   }
 
   #flush(): void {

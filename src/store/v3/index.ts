@@ -16,6 +16,7 @@ export { Lessor, MAX_LEASE_TTL, MIN_LEASE_TTL } from "./lessor.ts";
 export type { LessorImage } from "./lessor.ts";
 export { WatchHub } from "./watch-hub.ts";
 export { hashKV, type HashKvResult, type HashKvSource } from "./hash-kv.ts";
+export { keyValueBytes, revisionKeyBytes, writeKeyValue, writeRevisionKey, type KeyRecordFields } from "./etcd-key-record.ts";
 export type { WatchCreate, WatchHistory, WatchMessage, WatchSink } from "./watch-hub.ts";
 export {
   DEFAULT_MAX_TXN_OPS,
