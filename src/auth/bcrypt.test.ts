@@ -1,11 +1,21 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { isBcryptHash, verifyBcrypt } from "./bcrypt.ts";
-import { verifyPassword } from "./password.ts";
+import { setImmediate } from "node:timers/promises";
+import { BCRYPT_DECOY_HASH, bcryptHash, bcryptHashPart, isBcryptHash, verifyBcrypt } from "./bcrypt.ts";
+import { PasswordVerifier, hashPassword, hashV3Password, verifyPassword } from "./password.ts";
 
 // OpenBSD's and John the Ripper's published vectors, and a hash etcd 3.4.23 stored for
 // `user add root:rootpw` (src/server/backup/testdata/etcd-3.4.23.snapshot.db).
 const ETCD_ROOT = "$2a$10$yIgbY9TPZ8BfS6XOspxR1.HH0tdnCuXS0LQCYhiqQH2d.8STnII0i";
+
+// Made by golang.org/x/crypto/bcrypt's GenerateFromPassword (Debian's golang-golang-x-crypto-dev,
+// go 1.19), the code etcd 3.4 hashes with. The 80-byte password shows Go reading only 72 bytes.
+const GO_PAIRS: ReadonlyArray<readonly [string, string]> = [
+  ["s3cret", "$2a$06$x/Q3AGBEIA5p5i15uYLO7eB3Q1gV493J/kulkibVhAzcq5GjruFwK"],
+  ["", "$2a$06$OiQWyph6ak8Hf9hfqFw2cu3IFWPfymSvkJ3.B7v.dbA2Gz2JHFBDK"],
+  ["pässwörd ünïcode", "$2a$06$tr0BfQS0SO7zrlP42LMUbOwneZOXPfZxdAizryDSccbnW3aIMxcc6"],
+  ["0123456789".repeat(8), "$2a$06$IV3m.0saZM.p30o2lahFOuMy3tQFUJkir8M21xzTDNe/AwY26RJli"],
+];
 
 test("published bcrypt vectors verify; a changed password or hash does not", async () => {
   assert.equal(await verifyBcrypt(Buffer.from("U*U"), "$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW"), true);
@@ -20,8 +30,78 @@ test("etcd's stored hash, through verifyPassword", async () => {
   assert.equal(await verifyPassword("rootpX", ETCD_ROOT), false);
 });
 
-test("malformed or absurdly costly hashes are refused without work", async () => {
+test("Go-made hashes verify; kvctl computes Go's hash part from Go's salt (what Go's compare does with kvctl's)", async () => {
+  for (const [pw, h] of GO_PAIRS) {
+    assert.equal(await verifyPassword(pw, h), true, JSON.stringify(pw));
+    assert.equal(await verifyPassword(pw + "x", h), pw.length >= 72, `${JSON.stringify(pw)} + x`);
+  }
+  assert.equal(await verifyPassword("0123456789".repeat(8).slice(0, 72), GO_PAIRS[3]![1]), true, "bytes past 72 are not read");
+  assert.equal(await verifyPassword("0123456789".repeat(8).slice(0, 71), GO_PAIRS[3]![1]), false);
+});
+
+test("bcryptHash / hashV3Password: Go's $2a$ form at the cost asked, salted, verifying by itself and through the verifier", async () => {
+  const a = await hashV3Password("s3cret", 6);
+  const b = await hashV3Password(Buffer.from("s3cret"), 6);
+  assert.match(a, /^\$2a\$06\$[./A-Za-z0-9]{53}$/);
+  assert.notEqual(a, b);
+  assert.equal(a.includes("s3cret"), false);
+  for (const h of [a, b]) {
+    assert.equal(await verifyPassword("s3cret", h), true);
+    assert.equal(await verifyPassword("s3creT", h), false);
+  }
+  // A fresh hash's parts recompute to themselves: the salt is a canonical encoding.
+  const salt = a.slice(7, 29);
+  assert.equal(await bcryptHashPart(Buffer.from("s3cret"), 6, Buffer.from(decodeSalt(salt))), a.slice(29));
+  let checks = 0;
+  const verifier = new PasswordVerifier({ check: (pw, enc) => (checks++, verifyPassword(pw, enc)) });
+  const key = verifier.tokenKey("Basic dTpzM2NyZXQ=");
+  assert.equal(await verifier.verify(key, "u", Buffer.from("s3cret"), a), true);
+  assert.equal(await verifier.verify(key, "u", Buffer.from("s3cret"), a), true);
+  assert.equal(checks, 1, "the second check came from the cache");
+  assert.equal(await verifier.verify(verifier.tokenKey("other"), "u", Buffer.from("wrong"), a), false);
+});
+
+test("costs are clamped to 4..20; stored hashes outside them are refused without work", async () => {
+  assert.match(await bcryptHash(Buffer.from("x"), 3), /^\$2a\$04\$/);
   assert.equal(isBcryptHash("$2a$10$short"), false);
   assert.equal(await verifyBcrypt(Buffer.from("x"), "$2a$31$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW"), false);
+  assert.equal(await verifyBcrypt(Buffer.from("x"), "$2a$21$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW"), false);
   assert.equal(await verifyBcrypt(Buffer.from("x"), "$2a$03$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW"), false);
+  assert.ok(isBcryptHash(BCRYPT_DECOY_HASH));
+  assert.equal(await verifyPassword("", BCRYPT_DECOY_HASH), false);
 });
+
+test("a hash yields to the event loop while it works, and jobs run one at a time", async () => {
+  let ticks = 0;
+  let done = false;
+  const ticker = (async () => {
+    while (!done) {
+      ticks++;
+      await setImmediate();
+    }
+  })();
+  const order: string[] = [];
+  // Cost 8 is 256 key-schedule rounds: 16 slices.
+  const first = bcryptHash(Buffer.from("a"), 8).then(() => order.push("first:" + ticks));
+  const second = verifyBcrypt(Buffer.from("U*U"), "$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW").then((ok) => order.push(`second:${ok}`));
+  await Promise.all([first, second]);
+  done = true;
+  await ticker;
+  assert.equal(order.length, 2);
+  assert.match(order[0]!, /^first:/, "the cheaper job queued behind the first");
+  assert.ok(Number(order[0]!.slice(6)) >= 15, `loop turns during the hash: ${order[0]}`);
+  assert.equal(order[1], "second:true");
+});
+
+test("v2 hashing stays scrypt; both forms verify side by side", async () => {
+  const v2 = await hashPassword("pw", { cost: { log2N: 10, r: 8, p: 1 } });
+  assert.match(v2, /^\$scrypt\$/);
+  assert.equal(await verifyPassword("pw", v2), true);
+  assert.equal(await verifyPassword("pw", await hashV3Password("pw", 4)), true);
+});
+
+function decodeSalt(s: string): Uint8Array {
+  const alphabet = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  const std = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  return Buffer.from([...s].map((c) => std[alphabet.indexOf(c)]).join(""), "base64").subarray(0, 16);
+}

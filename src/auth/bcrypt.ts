@@ -1,14 +1,21 @@
-// bcrypt verification, for the password hashes etcd stores (golang.org/x/crypto/bcrypt,
-// `$2a$10$...`), which a restored etcd snapshot brings along: kvctl makes its own hashes
-// with scrypt (password.ts) and only checks these.
+// bcrypt as golang.org/x/crypto/bcrypt makes and checks it (`$2a$<cost>$` + 22 salt
+// characters + 31 hash characters, bcrypt's own base64): etcd 3.4 stores v3 passwords so,
+// and kvctl does too, so that an etcd restored from kvctl's snapshot file accepts them (and
+// kvctl accepts the hashes an etcd snapshot brings).
 //
 // bcrypt is Blowfish with an expensive key schedule (Provos and Mazières, 1999): the
 // state starts from the hex digits of pi, is keyed with the salt and password, then
 // 2^cost times with each alone; "OrpheanBeholderScryDoubt" enciphered 64 times is the hash.
 // The pi digits (18 + 1024 words) are computed once, on first use, instead of being
-// carried as a table. The work yields to the event loop between slices of rounds: a
-// verification at etcd's default cost 10 takes tens of milliseconds.
-import { timingSafeEqual } from "node:crypto";
+// carried as a table.
+//
+// A hash at etcd's default cost 10 is ~17 million Blowfish rounds: tens of milliseconds of
+// CPU. It runs on the event loop in slices of SLICE_ROUNDS key-schedule rounds (~1 ms),
+// yielding between them, and one job at a time (hashes and checks share one lane): a second
+// job interleaved would double every slice's delay to the loop instead of finishing sooner.
+// A worker thread would take the work off the loop entirely, but the bundle (one file per
+// chunk, serve.cjs) has no worker entry to start, and a UserAdd is rare; see README.
+import { randomBytes, timingSafeEqual } from "node:crypto";
 import { setImmediate } from "node:timers/promises";
 
 const P_WORDS = 18;
@@ -16,14 +23,22 @@ const S_WORDS = 1024;
 const ALPHABET = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 const STD = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 const HASH_FORMAT = /^\$2[aby]?\$(\d\d)\$([./A-Za-z0-9]{22})([./A-Za-z0-9]{31})$/;
-/** Costs accepted: bcrypt's MinCost 4, and a bound that keeps a hostile hash from hanging a member. */
-const MIN_COST = 4;
-const MAX_COST = 20;
+/** bcrypt's MinCost. */
+export const BCRYPT_HASH_MIN_COST = 4;
+/**
+ * The highest cost hashed or checked. Go accepts up to 31, but cost 20 is already over a
+ * minute per hash (and per login, in etcd as here); higher ones hash at 20, and a stored
+ * hash above it is refused, so that a hostile one cannot occupy the lane for days.
+ */
+export const BCRYPT_HASH_MAX_COST = 20;
+/** Key-schedule rounds between yields: ~0.05 ms each at cost 10 on an idle core. */
+const SLICE_ROUNDS = 16;
+const SALT_BYTES = 16;
 
-let piWords: Uint32Array | undefined;
+let piWords: Int32Array | undefined;
 
 /** The first `n` 32-bit words of pi's fractional part (Machin's formula, in fixed point). */
-function piFraction(n: number): Uint32Array {
+function piFraction(n: number): Int32Array {
   const bits = BigInt(n * 32 + 64);
   const one = 1n << bits;
   const arctanInv = (x: bigint): bigint => {
@@ -38,60 +53,60 @@ function piFraction(n: number): Uint32Array {
   };
   const pi = 16n * arctanInv(5n) - 4n * arctanInv(239n);
   const frac = (pi % one) >> 64n;
-  const out = new Uint32Array(n);
-  for (let i = 0; i < n; i++) out[i] = Number((frac >> BigInt((n - 1 - i) * 32)) & 0xffffffffn);
+  const out = new Int32Array(n);
+  for (let i = 0; i < n; i++) out[i] = Number((frac >> BigInt((n - 1 - i) * 32)) & 0xffffffffn) | 0;
   return out;
 }
 
-function initialState(): Uint32Array {
-  piWords ??= piFraction(P_WORDS + S_WORDS);
-  return piWords.slice();
+/** `n` big-endian words read from `b` cyclically from its start, as Blowfish's key schedule reads a key. */
+function cyclicWords(b: Uint8Array, n: number): Int32Array {
+  const out = new Int32Array(n);
+  let o = 0;
+  for (let i = 0; i < n; i++) {
+    let w = 0;
+    for (let j = 0; j < 4; j++) {
+      w = (w << 8) | b[o]!;
+      o = (o + 1) % b.length;
+    }
+    out[i] = w;
+  }
+  return out;
 }
 
-/** Blowfish state: P in [0, 18), the four S-boxes after it. */
-class Blowfish {
-  readonly s = initialState();
-
-  private f(x: number): number {
-    const s = this.s;
-    return (((s[P_WORDS + (x >>> 24)]! + s[P_WORDS + 256 + ((x >>> 16) & 0xff)]!) ^ s[P_WORDS + 512 + ((x >>> 8) & 0xff)]!) + s[P_WORDS + 768 + (x & 0xff)]!) | 0;
+/** One Blowfish encipherment of (l, r) into out[0], out[1]; p and s are the state's halves. */
+function encipher(p: Int32Array, s: Int32Array, l: number, r: number, out: Int32Array): void {
+  l ^= p[0]!;
+  for (let k = 1; k <= 16; k += 2) {
+    r ^= (((s[l >>> 24]! + s[256 | ((l >>> 16) & 0xff)]!) ^ s[512 | ((l >>> 8) & 0xff)]!) + s[768 | (l & 0xff)]!) ^ p[k]!;
+    l ^= (((s[r >>> 24]! + s[256 | ((r >>> 16) & 0xff)]!) ^ s[512 | ((r >>> 8) & 0xff)]!) + s[768 | (r & 0xff)]!) ^ p[k + 1]!;
   }
+  out[0] = r ^ p[17]!;
+  out[1] = l;
+}
 
-  encipher(lr: Int32Array | Uint32Array, at: number): void {
-    const p = this.s;
-    let l = lr[at]! ^ p[0]!;
-    let r = lr[at + 1]!;
-    for (let i = 0; i <= 14; i += 2) {
-      r ^= this.f(l) ^ p[i + 1]!;
-      l ^= this.f(r) ^ p[i + 2]!;
+/**
+ * Blowfish's key schedule: P xored with the key's 18 words, then P and S replaced by the
+ * chain of encipherments, each block first xored with the salt's next two words when there
+ * is a salt (bcrypt's salted schedule; a salt is 4 words, so the stream repeats every 4).
+ */
+function expand(p: Int32Array, s: Int32Array, key: Int32Array, salt: Int32Array | undefined, lr: Int32Array): void {
+  for (let i = 0; i < P_WORDS; i++) p[i] = p[i]! ^ key[i]!;
+  let l = 0;
+  let r = 0;
+  for (let i = 0; i < P_WORDS + S_WORDS; i += 2) {
+    if (salt !== undefined) {
+      l ^= salt[i & 3]!;
+      r ^= salt[(i + 1) & 3]!;
     }
-    lr[at] = r ^ p[17]!;
-    lr[at + 1] = l;
-  }
-
-  /** Blowfish's key schedule, with the salt mixed in (zero salt: the plain schedule). */
-  expand(key: Uint8Array, salt: Uint8Array | undefined): void {
-    const s = this.s;
-    const word = (b: Uint8Array, at: { o: number }): number => {
-      let w = 0;
-      for (let i = 0; i < 4; i++) {
-        w = (w << 8) | b[at.o]!;
-        at.o = (at.o + 1) % b.length;
-      }
-      return w;
-    };
-    const kAt = { o: 0 };
-    for (let i = 0; i < P_WORDS; i++) s[i] = s[i]! ^ word(key, kAt);
-    const sAt = { o: 0 };
-    const lr = new Uint32Array(2);
-    for (let i = 0; i < P_WORDS + S_WORDS; i += 2) {
-      if (salt !== undefined) {
-        lr[0] = lr[0]! ^ word(salt, sAt);
-        lr[1] = lr[1]! ^ word(salt, sAt);
-      }
-      this.encipher(lr, 0);
-      s[i] = lr[0]!;
-      s[i + 1] = lr[1]!;
+    encipher(p, s, l, r, lr);
+    l = lr[0]!;
+    r = lr[1]!;
+    if (i < P_WORDS) {
+      p[i] = l;
+      p[i + 1] = r;
+    } else {
+      s[i - P_WORDS] = l;
+      s[i - P_WORDS + 1] = r;
     }
   }
 }
@@ -108,30 +123,60 @@ function encode64(b: Buffer): string {
   return out;
 }
 
+/** One job at a time (see the header); the queue is the promises waiting their turn. */
+let laneTail: Promise<unknown> = Promise.resolve();
+
+function inLane<T>(job: () => Promise<T>): Promise<T> {
+  const run = laneTail.then(job, job);
+  laneTail = run.catch(() => undefined);
+  return run;
+}
+
+/** A well-formed cost-10 hash no password is known to match: an unknown v3 user costs what etcd's default-cost hash does. */
+export const BCRYPT_DECOY_HASH = `$2a$10$${".".repeat(22)}${".".repeat(31)}`;
+
 /** True when `encoded` has the form of a bcrypt hash ($2a$, $2b$, $2y$). */
 export function isBcryptHash(encoded: string): boolean {
   return HASH_FORMAT.test(encoded);
 }
 
-/** The 31-character hash part bcrypt gives for `password` with `cost` and the 16-byte salt. */
-export async function bcryptHashPart(password: Uint8Array, cost: number, salt: Buffer): Promise<string> {
-  // The password with its terminating NUL, at most 72 bytes, as the C and Go code read it.
-  const key = Buffer.concat([Buffer.from(password), Buffer.alloc(1)]).subarray(0, 72);
-  const bf = new Blowfish();
-  bf.expand(key, salt);
+/** The 31-character hash part bcrypt gives for `password` with `cost` and the 16-byte salt (not queued in the lane). */
+export async function bcryptHashPart(password: Uint8Array, cost: number, salt: Uint8Array): Promise<string> {
+  // The password with its terminating NUL; the schedule reads its first 72 bytes, as Go's does.
+  const key = cyclicWords(Buffer.concat([Buffer.from(password), Buffer.alloc(1)]), P_WORDS);
+  const saltKey = cyclicWords(salt, P_WORDS);
+  const saltStream = cyclicWords(salt, 4);
+  piWords ??= piFraction(P_WORDS + S_WORDS);
+  const p = piWords.slice(0, P_WORDS);
+  const s = piWords.slice(P_WORDS);
+  const lr = new Int32Array(2);
+  expand(p, s, key, saltStream, lr);
   const rounds = 2 ** cost;
   for (let i = 0; i < rounds; i++) {
-    bf.expand(key, undefined);
-    bf.expand(salt, undefined);
-    if (i % 64 === 63) await setImmediate();
+    expand(p, s, key, undefined, lr);
+    expand(p, s, saltKey, undefined, lr);
+    if (i % SLICE_ROUNDS === SLICE_ROUNDS - 1) await setImmediate();
   }
   const text = Buffer.from("OrpheanBeholderScryDoubt");
-  const lr = new Uint32Array(6);
-  for (let i = 0; i < 6; i++) lr[i] = text.readUInt32BE(i * 4);
-  for (let n = 0; n < 64; n++) for (let j = 0; j < 6; j += 2) bf.encipher(lr, j);
   const out = Buffer.alloc(24);
-  for (let i = 0; i < 6; i++) out.writeUInt32BE(lr[i]!, i * 4);
+  for (let j = 0; j < 6; j += 2) {
+    lr[0] = text.readInt32BE(j * 4);
+    lr[1] = text.readInt32BE(j * 4 + 4);
+    for (let n = 0; n < 64; n++) encipher(p, s, lr[0]!, lr[1]!, lr);
+    out.writeInt32BE(lr[0]!, j * 4);
+    out.writeInt32BE(lr[1]!, j * 4 + 4);
+  }
   return encode64(out.subarray(0, 23));
+}
+
+/**
+ * A new hash of `password` at `cost` (clamped to 4..BCRYPT_HASH_MAX_COST) with a random
+ * salt, in Go's form: `$2a$10$` + 22 + 31 characters, what etcd's CompareHashAndPassword reads.
+ */
+export function bcryptHash(password: Uint8Array, cost: number): Promise<string> {
+  const c = Math.min(Math.max(Math.trunc(cost), BCRYPT_HASH_MIN_COST), BCRYPT_HASH_MAX_COST);
+  const salt = randomBytes(SALT_BYTES);
+  return inLane(async () => `$2a$${String(c).padStart(2, "0")}$${encode64(salt)}${await bcryptHashPart(password, c, salt)}`);
 }
 
 /** Checks a password against a bcrypt hash in constant time; false for a malformed one. */
@@ -139,10 +184,10 @@ export async function verifyBcrypt(password: Uint8Array, encoded: string): Promi
   const m = HASH_FORMAT.exec(encoded);
   if (!m) return false;
   const cost = Number(m[1]);
-  if (cost < MIN_COST || cost > MAX_COST) return false;
-  const salt = decode64(m[2]!).subarray(0, 16);
-  if (salt.length !== 16) return false;
-  const got = Buffer.from(await bcryptHashPart(password, cost, salt));
+  if (cost < BCRYPT_HASH_MIN_COST || cost > BCRYPT_HASH_MAX_COST) return false;
+  const salt = decode64(m[2]!).subarray(0, SALT_BYTES);
+  if (salt.length !== SALT_BYTES) return false;
+  const got = Buffer.from(await inLane(() => bcryptHashPart(password, cost, salt)));
   const want = Buffer.from(m[3]!);
   return got.length === want.length && timingSafeEqual(got, want);
 }

@@ -17,7 +17,7 @@ export {
 export { patternMatches, patternMatchesRecursively, permissionsAllow, permissionsEmpty, compareGoStrings } from "./v2-permissions.ts";
 export { V2AuthState } from "./v2-auth-state.ts";
 export type { V2AuthImage } from "./v2-image.ts";
-export { hashPassword, verifyPassword, PasswordVerifier, DEFAULT_SCRYPT_COST, BCRYPT_MIN_COST, BCRYPT_MAX_COST, scryptCostForBcrypt, type ScryptCost } from "./password.ts";
+export { hashPassword, hashV3Password, verifyPassword, PasswordVerifier, DEFAULT_SCRYPT_COST, BCRYPT_MIN_COST, BCRYPT_MAX_COST, scryptCostForBcrypt, type ScryptCost } from "./password.ts";
 // v3: users, roles with key-range permissions, simple tokens (see README "v3").
 export {
   V3_ROOT_USER,

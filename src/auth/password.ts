@@ -1,10 +1,16 @@
 // Password hashing and verification for v2 and v3 auth users.
 //
-// - Stored form: `$scrypt$ln=<log2 N>,r=<r>,p=<p>$<salt b64>$<key b64>` (PHC-style), a
-//   random 16-byte salt and a 32-byte derived key. The form carries its parameters, so a
-//   hash made at any cost (--bcrypt-cost, scryptCostForBcrypt) verifies under any other.
-//   It is computed at the HTTP edge before proposing, so the log, the snapshots and every
-//   member only ever see the hash.
+// - v3 passwords are hashed with bcrypt at --bcrypt-cost (hashV3Password, bcrypt.ts), as
+//   etcd 3.4 does: kvctl's snapshot file is etcd's bbolt database, and an etcd restored from
+//   it checks its users' passwords with Go's bcrypt.
+// - v2 passwords, and v3 ones from data dirs and snapshots made before, are scrypt:
+//   `$scrypt$ln=<log2 N>,r=<r>,p=<p>$<salt b64>$<key b64>` (PHC-style), a random 16-byte
+//   salt and a 32-byte derived key. The form carries its parameters, so a hash made at any
+//   cost (scryptCostForBcrypt was the v3 one) verifies under any other. v2 auth reaches no
+//   etcd (kvctl's own snapshot bucket and data dirs carry it), so it keeps the KDF that
+//   runs off the event loop.
+// - verifyPassword takes either form. A hash is computed at the edge before proposing, so
+//   the log, the snapshots and every member only ever see the hash.
 // - Comparison is constant-time (crypto.timingSafeEqual) on the derived keys.
 // - scrypt runs on libuv's thread pool (async, off the event loop). That pool also serves
 //   the WAL's file operations, so at most KDF_SLOTS derivations run at a time: a flood of
@@ -19,7 +25,7 @@
 // node:crypto is the only import: it is neither a clock nor I/O (randomness for salts and
 // the cache secret is the one impurity, and it never reaches the replicated state).
 import { hash, randomBytes, scrypt, timingSafeEqual } from "node:crypto";
-import { isBcryptHash, verifyBcrypt } from "./bcrypt.ts";
+import { bcryptHash, isBcryptHash, verifyBcrypt } from "./bcrypt.ts";
 
 export interface ScryptCost {
   /** log2 of scrypt's N (CPU/memory cost). */
@@ -124,6 +130,15 @@ export async function hashPassword(password: string | Uint8Array, opts: { cost?:
   const salt = randomBytes(SALT_BYTES);
   const key = await derive(toBytes(password), salt, cost);
   return `$scrypt$ln=${cost.log2N},r=${cost.r},p=${cost.p}$${salt.toString("base64")}$${key.toString("base64")}`;
+}
+
+/**
+ * A v3 password's hash: bcrypt at `bcryptCost` (--bcrypt-cost; costs above 20 hash at 20),
+ * Go's `$2a$` form, which etcd 3.4 checks. Runs on the event loop in ~1 ms slices, one hash
+ * or check at a time (bcrypt.ts).
+ */
+export function hashV3Password(password: string | Uint8Array, bcryptCost: number): Promise<string> {
+  return bcryptHash(toBytes(password), bcryptCost);
 }
 
 /** A well-formed hash no password matches: unknown users cost as much as wrong passwords. */

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { GrpcCode, V3Error, V3Errors } from "../api/v3-errors.ts";
-import { hashPassword } from "./password.ts";
+import { PasswordVerifier, hashPassword, verifyPassword } from "./password.ts";
 import { V3AuthState } from "./v3-auth-state.ts";
 import { authenticateOp, checkV3Password, newSimpleTokenPrefix } from "./v3-authenticate.ts";
 import { noPasswordUser, type V3AuthOp } from "./v3-model.ts";
@@ -78,4 +78,21 @@ test("an unknown user costs one slow comparison, like a wrong password", async (
   await rejectsWith(checkV3Password(s, { name: "nobody", password: "x" }, { verify }), V3Errors.authFailed());
   await rejectsWith(checkV3Password(s, { name: "alice", password: "x" }, { verify }), V3Errors.authFailed());
   assert.equal(calls, 2);
+});
+
+test("checkV3Password: repeated and concurrent logins of one user cost one comparison; a password change voids it", async () => {
+  const s = await enabledState();
+  let checks = 0;
+  const verifier = new PasswordVerifier({ check: (pw, enc) => (checks++, verifyPassword(pw, enc)) });
+  const login = (password: string): Promise<number> => checkV3Password(s, { name: "alice", password }, { verifier });
+  await Promise.all([login("secret"), login("secret"), login("secret")]);
+  await login("secret");
+  assert.equal(checks, 1);
+  await rejectsWith(login("wrong"), V3Errors.authFailed());
+  await rejectsWith(checkV3Password(s, { name: "root", password: "secret" }, { verifier }), V3Errors.authFailed());
+  assert.equal(checks, 3, "other credentials are checked");
+  s.apply({ kind: "userChangePassword", name: "alice", passwordHash: await hashPassword("new", FAST) });
+  await rejectsWith(login("secret"), V3Errors.authFailed());
+  await login("new");
+  assert.equal(checks, 5);
 });

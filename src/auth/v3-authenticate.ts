@@ -5,10 +5,11 @@
 // between the check and the apply, apply answers `authenticateStale` and the edge checks
 // again, as etcd's loop does.
 //
-// Impure on purpose, and only here: random token prefixes and the KDF (node:crypto).
+// Impure on purpose, and only here: random token prefixes and the KDF (node:crypto, bcrypt.ts).
 import { randomInt } from "node:crypto";
 import { V3Errors } from "../api/v3-errors.ts";
-import { DEFAULT_SCRYPT_COST, verifyPassword } from "./password.ts";
+import { BCRYPT_DECOY_HASH } from "./bcrypt.ts";
+import { PasswordVerifier, verifyPassword } from "./password.ts";
 import { noPasswordUser, type V3AuthOp } from "./v3-model.ts";
 import { SIMPLE_TOKEN_LETTERS, SIMPLE_TOKEN_PREFIX_LENGTH } from "./v3-tokens.ts";
 import type { V3AuthState } from "./v3-auth-state.ts";
@@ -20,12 +21,31 @@ export function newSimpleTokenPrefix(): string {
   return out;
 }
 
-/** A well-formed hash no password matches: an unknown user costs as much as a wrong password. */
-const DECOY_HASH = `$scrypt$ln=${DEFAULT_SCRYPT_COST.log2N},r=${DEFAULT_SCRYPT_COST.r},p=${DEFAULT_SCRYPT_COST.p}$${Buffer.alloc(16).toString("base64")}$${Buffer.alloc(32).toString("base64")}`;
+/** v3 hashes are bcrypt (password.ts hashV3Password): an unknown user costs as much as a wrong password. */
+const DECOY_HASH = BCRYPT_DECOY_HASH;
+
+/**
+ * Logins this process verified (password.ts's PasswordVerifier, keyed by name and password):
+ * the same credentials against the same stored hash cost one SHA-256, and concurrent ones
+ * share one bcrypt run. etcd 3.4 runs bcrypt for every Authenticate, in parallel goroutines;
+ * here bcrypt takes turns on the event loop (bcrypt.ts), so clients that each log in at
+ * once with one user (etcdctl does on every command) would otherwise queue for seconds.
+ * A password change or a re-created user changes the stored hash, which voids the entry.
+ */
+const verifiedLogins = new PasswordVerifier({ capacity: 1024 });
 
 export interface V3PasswordCheckOptions {
-  /** The slow comparison (default verifyPassword from password.ts: scrypt, constant time). */
+  /** The slow comparison (default verifyPassword from password.ts: bcrypt, or scrypt for older hashes; constant time). */
   verify?: (password: string | Uint8Array, encoded: string) => Promise<boolean>;
+  /** The credential cache for the default comparison (default: this process's). */
+  verifier?: PasswordVerifier;
+}
+
+function checkCached(verifier: PasswordVerifier, name: string, password: string | Uint8Array, encoded: string): Promise<boolean> {
+  const bytes = typeof password === "string" ? Buffer.from(password, "utf8") : password;
+  // base64 has no NUL, so the key's parts cannot run into each other.
+  const key = verifier.tokenKey(`v3\u0000${name}\u0000${Buffer.from(bytes).toString("base64")}`);
+  return verifier.verify(key, name, bytes, encoded);
 }
 
 /**
@@ -36,6 +56,7 @@ export interface V3PasswordCheckOptions {
  */
 export async function checkV3Password(state: V3AuthState, credentials: { name: string; password: string | Uint8Array }, opts: V3PasswordCheckOptions = {}): Promise<number> {
   const verify = opts.verify ?? verifyPassword;
+  const verifier = opts.verify === undefined ? (opts.verifier ?? verifiedLogins) : undefined;
   if (!state.enabled) throw V3Errors.authNotEnabled();
   const user = state.getUser(credentials.name);
   if (user === undefined) {
@@ -45,7 +66,8 @@ export async function checkV3Password(state: V3AuthState, credentials: { name: s
   if (user.noPassword || user.passwordHash === null) throw noPasswordUser();
   // Read before the (asynchronous) comparison: the revision the hash belongs to.
   const revision = state.authRevision;
-  if (!(await verify(credentials.password, user.passwordHash))) throw V3Errors.authFailed();
+  const ok = verifier === undefined ? await verify(credentials.password, user.passwordHash) : await checkCached(verifier, credentials.name, credentials.password, user.passwordHash);
+  if (!ok) throw V3Errors.authFailed();
   return revision;
 }
 

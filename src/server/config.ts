@@ -84,7 +84,7 @@ export interface ServerConfig {
   authToken: AuthTokenConfig;
   /** --auth-token-ttl: idle lifetime of a simple token, in seconds (0: etcd's 300). Wiring: bootstrap.ts v3AuthOptions. */
   authTokenTtl: number;
-  /** --bcrypt-cost (4..31; etcd falls back to 10 with a warning otherwise). Wiring: v3-service.ts hashes v3 passwords at scryptCostForBcrypt(bcryptCost). */
+  /** --bcrypt-cost (4..31; etcd falls back to 10 with a warning otherwise). Wiring: v3-service.ts hashes v3 passwords with bcrypt at it (auth/password.ts hashV3Password). */
   bcryptCost: number;
   /** --wal-dir: the WAL's own directory, its segment files directly in it ("" = <data-dir>/member/wal; bootstrap.ts walDirOf). */
   walDir: string;
@@ -257,7 +257,7 @@ export const serveFlags: readonly FlagSpec[] = [
   { name: "host-whitelist", type: "string", default: "", describe: "Comma-separated acceptable hostnames from HTTP client requests, if server is not secure (empty means allow all)" },
 
   { section: "Auth", name: "auth-token", type: "string", default: "simple", describe: "v3 auth token type and options: 'simple' or 'jwt,sign-method=RS256,priv-key=...,pub-key=...,ttl=5m'" },
-  { name: "bcrypt-cost", type: "number", default: 10, describe: "Cost of hashing v3 auth passwords, as bcrypt's: 4 to 31, each step doubles the work (kvctl's scrypt: N=2^(cost+4) up to 2^16, then p doubles, up to cost 22); others fall back to 10 with a warning, as in etcd" },
+  { name: "bcrypt-cost", type: "number", default: 10, describe: "Cost of hashing v3 auth passwords, as bcrypt's: 4 to 31, each step doubles the work (bcrypt, as etcd's hashes; above 20 hashes at 20); others fall back to 10 with a warning, as in etcd" },
   { name: "auth-token-ttl", type: "number", default: 300, describe: "Time (in seconds) a v3 simple token lives unused; each use renews it (0: 300; jwt tokens take ttl= instead)" },
 
   { section: "Profiling and Monitoring", name: "enable-pprof", type: "boolean", default: false, describe: "Enable runtime profiling via HTTP (not in kvctl: use node --cpu-prof or --inspect)", notice: "kvctl serves no /debug/pprof; profile it with node --cpu-prof or --inspect" },

@@ -17,8 +17,7 @@ import {
   checkTxnRequest as checkTxnPerm,
   checkV3Password,
   authenticateOp,
-  hashPassword,
-  scryptCostForBcrypt,
+  hashV3Password,
   jwtVerifyOnly,
   simpleTokenIndex,
   type V3JwtTokens,
@@ -430,12 +429,12 @@ export class V3Service implements V3Backend {
   /** User add / change password: the password is hashed here; only the hash enters the log. */
   async userAdd(req: { name: string; password: string; noPassword: boolean }, ctx: V3CallContext): Promise<void> {
     if (req.name === "") throw V3Errors.userEmpty();
-    const passwordHash = req.noPassword ? null : await hashPassword(req.password, { cost: scryptCostForBcrypt(this.#kv.config.bcryptCost) });
+    const passwordHash = req.noPassword ? null : await hashV3Password(req.password, this.#kv.config.bcryptCost);
     await this.auth({ kind: "userAdd", name: req.name, passwordHash, noPassword: req.noPassword }, ctx);
   }
 
   async userChangePassword(name: string, password: string, ctx: V3CallContext): Promise<void> {
-    await this.auth({ kind: "userChangePassword", name, passwordHash: await hashPassword(password, { cost: scryptCostForBcrypt(this.#kv.config.bcryptCost) }) }, ctx);
+    await this.auth({ kind: "userChangePassword", name, passwordHash: await hashV3Password(password, this.#kv.config.bcryptCost) }, ctx);
   }
 
   /** etcd's Authenticate: check the password here, register the token through the log; retry when auth moved meanwhile. */

@@ -6,10 +6,11 @@
 //   - `etcdctl snapshot restore` + etcd 3.4.23 answer get (now and at an older revision),
 //     lease list / timetolive, user list, role get as the kvctl member did;
 //   - `kvctl v3 snapshot restore` + `kvctl serve` answer the same, and the v2 keys;
+//   - the restored etcd takes the users' passwords: kvctl hashes v3 passwords with bcrypt
+//     as etcd does (one set by user add, one by user passwd), and refuses a wrong one;
 //   - a snapshot etcd then saves, after a write, restores into kvctl with etcd's state.
-// kvctl keeps scrypt password hashes, which etcd cannot check: the restored etcd refuses
-// root's password, and is reached here as root by a client certificate with CN=root (etcd's
-// --client-cert-auth), the way an operator gets in to set passwords again.
+// The data questions go to the restored etcd as root by a client certificate with CN=root
+// (etcd's --client-cert-auth), so that they do not depend on the passwords.
 
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
@@ -87,9 +88,10 @@ test("etcdctl snapshot save of a kvctl member: etcdctl status, etcd and kvctl re
     const res = await fetch(`${url}/v2/keys/${k}`, { method: "PUT", body: new URLSearchParams({ value: v }) });
     assert.equal(res.status, 201);
   }
-  for (const args of [["user", "add", "root:rootpw"], ["role", "add", "r1"], ["role", "grant-permission", "r1", "readwrite", "a", "z"], ["user", "add", "alice:apw"], ["user", "grant-role", "alice", "r1"], ["auth", "enable"]]) {
+  for (const args of [["user", "add", "root:rootpw"], ["role", "add", "r1"], ["role", "grant-permission", "r1", "readwrite", "a", "z"], ["user", "add", "alice:old"], ["user", "grant-role", "alice", "r1"], ["auth", "enable"]]) {
     ok(await ctl(args), args.join(" "));
   }
+  ok(await runEtcdctl(url, ["--user", "root:rootpw", "user", "passwd", "alice", "--interactive=false"], { input: "apw\n" }), "user passwd alice");
   const root = (args: string[]): Promise<RunResult> => runEtcdctl(url, ["--user", "root:rootpw", ...args]);
   const held = await answers(root, lease);
   assert.equal((held.now as unknown[]).length, 4);
@@ -122,8 +124,14 @@ test("etcdctl snapshot save of a kvctl member: etcdctl status, etcd and kvctl re
   assert.deepEqual(await answers(asRoot, lease), held);
   const compacted = await asRoot(["get", "a", "--rev", "3"]);
   assert.match(compacted.stderr, /required revision has been compacted/);
-  // Auth came along enabled; kvctl's scrypt hash is no password etcd can check.
-  assert.match((await runEtcdctl(eUrl, [...tls, "--user", "root:rootpw", "get", "a"])).stderr, /authentication failed/);
+  // Auth came along enabled, with the passwords: etcd checks kvctl's bcrypt hashes. alice's
+  // token, not the certificate's CN, decides: her role reads [a, z) only.
+  const asUser = (user: string, args: string[]): Promise<RunResult> => runEtcdctl(eUrl, [...tls, "--user", user, ...args]);
+  assert.match(ok(await asUser("root:rootpw", ["get", "a"]), "get a as root by password"), /^a\n3\n$/);
+  assert.match(ok(await asUser("alice:apw", ["get", "b"]), "get b as alice by password"), /^b\n1\n$/);
+  assert.match((await asUser("alice:apw", ["get", "zz"])).stderr, /permission denied/);
+  assert.match((await asUser("alice:old", ["get", "b"])).stderr, /authentication failed/);
+  assert.match((await asUser("root:rootpW", ["get", "a"])).stderr, /authentication failed/);
   // Back again: etcd's snapshot after a write still carries kvctl's bucket, now stale; kvctl's
   // restore takes etcd's state from it (revision 10), not the bucket's (9).
   ok(await asRoot(["put", "e", "1"]), "put on etcd");
