@@ -93,7 +93,7 @@ function expand(p: Int32Array, s: Int32Array, key: Int32Array, salt: Int32Array 
   for (let i = 0; i < P_WORDS; i++) p[i] = p[i]! ^ key[i]!;
   let l = 0;
   let r = 0;
-  for (let i = 0; i < P_WORDS + S_WORDS; i += 2) {
+  for (let i = 0; i < P_WORDS; i += 2) {
     if (salt !== undefined) {
       l ^= salt[i & 3]!;
       r ^= salt[(i + 1) & 3]!;
@@ -101,13 +101,55 @@ function expand(p: Int32Array, s: Int32Array, key: Int32Array, salt: Int32Array 
     encipher(p, s, l, r, lr);
     l = lr[0]!;
     r = lr[1]!;
-    if (i < P_WORDS) {
-      p[i] = l;
-      p[i + 1] = r;
-    } else {
-      s[i - P_WORDS] = l;
-      s[i - P_WORDS + 1] = r;
+    p[i] = l;
+    p[i + 1] = r;
+  }
+  // P is final from here on: its words in locals, the rounds unrolled (most of bcrypt's time).
+  const p0 = p[0]!;
+  const p1 = p[1]!;
+  const p2 = p[2]!;
+  const p3 = p[3]!;
+  const p4 = p[4]!;
+  const p5 = p[5]!;
+  const p6 = p[6]!;
+  const p7 = p[7]!;
+  const p8 = p[8]!;
+  const p9 = p[9]!;
+  const p10 = p[10]!;
+  const p11 = p[11]!;
+  const p12 = p[12]!;
+  const p13 = p[13]!;
+  const p14 = p[14]!;
+  const p15 = p[15]!;
+  const p16 = p[16]!;
+  const p17 = p[17]!;
+  for (let i = 0; i < S_WORDS; i += 2) {
+    if (salt !== undefined) {
+      l ^= salt[(i + P_WORDS) & 3]!;
+      r ^= salt[(i + P_WORDS + 1) & 3]!;
     }
+    l ^= p0;
+    r ^= (((s[l >>> 24]! + s[256 | ((l >>> 16) & 0xff)]!) ^ s[512 | ((l >>> 8) & 0xff)]!) + s[768 | (l & 0xff)]!) ^ p1;
+    l ^= (((s[r >>> 24]! + s[256 | ((r >>> 16) & 0xff)]!) ^ s[512 | ((r >>> 8) & 0xff)]!) + s[768 | (r & 0xff)]!) ^ p2;
+    r ^= (((s[l >>> 24]! + s[256 | ((l >>> 16) & 0xff)]!) ^ s[512 | ((l >>> 8) & 0xff)]!) + s[768 | (l & 0xff)]!) ^ p3;
+    l ^= (((s[r >>> 24]! + s[256 | ((r >>> 16) & 0xff)]!) ^ s[512 | ((r >>> 8) & 0xff)]!) + s[768 | (r & 0xff)]!) ^ p4;
+    r ^= (((s[l >>> 24]! + s[256 | ((l >>> 16) & 0xff)]!) ^ s[512 | ((l >>> 8) & 0xff)]!) + s[768 | (l & 0xff)]!) ^ p5;
+    l ^= (((s[r >>> 24]! + s[256 | ((r >>> 16) & 0xff)]!) ^ s[512 | ((r >>> 8) & 0xff)]!) + s[768 | (r & 0xff)]!) ^ p6;
+    r ^= (((s[l >>> 24]! + s[256 | ((l >>> 16) & 0xff)]!) ^ s[512 | ((l >>> 8) & 0xff)]!) + s[768 | (l & 0xff)]!) ^ p7;
+    l ^= (((s[r >>> 24]! + s[256 | ((r >>> 16) & 0xff)]!) ^ s[512 | ((r >>> 8) & 0xff)]!) + s[768 | (r & 0xff)]!) ^ p8;
+    r ^= (((s[l >>> 24]! + s[256 | ((l >>> 16) & 0xff)]!) ^ s[512 | ((l >>> 8) & 0xff)]!) + s[768 | (l & 0xff)]!) ^ p9;
+    l ^= (((s[r >>> 24]! + s[256 | ((r >>> 16) & 0xff)]!) ^ s[512 | ((r >>> 8) & 0xff)]!) + s[768 | (r & 0xff)]!) ^ p10;
+    r ^= (((s[l >>> 24]! + s[256 | ((l >>> 16) & 0xff)]!) ^ s[512 | ((l >>> 8) & 0xff)]!) + s[768 | (l & 0xff)]!) ^ p11;
+    l ^= (((s[r >>> 24]! + s[256 | ((r >>> 16) & 0xff)]!) ^ s[512 | ((r >>> 8) & 0xff)]!) + s[768 | (r & 0xff)]!) ^ p12;
+    r ^= (((s[l >>> 24]! + s[256 | ((l >>> 16) & 0xff)]!) ^ s[512 | ((l >>> 8) & 0xff)]!) + s[768 | (l & 0xff)]!) ^ p13;
+    l ^= (((s[r >>> 24]! + s[256 | ((r >>> 16) & 0xff)]!) ^ s[512 | ((r >>> 8) & 0xff)]!) + s[768 | (r & 0xff)]!) ^ p14;
+    r ^= (((s[l >>> 24]! + s[256 | ((l >>> 16) & 0xff)]!) ^ s[512 | ((l >>> 8) & 0xff)]!) + s[768 | (l & 0xff)]!) ^ p15;
+    l ^= (((s[r >>> 24]! + s[256 | ((r >>> 16) & 0xff)]!) ^ s[512 | ((r >>> 8) & 0xff)]!) + s[768 | (r & 0xff)]!) ^ p16;
+    const t = r ^ p17;
+    r = l;
+    l = t;
+    s[i] = l;
+    s[i + 1] = r;
   }
 }
 
