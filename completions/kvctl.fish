@@ -83,7 +83,7 @@ complete -c kvctl -n __kvctl_no_command -f -a migrate -d 'copy a running etcd in
 complete -c kvctl -n __kvctl_no_command -f -a stats -d 'print store, self or leader statistics as JSON'
 complete -c kvctl -n __kvctl_no_command -f -a version -d 'print the version of kvctl'
 complete -c kvctl -n __kvctl_no_command -f -a completion -d 'print a shell completion script'
-complete -c kvctl -n __kvctl_no_command -f -a serve -d 'Start a kvctl server (member)'
+complete -c kvctl -n __kvctl_no_command -f -a serve -d 'Start a kvctl member: an etcd-compatible server (v2 and v3 APIs, gRPC, Raft)'
 
 # Command flags
 complete -c kvctl -n '__kvctl_at get,ls' -l sort -d 'returns result in sorted order'

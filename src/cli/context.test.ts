@@ -2,8 +2,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ClusterError } from "../client/errors.ts";
-import { credentials, fail } from "./context.ts";
-import type { GlobalOptions } from "./invocation.ts";
+import { createContext, credentials, fail } from "./context.ts";
+import { buildInvocation, type GlobalOptions } from "./invocation.ts";
+import { CliExit } from "./exit-codes.ts";
 
 test("fail prints a cluster error as etcdctl: each endpoint's error ends its line, then the Detail block", () => {
   const err = new ClusterError([new Error("dial tcp 127.0.0.1:1: connect: connection refused"), new Error("dial tcp 127.0.0.1:2: connect: connection refused")]);
@@ -26,4 +27,16 @@ test("credentials: an empty user name sends none (Go's client sets Basic auth on
   assert.equal(await credentials(g(":pw")), undefined);
   assert.deepEqual(await credentials(g("root:")), { username: "root", password: "" });
   assert.deepEqual(await credentials(g("u1:p:w")), { username: "u1", password: "p:w" });
+});
+
+test("a TLS file etcdctl refuses fails before any request: newClient's bare line, exit 1; cluster-health's Error:, exit 4", async () => {
+  const io = { stdout: () => {}, stderr: () => {} };
+  const globals = { endpoints: "http://127.0.0.1:1", cacert: "/nonexistent/ca.pem" };
+  const get = buildInvocation({ command: "get", globals, flags: {}, args: ["/a"] }, {});
+  await assert.rejects(createContext(get, io, { sync: true }), (e: unknown) => e instanceof CliExit && e.exitCode === 1 && e.stderr === "open /nonexistent/ca.pem: no such file or directory\n");
+  const health = buildInvocation({ command: "cluster-health", globals: { ...globals, cert: "/c.pem" }, flags: {}, args: [] }, {});
+  await assert.rejects(
+    createContext(health, io, { sync: false }),
+    (e: unknown) => e instanceof CliExit && e.exitCode === 4 && e.stderr === "Error:  KeyFile and CertFile must both be present[key: , cert: /c.pem]\n",
+  );
 });

@@ -3,7 +3,7 @@
 // sync (unless --no-sync) with its exit codes, and the --total-timeout deadline.
 
 import { ClusterClient, type Credentials } from "../client/cluster.ts";
-import { createNodeTransport } from "../client/transport.ts";
+import { createNodeTransport, type TlsFiles } from "../client/transport.ts";
 import { ClientError, ClusterError, DeadlineExceededError, formatV2Error, isConnectionError } from "../client/errors.ts";
 import { syncEndpoints } from "../client/members.ts";
 import { V2Error } from "../api/v2-errors.ts";
@@ -71,6 +71,17 @@ export interface CommandContext {
   close(): void;
 }
 
+/** The TLS files checked up front, as etcd's client builds its transport (only when some are given). */
+async function checkTls(tls: TlsFiles, exit: (err: unknown) => CliExit): Promise<void> {
+  if (tls.caFile === undefined && tls.certFile === undefined && tls.keyFile === undefined) return;
+  const { checkTlsFiles } = await import("../client/tls-files.ts");
+  try {
+    await checkTlsFiles(tls);
+  } catch (err) {
+    throw exit(err);
+  }
+}
+
 /**
  * -D / --discovery-srv, first as in etcdctl's newClient: the domain's endpoints replace
  * --endpoints (kept when none is usable). A failed lookup is etcdctl's bare
@@ -92,15 +103,22 @@ async function discover(g: GlobalOptions, io: Io): Promise<void> {
 /** Builds the client; `sync` false is etcdctl's mustNewClientNoSync (cluster-health). */
 export async function createContext(inv: Invocation, io: Io, opts: { sync: boolean }): Promise<CommandContext> {
   const g = inv.globals;
-  if (g.discoverySrv !== undefined) await discover(g, io);
-  const transport = await createNodeTransport({
+  const tls: TlsFiles = {
     ...(g.caFile !== undefined ? { caFile: g.caFile } : {}),
     ...(g.certFile !== undefined ? { certFile: g.certFile } : {}),
     ...(g.keyFile !== undefined ? { keyFile: g.keyFile } : {}),
     insecureSkipVerify: g.insecureSkipVerify,
     insecureTransport: g.insecureTransport,
     ...(g.discoverySrv !== undefined && !g.insecureDiscovery ? { serverName: g.discoverySrv } : {}),
-  });
+  };
+  // etcdctl's cluster-health builds its transport before the client (and its endpoints),
+  // and reports a bad TLS file as a server error; every other command after the endpoints,
+  // as newClient's bare error line.
+  const healthCheck = inv.command === "cluster-health";
+  if (healthCheck) await checkTls(tls, (err) => fail(ExitCode.ServerError, err));
+  if (g.discoverySrv !== undefined) await discover(g, io);
+  if (!healthCheck) await checkTls(tls, (err) => new CliExit(ExitCode.BadArgs, `${errorText(err)}\n`));
+  const transport = await createNodeTransport(tls);
   let cluster: ClusterClient;
   try {
     const creds = await credentials(g);

@@ -431,7 +431,7 @@ export const commands: readonly CommandSpec[] = [
   { name: "stats", args: "<store|self|leader>", description: "print the store, member (self) or leader statistics as JSON", flags: [] },
   { name: "version", args: "", description: "print the version of kvctl", flags: [] },
   { name: "completion", args: "<bash|zsh|fish>", description: "print a shell completion script", flags: [] },
-  { name: "serve", args: "[flags]", description: "Start a kvctl server (member)", flags: [] },
+  { name: "serve", args: "[flags]", description: "Start a kvctl member: an etcd-compatible server (v2 and v3 APIs, gRPC, Raft)", flags: [] },
   v3Command,
 ];
 

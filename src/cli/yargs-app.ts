@@ -107,7 +107,7 @@ async function build(argv: readonly string[], onRun: Handler): Promise<Argv> {
   const { default: yargs } = await import("yargs");
   let y = yargs([...argv])
     .scriptName("kvctl")
-    .usage("kvctl - a command line client for kvctl and etcd v2 clusters\n\nUsage: $0 [global options] command [command options] [arguments...]")
+    .usage("kvctl - an etcd-compatible key-value server (kvctl serve) and its client: etcdctl v2's commands, and etcdctl v3's under kvctl v3\n\nUsage: $0 [global options] command [command options] [arguments...]")
     .parserConfiguration(parserConfiguration)
     .env("KV")
     .strict()

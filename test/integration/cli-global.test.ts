@@ -216,7 +216,7 @@ test("--help lists every command, serve included", async () => {
   for (const word of ["get", "set", "mk", "mkdir", "setdir", "update", "updatedir", "rm", "rmdir", "ls", "watch", "exec-watch", "member", "cluster-health", "stats", "completion", "version"]) {
     assert.match(r.stdout, new RegExp(`kvctl ${word}\\b`), word);
   }
-  assert.match(r.stdout, /kvctl serve.*Start a kvctl server \(member\)/);
+  assert.match(r.stdout, /kvctl serve.*Start a kvctl member: an etcd-compatible server \(v2 and v3 APIs, gRPC, Raft\)/);
   assert.match(r.stdout, /--total-timeout/);
 });
 
