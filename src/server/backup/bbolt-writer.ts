@@ -15,17 +15,9 @@
 // Every bucket, the empty ones too, gets pages of its own (no inline buckets): bbolt reads
 // both, and makes a small one inline itself when a later write touches it.
 
-import { fnv64a } from "./bbolt.ts";
+import { BUCKET_LEAF, ELEMENT, FLAG_BRANCH, FLAG_LEAF, FLAG_META, fnv64a, MAGIC, PAGE_HEADER, VERSION } from "./bbolt.ts";
 
-const PAGE_HEADER = 16;
-const ELEMENT = 16;
-const MAGIC = 0xed0cdaed;
-const VERSION = 2;
-const FLAG_BRANCH = 0x01;
-const FLAG_LEAF = 0x02;
-const FLAG_META = 0x04;
 const FLAG_FREELIST = 0x10;
-const BUCKET_LEAF = 0x01;
 const FREELIST_PAGE = 2n;
 const FIRST_DATA_PAGE = 3n;
 /** page.count is a u16; bbolt panics at 0xFFFF elements. */

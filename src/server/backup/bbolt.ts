@@ -17,15 +17,16 @@
 
 import { readSync } from "node:fs";
 
-const PAGE_HEADER = 16;
-const ELEMENT = 16;
+// bbolt's format numbers, which the writer (bbolt-writer.ts) writes.
+export const PAGE_HEADER = 16;
+export const ELEMENT = 16;
 const META_BYTES = 64;
-const MAGIC = 0xed0cdaed;
-const VERSION = 2;
-const FLAG_BRANCH = 0x01;
-const FLAG_LEAF = 0x02;
-const FLAG_META = 0x04;
-const BUCKET_LEAF = 0x01;
+export const MAGIC = 0xed0cdaed;
+export const VERSION = 2;
+export const FLAG_BRANCH = 0x01;
+export const FLAG_LEAF = 0x02;
+export const FLAG_META = 0x04;
+export const BUCKET_LEAF = 0x01;
 
 export class BoltFormatError extends Error {
   override name = "BoltFormatError";
