@@ -4,6 +4,7 @@
 // whole connection and, left alone, node:http answers a bare 400 with no CORS headers,
 // even for a request already being handled. Here the request being read gets its body
 // ended with Go's error, its handler answers, and the connection closes after that answer.
+// goHeadRefusal: heads Go refuses while reading them, some of which node:http serves.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { markBodyBroken } from "./body.ts";
@@ -49,8 +50,43 @@ function emptyChunkSize(err: ParserError): boolean {
 
 /** Go's answer to a request head it cannot parse. */
 export const BAD_REQUEST = "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n400 Bad Request";
+/** Go's answer to a transfer coding it does not implement (the coding is not echoed). */
+export const UNSUPPORTED_TE = "HTTP/1.1 501 Not Implemented\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\nUnsupported transfer encoding";
 const HEADERS_TOO_LARGE = "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n431 Request Header Fields Too Large";
 const TIMEOUT = "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n";
+
+/**
+ * Go's raw answer to a head with these header lines (rawHeaders form: name, value, ...) that
+ * Go (etcd 3.4.23's) refuses before any handler, or undefined when Go reads it: a
+ * Transfer-Encoding other than one `chunked` line is 501 (fixTransferEncoding; `identity`
+ * and `gzip, chunked` too; HTTP/1.0 ignores the header), more than one Host line is 400.
+ */
+export function goHeadRefusal(rawHeaders: readonly string[], httpVersion: string): string | undefined {
+  const te: string[] = [];
+  let hosts = 0;
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!.toLowerCase();
+    if (name === "transfer-encoding") te.push(rawHeaders[i + 1]!);
+    else if (name === "host") hosts++;
+  }
+  if (httpVersion !== "1.0" && te.length > 0 && (te.length > 1 || te[0]!.trim().toLowerCase() !== "chunked")) return UNSUPPORTED_TE;
+  if (hosts > 1) return BAD_REQUEST;
+  return undefined;
+}
+
+/** goHeadRefusal of a raw head (as much of it as llhttp had when it failed). */
+function rawHeadRefusal(raw: Buffer | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  const text = raw.toString("latin1");
+  const end = text.indexOf("\r\n\r\n");
+  const lines = (end < 0 ? text : text.slice(0, end)).split("\r\n");
+  const rawHeaders: string[] = [];
+  for (const line of lines.slice(1)) {
+    const colon = line.indexOf(":");
+    if (colon > 0) rawHeaders.push(line.slice(0, colon), line.slice(colon + 1));
+  }
+  return goHeadRefusal(rawHeaders, /HTTP\/1\.0$/.test(lines[0] ?? "") ? "1.0" : "1.1");
+}
 
 export function onClientError(error: Error, socket: Socket): void {
   const err = error as ParserError;
@@ -83,7 +119,10 @@ export function onClientError(error: Error, socket: Socket): void {
     return;
   }
   if (socket.writable) {
-    socket.write(err.code === "HPE_HEADER_OVERFLOW" ? HEADERS_TOO_LARGE : err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? TIMEOUT : BAD_REQUEST);
+    // llhttp fails some heads Go refuses otherwise (Transfer-Encoding `identity` with a
+    // Content-Length, `chunked, chunked`).
+    const refusal = err.code === "HPE_INVALID_TRANSFER_ENCODING" || err.code === "HPE_INVALID_CONTENT_LENGTH" || err.code === "HPE_UNEXPECTED_CONTENT_LENGTH" ? rawHeadRefusal(err.rawPacket) : undefined;
+    socket.write(err.code === "HPE_HEADER_OVERFLOW" ? HEADERS_TOO_LARGE : err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? TIMEOUT : (refusal ?? BAD_REQUEST));
   }
   socket.destroySoon();
 }

@@ -136,3 +136,51 @@ test("bindListeners closes what it bound when a later URL cannot be bound", asyn
     taken.close();
   }
 });
+
+/** One raw request to a client listener (lane in front, declining all) and all it answered. */
+async function rawExchange(port: number, bytes: string): Promise<string> {
+  const client = connect(port, "127.0.0.1");
+  const got = reader(client);
+  client.on("error", () => undefined);
+  client.write(bytes);
+  await got.ended;
+  return got.text();
+}
+
+test("a client listener answers the heads Go's server refuses where llhttp fails them, and frames expectations and head sizes as Go does", async () => {
+  const [bound] = await bindListeners([new URL("http://127.0.0.1:0")]);
+  assert.ok(bound !== undefined);
+  const port = portOf(bound);
+  const handler = (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse): void => {
+    let body = "";
+    req.setEncoding("utf8");
+    req.on("data", (d: string) => (body += d));
+    req.on("end", () => res.end(`served ${req.url ?? ""} ${body}`));
+  };
+  const listeners = await listen([bound.url], handler, quiet, { fast: () => undefined }, [bound]);
+  const head = (lines: string): string => `PUT /k HTTP/1.1\r\nHost: h\r\n${lines}Connection: close\r\n\r\n`;
+  const chunked = "7\r\nvalue=1\r\n0\r\n\r\n";
+  const te501 = "HTTP/1.1 501 Not Implemented\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\nUnsupported transfer encoding";
+  try {
+    // Transfer-Encoding: Go reads one `chunked` line only (the router refuses what llhttp lets through).
+    assert.equal(await rawExchange(port, head("Transfer-Encoding: chunked, chunked\r\n") + chunked), te501);
+    assert.equal(await rawExchange(port, head("Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n") + chunked), te501);
+    assert.equal(await rawExchange(port, head("Transfer-Encoding: identity\r\nContent-Length: 7\r\n") + "value=1"), te501);
+    assert.match(await rawExchange(port, head("Transfer-Encoding: chunked\r\n") + chunked), /served \/k value=1$/);
+    // Expect: 417 framed by Content-Length; 100 Continue only before a body.
+    const e417 = await rawExchange(port, head("Expect: foo\r\nContent-Length: 7\r\n") + "value=1");
+    assert.match(e417, /^HTTP\/1\.1 417 Expectation Failed\r\n/);
+    assert.match(e417, /\r\nContent-Length: 0\r\n/);
+    assert.doesNotMatch(e417, /chunked/i);
+    assert.match(await rawExchange(port, head("Expect: \r\nContent-Length: 7\r\n") + "value=1"), /served \/k value=1$/);
+    const noBody = await rawExchange(port, "GET /k HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n");
+    assert.match(noBody, /^HTTP\/1\.1 200 OK\r\n/);
+    const withBody = await rawExchange(port, head("Expect: 100-continue\r\nContent-Length: 7\r\n") + "value=1");
+    assert.match(withBody, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 OK\r\n/);
+    // Go's header limit (1 MiB + 4096), not node:http's 16 KiB.
+    assert.match(await rawExchange(port, `GET /k HTTP/1.1\r\nHost: h\r\nX-Big: ${"y".repeat(200_000)}\r\nConnection: close\r\n\r\n`), /served \/k $/);
+    assert.match(await rawExchange(port, `GET /k HTTP/1.1\r\nHost: h\r\nX-Big: ${"y".repeat(1_100_000)}\r\nConnection: close\r\n\r\n`), /^HTTP\/1\.1 431 /);
+  } finally {
+    for (const l of listeners) l.server.close();
+  }
+});

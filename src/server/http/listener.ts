@@ -12,7 +12,7 @@ import type { Logger } from "../logger.ts";
 import type { createTlsAcceptor } from "../tls/acceptor.ts";
 import type { ListenerTls } from "../tls/server-tls.ts";
 import { FastLane, type FastHandler } from "./fast-lane.ts";
-import { onClientError, trackRequest } from "./client-error.ts";
+import { goHeadRefusal, onClientError, trackRequest } from "./client-error.ts";
 import { chooseAlpn, muxConnections } from "../grpc/mux.ts";
 
 export interface Listener {
@@ -23,7 +23,10 @@ export interface Listener {
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
 const KEEP_ALIVE_MS = 30_000;
+/** The lane's limit: a longer head goes to node:http. */
 const MAX_HEADER_BYTES = 16 * 1024;
+/** node:http's, as Go's server (etcd's): DefaultMaxHeaderBytes plus its 4096 bytes of slack, then 431. */
+const GO_MAX_HEADER_BYTES = (1 << 20) + 4096;
 const HEADERS_TIMEOUT_MS = 60_000;
 
 /**
@@ -37,7 +40,7 @@ class LaneServer extends Server {
   /** net.Server reads it for every accepted socket (not in @types/node). */
   declare pauseOnConnect: boolean;
   constructor() {
-    super({ keepAliveTimeout: KEEP_ALIVE_MS, headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: 0, maxHeaderSize: MAX_HEADER_BYTES });
+    super({ keepAliveTimeout: KEEP_ALIVE_MS, headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: 0, maxHeaderSize: GO_MAX_HEADER_BYTES });
     this.httpConnection = this.listeners("connection") as ((socket: Socket) => void)[];
     this.removeAllListeners("connection");
   }
@@ -142,11 +145,31 @@ export async function listen(urls: readonly URL[], handler: Handler, log: Logger
   for (const url of urls) {
     const early = bound.find((b) => b.url.href === url.href);
     const server = early?.server ?? new LaneServer();
-    server.on("request", handler);
     if (traffic === "client") {
+      server.on("request", handler);
       // Registered before the handler's listener: the request is known before anything awaits.
       server.prependListener("request", trackRequest);
       server.on("clientError", onClientError);
+      // Go answers 100 Continue when the handler reads a body: none without one, nor for a head
+      // it refuses (kvctl still sends it for a body its handler then ignores). Any other
+      // expectation is 417 with an empty, Content-Length-framed body; an empty one is none.
+      server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
+        const body = req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
+        if (body && goHeadRefusal(req.rawHeaders, req.httpVersion) === undefined) res.writeContinue();
+        server.emit("request", req, res);
+      });
+      server.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => {
+        if ((req.headers.expect ?? "").trim() === "") {
+          server.emit("request", req, res);
+          return;
+        }
+        trackRequest(req, res);
+        req.resume();
+        res.writeHead(417, { Connection: "close", "Content-Length": "0" });
+        res.end();
+      });
+    } else {
+      server.on("request", handler);
     }
     const toHttp = (socket: Socket): void => {
       for (const l of server.httpConnection) l.call(server, socket);

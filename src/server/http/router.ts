@@ -7,7 +7,7 @@ import { unescape } from "./form.ts";
 import { muxCleanPath, escapePath } from "./path.ts";
 import { corsHeaders, notFound, writeError, writeText, HttpTextError } from "./respond.ts";
 import { handleKeys, type V2KeysHost } from "./keys-handler.ts";
-import { BAD_REQUEST } from "./client-error.ts";
+import { BAD_REQUEST, goHeadRefusal } from "./client-error.ts";
 import { handleAuth, requireRootForWrite, type AuthAdminHost } from "./auth-handlers.ts";
 import { handleV3, v3Route } from "./v3-routes.ts";
 import type { V3GatewayContext } from "./v3-backend.ts";
@@ -131,10 +131,20 @@ function asteriskTarget(req: IncomingMessage, res: ServerResponse): void {
   res.end();
 }
 
+/** Go's refusals of a head it read, after its target (client-error.ts goHeadRefusal). */
+function refuseHead(req: IncomingMessage): boolean {
+  const refusal = goHeadRefusal(req.rawHeaders, req.httpVersion);
+  if (refusal === undefined) return false;
+  req.resume();
+  req.socket.end(refusal);
+  return true;
+}
+
 async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterContext): Promise<void> {
   let url = req.url ?? "/";
   const method = req.method ?? "GET";
   if (url === "*") {
+    if (refuseHead(req)) return;
     // Go's server answers `OPTIONS *` itself (globalOptionsHandler): no handler, no CORS.
     if (method !== "OPTIONS") return asteriskTarget(req, res);
     req.resume();
@@ -161,6 +171,7 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RouterConte
     req.socket.end(BAD_REQUEST);
     return;
   }
+  if (refuseHead(req)) return;
   if (refuseUnlistedHost(req, res, ctx.server.config.hostWhitelist)) return; // before CORS, routing, auth
   // The v3 gateway never takes a user from a certificate's Common Name (etcd says so with a 400).
   const gatewayCn = { clientCertAuth: ctx.server.config.clientTls.clientCertAuth, v3AuthEnabled: ctx.server.v3auth.enabled };
