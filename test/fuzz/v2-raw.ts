@@ -25,6 +25,8 @@ export interface RawResponse {
   noHead?: boolean;
   /** The body was still open when the wait ended (a long poll). */
   pending?: boolean;
+  /** A 100 Continue came before the answer (which is the rest). */
+  continued?: boolean;
   /** Time the head arrived (ms since epoch): the reference for TTLs. */
   at: number;
 }
@@ -63,7 +65,13 @@ export function send(port: number, req: FuzzRequest, waitMs: number): Promise<Ra
     const finish = (timedOut: boolean): void => {
       clearTimeout(timer);
       socket.destroy();
-      const text = Buffer.concat(chunks).toString("latin1");
+      let text = Buffer.concat(chunks).toString("latin1");
+      // Interim answers to Expect: 100-continue, before the answer proper.
+      let continued = false;
+      while (/^HTTP\/1\.1 100 [^\r]*\r\n\r\n/.test(text)) {
+        text = text.slice(text.indexOf("\r\n\r\n") + 4);
+        continued = true;
+      }
       const end = text.indexOf("\r\n\r\n");
       if (end < 0) {
         resolve({ status: 0, headers: new Map(), body: "", noHead: true, at: at || Date.now() });
@@ -85,7 +93,7 @@ export function send(port: number, req: FuzzRequest, waitMs: number): Promise<Ra
         body = d.body;
         pending = !d.complete;
       }
-      resolve({ status, headers, body: Buffer.from(body, "latin1").toString("utf8"), at, ...(pending ? { pending } : {}) });
+      resolve({ status, headers, body: Buffer.from(body, "latin1").toString("utf8"), at, ...(pending ? { pending } : {}), ...(continued ? { continued } : {}) });
     };
     const timer = setTimeout(() => finish(true), waitMs);
     socket.on("data", (c: Buffer) => {

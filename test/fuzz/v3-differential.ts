@@ -24,7 +24,7 @@ import * as pb from "../../src/server/grpc/gen/etcd/etcdserver/etcdserverpb/rpc_
 import { mulberry32, type Rng } from "../helpers/prng.ts";
 import { portIn, portRange } from "../helpers/ports.ts";
 import { send, type FuzzRequest, type RawResponse } from "./v2-raw.ts";
-import { firstDifference, startSide, type Divergence } from "./v2-differential.ts";
+import { firstDifference, ownFailures, showFailures, startSide, type Divergence, type Failure } from "./v2-differential.ts";
 
 export { etcdAvailable } from "./v2-differential.ts";
 
@@ -746,12 +746,24 @@ export function knownDifference(_req: V3Request, _diff: string, _etcd: Normalize
   return false;
 }
 
-export async function runDifferential(o: DifferentialOptions): Promise<{ sent: number; divergences: Divergence[] }> {
+/**
+ * A failure (v2-differential.ts's Failure): a gateway 500 or no answer; over gRPC an
+ * Internal status, or a unary call that ended without one (no trailers, a reset, nothing
+ * within the wait). A stream may stay open (a watch waits); it may not lose its status.
+ */
+export function failed(req: V3Request, r: Normalized): boolean {
+  if (req.wire === "gw") return r.status === 500 || r.status === 0 || (r.pending === true && !req.stream);
+  if (r.grpc?.status === "13") return true;
+  return !req.stream && (r.grpc?.status === undefined || r.pending === true);
+}
+
+export async function runDifferential(o: DifferentialOptions): Promise<{ sent: number; divergences: Divergence[]; failures: Failure[] }> {
   const NE = new Normalizer(o.etcdPorts, "ref");
   const NK = new Normalizer(o.kvctlPorts, "sut");
   const ce = new GrpcChannel(o.etcdPort);
   const ck = new GrpcChannel(o.kvctlPort);
   const divergences: Divergence[] = [];
+  const failures: Failure[] = [];
   let rev = await revisionOf(o.etcdPort);
   const rk = await revisionOf(o.kvctlPort);
   if (rev !== rk) throw new Error(`the servers start at different revisions: etcd ${rev}, kvctl ${rk}`);
@@ -779,6 +791,7 @@ export async function runDifferential(o: DifferentialOptions): Promise<{ sent: n
         const r = Number(h?.header?.revision ?? h?.result?.header?.revision ?? 0);
         if (r > rev) rev = r;
       }
+      if (failed(req, k)) failures.push({ n: sent, request: show(req), kvctl: JSON.stringify(k).slice(0, 600), etcdToo: failed(req, e) });
       const d = firstDifference(e, k);
       if (d !== undefined && !knownDifference(req, d, e, k)) {
         const dv = { n: sent, request: show(req), difference: d, etcd: JSON.stringify(e).slice(0, 1500), kvctl: JSON.stringify(k).slice(0, 1500) };
@@ -793,7 +806,7 @@ export async function runDifferential(o: DifferentialOptions): Promise<{ sent: n
     ce.close();
     ck.close();
   }
-  return { sent, divergences };
+  return { sent, divergences, failures };
 }
 
 /** A port for the fuzzer's servers: KVCTL_FUZZ_V3_PORTS ("lo-hi"), else 27000-27999. */
@@ -834,8 +847,9 @@ async function main(): Promise<void> {
     };
     const onStop = (_sent: number, why: string): void => console.log(`seed ${seed}: ${why}`);
     const r = await runDifferential({ seed, count, etcdPort: ports.etcd[0]!, kvctlPort: ports.kvctl[0]!, etcdPorts: ports.etcd, kvctlPorts: ports.kvctl, maxDivergences: Number(process.env["FUZZ_MAX_DIVERGENCES"] ?? 20), trace: process.env["FUZZ_TRACE"] === "1", onProgress, onStop, ...(wires === undefined || wires.length === 0 ? {} : { wires }) });
+    console.log(showFailures(seed, r.failures));
     console.log(`seed ${seed}: ${r.sent} requests, ${r.divergences.length} divergences`);
-    process.exitCode = r.divergences.length === 0 ? 0 : 1;
+    process.exitCode = r.divergences.length === 0 && ownFailures(r.failures).length === 0 ? 0 : 1;
   });
 }
 
