@@ -8,6 +8,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { markBodyBroken } from "./body.ts";
+import { unescape } from "./form.ts";
+import { originForm } from "./path.ts";
 
 interface Current {
   req: IncomingMessage;
@@ -74,12 +76,21 @@ export function goHeadRefusal(rawHeaders: readonly string[], httpVersion: string
   return undefined;
 }
 
-/** goHeadRefusal of a raw head (as much of it as llhttp had when it failed). */
+/**
+ * Go's refusal of a raw head (as much of it as llhttp had when it failed): its target first
+ * (a bad escape, or a path not starting with "/": the router's raw 400), then goHeadRefusal.
+ */
 function rawHeadRefusal(raw: Buffer | undefined): string | undefined {
   if (raw === undefined) return undefined;
   const text = raw.toString("latin1");
   const end = text.indexOf("\r\n\r\n");
   const lines = (end < 0 ? text : text.slice(0, end)).split("\r\n");
+  const target = /^[^ ]+ ([^ ]*) HTTP\/\d\.\d$/.exec(lines[0] ?? "")?.[1];
+  if (target !== undefined && target !== "*") {
+    const origin = originForm(target)?.target ?? target;
+    const rawPath = origin.split("?")[0] ?? "";
+    if ("error" in unescape(rawPath, false) || !rawPath.startsWith("/")) return BAD_REQUEST;
+  }
   const rawHeaders: string[] = [];
   for (const line of lines.slice(1)) {
     const colon = line.indexOf(":");

@@ -166,6 +166,8 @@ test("a client listener answers the heads Go's server refuses where llhttp fails
     assert.equal(await rawExchange(port, head("Transfer-Encoding: chunked, chunked\r\n") + chunked), te501);
     assert.equal(await rawExchange(port, head("Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n") + chunked), te501);
     assert.equal(await rawExchange(port, head("Transfer-Encoding: identity\r\nContent-Length: 7\r\n") + "value=1"), te501);
+    // The target is read before: a bad escape is Go's raw 400 whatever the coding.
+    assert.equal(await rawExchange(port, "POST /k/%zz HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunked), "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n400 Bad Request");
     assert.match(await rawExchange(port, head("Transfer-Encoding: chunked\r\n") + chunked), /served \/k value=1$/);
     // Expect: 417 framed by Content-Length; 100 Continue only before a body.
     const e417 = await rawExchange(port, head("Expect: foo\r\nContent-Length: 7\r\n") + "value=1");

@@ -33,3 +33,14 @@ export function muxCleanPath(p: string): string {
 export function escapePath(p: string): string {
   return encodeURI(p).replace(/[?#]/g, (c) => (c === "?" ? "%3F" : "%23"));
 }
+
+/**
+ * The origin-form target of an absolute-form one (`GET http://host/v2/keys/a`), which Go's
+ * server accepts as any other: routed by its path, its authority becoming the Host.
+ */
+export function originForm(target: string): { target: string; host: string } | undefined {
+  const m = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/([^/?#]*)([^#]*)/.exec(target);
+  if (m === null) return undefined;
+  const rest = m[2] ?? "";
+  return { target: rest.startsWith("/") || rest === "" ? rest : "/" + rest, host: m[1] ?? "" };
+}

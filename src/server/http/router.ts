@@ -4,7 +4,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { unescape } from "./form.ts";
-import { muxCleanPath, escapePath } from "./path.ts";
+import { muxCleanPath, escapePath, originForm } from "./path.ts";
 import { corsHeaders, notFound, writeError, writeText, HttpTextError } from "./respond.ts";
 import { handleKeys, type V2KeysHost } from "./keys-handler.ts";
 import { BAD_REQUEST, goHeadRefusal } from "./client-error.ts";
@@ -112,16 +112,7 @@ export function createRouter(ctx: RouterContext): (req: IncomingMessage, res: Se
   };
 }
 
-/**
- * The origin-form target of an absolute-form one (`GET http://host/v2/keys/a`), which Go's
- * server accepts as any other: routed by its path, its authority becoming the Host.
- */
-export function originForm(target: string): { target: string; host: string } | undefined {
-  const m = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/([^/?#]*)([^#]*)/.exec(target);
-  if (m === null) return undefined;
-  const rest = m[2] ?? "";
-  return { target: rest.startsWith("/") || rest === "" ? rest : "/" + rest, host: m[1] ?? "" };
-}
+export { originForm } from "./path.ts";
 
 /** Go's answer to a request for `*` that is not OPTIONS: 400, no body, and the connection closed. */
 function asteriskTarget(req: IncomingMessage, res: ServerResponse): void {
