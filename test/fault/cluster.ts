@@ -4,13 +4,16 @@
 // Ports, from `portBase` (b): member i serves clients on b+i, listens for peers on b+10+i
 // and advertises its proxy at b+20+i. Every child is tracked by PID and killed on
 // destroy(); destroy() also removes the data root. Nothing here waits without a deadline.
+// The proxies run in a child process of their own (proxy-process.ts), which this class
+// keeps told of the running members' pids and of the partition table.
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, mkdtempSync, rmSync, type WriteStream } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { FaultProxy, Network, type ProxyStats } from "./proxy.ts";
+import { Network, type ProxyStats } from "./proxy.ts";
+import { ProxyProcess, type LoopDelay } from "./proxy-process.ts";
 
 export const ServerKind = { kvctl: "kvctl", etcd: "etcd" } as const;
 export type ServerKind = (typeof ServerKind)[keyof typeof ServerKind];
@@ -102,12 +105,13 @@ export class Cluster {
   readonly crashes: string[] = [];
   /** Snapshots members installed from their leader (their log says so): streamed catch-ups. */
   snapshotsInstalled = 0;
-  #proxies: FaultProxy[] = [];
+  #proxies: ProxyProcess | undefined;
 
   constructor(opts: ClusterOptions) {
     this.#opts = opts;
     this.root = mkdtempSync(join(tmpdir(), "kvctl-fault-"));
     this.network = new Network(opts.members);
+    this.network.onChange(() => this.#proxies?.setBlocked(this.members.length, this.network.pairs()));
     this.members = Array.from({ length: opts.members }, (_, i) => ({
       index: i,
       name: `m${i}`,
@@ -152,11 +156,11 @@ export class Cluster {
 
   /** Starts the proxies and every member; resolves once all answer /health (or throws). */
   async start(timeoutMs = 30_000): Promise<void> {
-    for (const m of this.members) {
-      const proxy = new FaultProxy({ member: m.index, listenPort: m.proxyPort, targetPort: m.peerPort, network: this.network, owners: () => this.owners() });
-      await proxy.start();
-      this.#proxies.push(proxy);
-    }
+    // Without its proxies no member reaches another: their process's death is the run's failure.
+    const proxies = await ProxyProcess.start((why) => this.crashes.push(why));
+    this.#proxies = proxies;
+    proxies.setBlocked(this.members.length, this.network.pairs());
+    for (const m of this.members) await proxies.open(this.members.length, m.index, m.proxyPort, m.peerPort);
     for (const m of this.members) this.startMember(m.index);
     const deadline = Date.now() + timeoutMs;
     for (const m of this.members) {
@@ -199,12 +203,14 @@ export class Cluster {
     m.pid = pid;
     m.state = MemberState.running;
     this.#children.set(pid, child);
+    this.#proxies?.setOwners(this.owners());
     child.once("exit", (code, signal) => {
       this.#children.delete(pid);
       if (!this.#signalled.delete(pid)) this.crashes.push(`${m.name} (pid ${pid}) exited by itself: ${code ?? signal}\n${tail.map((l) => `      ${l}`).join("\n")}`);
       if (m.pid === pid) {
         m.pid = undefined;
         m.state = MemberState.stopped;
+        this.#proxies?.setOwners(this.owners());
       }
       this.#opts.log(`${m.name} (pid ${pid}) exited: ${code ?? signal}`);
     });
@@ -309,8 +315,8 @@ export class Cluster {
       child.stderr?.destroy();
     }
     this.#children.clear();
-    await Promise.all(this.#proxies.map((p) => p.close()));
-    this.#proxies = [];
+    await this.#proxies?.close();
+    this.#proxies = undefined;
     for (const log of this.#logs.values()) log.end();
     this.#logs.clear();
     if (this.#opts.keep?.value !== true) rmSync(this.root, { recursive: true, force: true });
@@ -318,6 +324,7 @@ export class Cluster {
 
   /** Synchronous last resort for process exit handlers. */
   killAllSync(): void {
+    this.#proxies?.killSync();
     for (const pid of this.#children.keys()) {
       try {
         process.kill(pid, "SIGKILL");
@@ -328,7 +335,21 @@ export class Cluster {
     if (this.#opts.keep?.value !== true) rmSync(this.root, { recursive: true, force: true });
   }
 
-  proxyStats(): ProxyStats[] {
-    return this.#proxies.map((p) => p.stats);
+  /** Each member's proxy counters ([] when the proxy process is gone). */
+  async proxyStats(): Promise<ProxyStats[]> {
+    try {
+      return (await this.#proxies?.stats()) ?? [];
+    } catch {
+      return [];
+    }
+  }
+
+  /** The proxy process's event-loop delay since the last reset (undefined when it is gone). */
+  async proxyLoopDelay(reset: boolean): Promise<LoopDelay | undefined> {
+    try {
+      return await this.#proxies?.loopDelay(reset);
+    } catch {
+      return undefined;
+    }
   }
 }

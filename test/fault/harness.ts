@@ -4,6 +4,7 @@
 // history for linearizability per key and that no acknowledged write was lost. Every phase has a deadline; the cluster is
 // destroyed (processes killed by PID, data removed) whatever happens.
 
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { checkOperations, Verdict, type CheckResult } from "../linearizability/checker.ts";
 import { Anomaly, injectAnomaly, mulberry32 } from "../linearizability/history-gen.ts";
 import { registerModel, type RegisterOperation } from "../linearizability/register-model.ts";
@@ -15,6 +16,7 @@ import { describeStall, readDiskStalls, stallsDuring, withoutPauses, type DiskSt
 import { findLostWrites, type LostWrite } from "./durability.ts";
 import { FaultKind, healAll, runNemesis, type FaultRecord } from "./nemesis.ts";
 import type { ProxyStats } from "./proxy.ts";
+import type { LoopDelay } from "./proxy-process.ts";
 import { Api, ApiChoice, runApiOp, workloadKeys, type WorkloadKey } from "./api.ts";
 import { closeClientConnections, Outcome } from "./v2-client.ts";
 import { closeGrpcSessions, probeGrpc } from "./grpc-client.ts";
@@ -79,6 +81,11 @@ export interface FaultReport {
   counts: WorkloadCounts;
   faults: FaultRecord[];
   proxies: ProxyStats[];
+  /**
+   * Event-loop delay during the workload of the proxies' process and of this one (which runs
+   * the clients and the nemesis): a byte between members can wait up to the former per hop.
+   */
+  loopDelay?: { proxies: LoopDelay | undefined; harness: LoopDelay };
   /** Snapshots the members installed from a leader during the run (kvctl logs each). */
   snapshotsInstalled: number;
   check: CheckResult | undefined;
@@ -161,11 +168,23 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
     origin = process.hrtime.bigint();
     const originEpoch = Date.now();
     const w0 = now();
+    await cluster.proxyLoopDelay(true);
+    const harnessLoop = monitorEventLoopDelay({ resolution: 10 });
+    harnessLoop.enable();
     const [work, faults] = await Promise.all([
       runWorkload({ clients: opts.clients, keys, urls: cluster.members.map((m) => m.clientUrl), rng: mulberry32(opts.seed), timeoutMs: opts.opTimeoutMs, until, maxOpsPerClient: 100_000, now, signal }),
       runNemesis({ cluster, faults: opts.faults, rng: mulberry32(opts.seed ^ 0x5bd1e995), until, now, signal, log: opts.log }),
     ]);
     report.workloadMs = now() - w0;
+    harnessLoop.disable();
+    // The histogram holds whole timer intervals (10 ms when idle): the delay is what exceeds one.
+    const ms = (ns: number): number => Math.max(0, Math.round((ns - 10e6) / 1e5) / 10);
+    report.loopDelay = {
+      proxies: await cluster.proxyLoopDelay(false),
+      harness: { p50: ms(harnessLoop.percentile(50)), p90: ms(harnessLoop.percentile(90)), p99: ms(harnessLoop.percentile(99)), max: ms(harnessLoop.max) },
+    };
+    const fmt = (d: LoopDelay | undefined): string => (d === undefined ? "unknown" : `p50 ${d.p50} ms, p90 ${d.p90}, p99 ${d.p99}, max ${d.max}`);
+    opts.log(`event-loop delay during the workload: proxy process ${fmt(report.loopDelay.proxies)}; harness ${fmt(report.loopDelay.harness)}`);
     report.counts = work.counts;
     report.faults = faults;
     const paused = faults.filter((f) => f.kind === FaultKind.pause).map((f) => ({ member: f.target.split(" ")[0] ?? "", fromMs: originEpoch + f.start, toMs: originEpoch + f.end }));
@@ -215,7 +234,7 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
       finals.set(key.key, op.output.type === "value" ? op.output.value : null);
     }
     await converge("after full restart");
-    report.proxies = cluster.proxyStats();
+    report.proxies = await cluster.proxyStats();
     report.snapshotsInstalled = cluster.snapshotsInstalled;
     if (watcher !== undefined) {
       report.watch = await watcher.check(cluster.members[0]!.clientUrl, 15_000);

@@ -1,11 +1,16 @@
 // The fault proxy against a local echo server, with this test process playing member 0
-// and the echo server behind member 1's proxy.
+// and the echo server behind member 1's proxy; in this process, and in the proxy process
+// the harness runs them in (proxy-process.ts).
 
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createConnection, createServer, type AddressInfo, type Socket } from "node:net";
+import { fileURLToPath } from "node:url";
 import { findSocketInode, socketOwnerSync } from "./proc-net.ts";
 import { FaultProxy, Network } from "./proxy.ts";
+import { ProxyProcess } from "./proxy-process.ts";
 
 const echo = createServer((s) => {
   s.on("error", () => {});
@@ -194,4 +199,83 @@ test("socketOwnerSync finds the process that dialled a loopback connection, and 
     inbound.destroy();
     await new Promise<void>((r) => server.close(() => r()));
   }
+});
+
+test("the proxy process forwards, cuts, holds and releases as the harness's partition table says", async () => {
+  const unexpected: string[] = [];
+  const proxies = await ProxyProcess.start((why) => unexpected.push(why));
+  after(() => proxies.close());
+  const network = new Network(3);
+  network.onChange(() => proxies.setBlocked(3, network.pairs()));
+  const port = await proxies.open(3, 1, 0, echoPort);
+  proxies.setOwners(new Map([[process.pid, 0]]));
+
+  const open = await connect(port);
+  open.write("a");
+  assert.equal(await firstData(open, 5000), "a");
+  // During a partition the proxy waits for the source: this one (member 0, on member 1's
+  // side) is forwarded only if the child's lookup found this process.
+  network.split([0, 1], [2]);
+  const fresh = await connect(port);
+  fresh.write("f");
+  assert.equal(await firstData(fresh, 5000), "f", "a source the partition does not block is found and forwarded");
+  network.heal();
+  network.split([0, 2], [1]);
+  assert.equal(await closed(fresh, 5000), true, "an open connection the partition blocks is cut");
+  const held = await connect(port);
+  held.on("error", () => {});
+  held.write("b");
+  assert.equal(await firstData(held, 300), undefined, "nothing crosses the partition");
+  network.heal();
+  assert.equal(await closed(held, 5000), true, "held connections are dropped on heal");
+  const again = await connect(port);
+  again.write("c");
+  assert.equal(await firstData(again, 5000), "c");
+  again.destroy();
+  open.destroy();
+
+  const [stats] = await proxies.stats();
+  assert.ok(stats !== undefined);
+  assert.equal(stats.held, 1);
+  assert.ok(stats.cut >= 1);
+  assert.equal(stats.forwarded, 3);
+  assert.ok((await proxies.loopDelay(true)) !== undefined);
+  await proxies.close();
+  assert.deepEqual(unexpected, [], "close() is not reported as an unexpected exit");
+  await assert.rejects(proxies.stats(), /gone/);
+});
+
+/** Whether `pid` runs (a zombie nobody reaped yet counts as dead). */
+function alive(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.[0] !== "Z";
+  } catch {
+    return false;
+  }
+}
+
+test("the proxy process dies with a harness that is SIGKILLed", { timeout: 60_000 }, async () => {
+  const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
+  const code = "const { ProxyProcess } = await import(process.argv[1]); const p = await ProxyProcess.start(() => {}); console.log(p.pid); setInterval(() => {}, 1000);";
+  const harness = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code, fileURLToPath(new URL("./proxy-process.ts", import.meta.url))], {
+    cwd: repoRoot,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  after(() => harness.kill("SIGKILL"));
+  const childPid = await new Promise<number>((resolve, reject) => {
+    let out = "";
+    harness.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+      if (out.includes("\n")) resolve(Number(out.trim()));
+    });
+    harness.once("exit", (c) => reject(new Error(`the harness exited first: ${c}`)));
+  });
+  assert.ok(childPid > 0 && alive(childPid), "the proxy process runs");
+  const exited = new Promise<void>((resolve) => harness.once("exit", () => resolve()));
+  harness.kill("SIGKILL");
+  await exited;
+  // Its exit is not ours to hear (it is the dead harness's child): poll, bounded.
+  for (let i = 0; i < 200 && alive(childPid); i++) await new Promise((r) => setTimeout(r, 50));
+  if (alive(childPid)) process.kill(childPid, "SIGKILL");
+  assert.equal(alive(childPid), false, "no proxy process outlives its harness");
 });

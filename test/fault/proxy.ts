@@ -63,6 +63,21 @@ export class Network {
     this.#changed();
   }
 
+  /** The blocked pairs, each [low, high] (to hand the table to another process). */
+  pairs(): Array<[number, number]> {
+    return [...this.#blocked].map((p) => {
+      const [a, b] = p.split("-").map(Number);
+      return [a!, b!];
+    });
+  }
+
+  /** Replaces the whole table with `pairs` in one change (a copy taking its source's state). */
+  replace(pairs: ReadonlyArray<readonly [number, number]>): void {
+    this.#blocked.clear();
+    for (const [a, b] of pairs) if (a !== b) this.#blocked.add(Network.#pair(a, b));
+    this.#changed();
+  }
+
   get partitioned(): boolean {
     return this.#blocked.size > 0;
   }
