@@ -95,6 +95,15 @@ test("buildInvocation reads KV_ variables below flags, then ETCDCTL_ variables",
   assert.deepEqual(kvFirst.globals.endpoints, ["http://k"]);
 });
 
+test("buildInvocation keeps an explicit empty -o (etcdctl: Unsupported output format: ), and KV_OUTPUT below it", () => {
+  const out = (globals: Record<string, string>, env: Record<string, string>) =>
+    buildInvocation({ command: "get", globals, flags: {}, args: [] }, env).globals.output;
+  assert.equal(out({ output: "" }, {}), "");
+  assert.equal(out({}, {}), "simple");
+  assert.equal(out({}, { KV_OUTPUT: "json" }), "json");
+  assert.equal(out({}, { KV_OUTPUT: "" }), "simple");
+});
+
 test("buildInvocation follows etcdctl's endpoint precedence", () => {
   const ep = (globals: Record<string, string>, env: Record<string, string>) =>
     buildInvocation({ command: "get", globals, flags: {}, args: [] }, env).globals.endpoints;

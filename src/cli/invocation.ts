@@ -72,7 +72,8 @@ export function buildInvocation(raw: RawInvocation, env: NodeJS.ProcessEnv): Inv
       .map((e) => e.trim())
       .filter((e) => e !== ""),
     noSync: bool("no-sync"),
-    output: str("output") ?? "simple",
+    // An explicit empty -o is a format of its own to etcdctl (Unsupported output format: ).
+    output: typeof g["output"] === "string" ? g["output"] : "simple",
     debug: bool("debug"),
     username: str("username") ?? nonEmpty(env["ETCDCTL_USERNAME"]),
     password: str("password"),

@@ -78,7 +78,14 @@ export async function runCli(argv: readonly string[], io: Io, env: NodeJS.Proces
 
 /** The command words of argv (`member list`, `user grant`), for command-specific help. */
 function helpPath(argv: readonly string[]): string[] {
-  const words = argv.filter((a) => !a.startsWith("-"));
+  // A global flag's value (`--endpoints http://x member`) is not a command word.
+  const valued = new Set(globalFlags.filter((f) => f.type !== "bool").flatMap((f) => [f.name, ...(f.aliases ?? [])]));
+  const words: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] ?? "";
+    if (!a.startsWith("-")) words.push(a);
+    else if (!a.includes("=") && valued.has(a.replace(/^--?/, ""))) i++;
+  }
   const first = words[0] === "help" || words[0] === "h" ? words.slice(1) : words;
   const group = findCommand(first[0] ?? "")?.subcommands !== undefined;
   return first.slice(0, 2).filter((_w, i) => i === 0 || group);
