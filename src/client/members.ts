@@ -60,16 +60,59 @@ export async function getLeader(cluster: ClusterClient, o: MemberCallOptions = {
   return toMember(json(res.body));
 }
 
+/**
+ * pkg/types NewURLs, which the Go client's member Add and Update run before any request:
+ * each URL trimmed, parsed, its scheme http, https, unix or unixs, its host `host:port`, no
+ * path; the list sorted (so the body etcdctl sends is sorted too). Throws its messages.
+ */
+export function goPeerURLs(given: readonly string[]): string[] {
+  if (given.length === 0) throw new ClientError("BAD_PEER_URL", "no valid URLs given");
+  const out: string[] = [];
+  for (const raw of given) {
+    const text = raw.trim();
+    const bad = (message: string): ClientError => new ClientError("BAD_PEER_URL", message);
+    // url.Parse: a scheme, or else a first segment without a colon.
+    const m = /^([A-Za-z][A-Za-z0-9+.-]*):(.*)$/s.exec(text);
+    if (m === null) {
+      if (text.startsWith(":")) throw bad(`parse ${JSON.stringify(text)}: missing protocol scheme`);
+      if ((text.split("/")[0] ?? "").includes(":")) throw bad(`parse ${JSON.stringify(text)}: first path segment in URL cannot contain colon`);
+    }
+    const scheme = (m?.[1] ?? "").toLowerCase();
+    if (!["http", "https", "unix", "unixs"].includes(scheme)) throw bad(`URL scheme must be http, https, unix, or unixs: ${text}`);
+    const rest = (m?.[2] ?? "").replace(/[?#].*$/s, "");
+    const authority = rest.startsWith("//") ? rest.slice(2) : undefined;
+    const slash = authority === undefined ? -1 : authority.indexOf("/");
+    const host = authority === undefined ? "" : slash === -1 ? authority : authority.slice(0, slash);
+    const hostPart = host.replace(/^.*@/, "");
+    if (hostPart.startsWith("[") && !hostPart.includes("]")) throw bad(`parse ${JSON.stringify(text)}: missing ']' in host`);
+    if (!splitsHostPort(hostPart)) throw bad(`URL address does not have the form "host:port": ${text}`);
+    const path = authority === undefined ? rest : slash === -1 ? "" : authority.slice(slash);
+    if (path !== "") throw bad(`URL must not contain a path: ${text}`);
+    out.push(`${scheme}://${host}`);
+  }
+  return out.sort();
+}
+
+/** Whether Go's net.SplitHostPort accepts `hostport` (a port, maybe empty, after the last colon). */
+function splitsHostPort(hostport: string): boolean {
+  const colon = hostport.lastIndexOf(":");
+  if (colon === -1) return false;
+  const host = hostport.slice(0, colon);
+  if (host.startsWith("[")) return host.endsWith("]") && !host.slice(1, -1).includes("[") && !host.slice(1, -1).includes("]");
+  return !host.includes(":") && !host.includes("[") && !host.includes("]");
+}
+
 export async function addMember(
   cluster: ClusterClient,
   peerURL: string,
   o: MemberCallOptions = {},
 ): Promise<V2MemberJSON> {
+  const peerURLs = goPeerURLs([peerURL]);
   const res = await cluster.do(
     {
       method: "POST",
       path: (base) => joinPath(base, membersPrefix),
-      body: JSON.stringify({ peerURLs: [peerURL] }),
+      body: JSON.stringify({ peerURLs }),
       contentType: "application/json",
     },
     opts(o),
@@ -90,11 +133,12 @@ export async function updateMember(
   peerURLs: readonly string[],
   o: MemberCallOptions = {},
 ): Promise<void> {
+  const checked = goPeerURLs(peerURLs);
   const res = await cluster.do(
     {
       method: "PUT",
       path: (base) => joinPath(base, membersPrefix, id),
-      body: JSON.stringify({ peerURLs }),
+      body: JSON.stringify({ peerURLs: checked }),
       contentType: "application/json",
     },
     opts(o),

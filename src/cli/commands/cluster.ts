@@ -9,7 +9,7 @@ import { addMember, getLeader, listMembers, removeMember, updateMember } from ".
 import { getHealth } from "../../client/stats.ts";
 import { NetworkError } from "../../client/errors.ts";
 import { CliExit, ExitCode } from "../exit-codes.ts";
-import { deadline, errorText, fail, withContext, type CommandContext, type Io } from "../context.ts";
+import { deadline, errorText, fail, goErrorText, withContext, type CommandContext, type Io } from "../context.ts";
 import type { Invocation } from "../invocation.ts";
 import { formatMemberList } from "../output.ts";
 
@@ -31,7 +31,8 @@ export async function run(inv: Invocation, io: Io): Promise<number> {
 
 /** etcdctl's member commands print the bare error and exit 1. */
 function bare(err: unknown, prefix = ""): CliExit {
-  return err instanceof CliExit ? err : new CliExit(ExitCode.BadArgs, `${prefix}${errorText(err)}\n`);
+  // Go prints err.Error(): a cluster error's text ends each endpoint's error with a newline.
+  return err instanceof CliExit ? err : new CliExit(ExitCode.BadArgs, `${prefix}${goErrorText(err)}\n`);
 }
 
 async function members(ctx: CommandContext, signal: AbortSignal): Promise<V2MemberJSON[]> {
