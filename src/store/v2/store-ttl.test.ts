@@ -251,6 +251,10 @@ test("a past expiration (a wrapped TTL) makes set permanent and update due, as e
   assert.deepEqual(s.get("/", {}, at + 100).node.nodes?.map((n) => [n.key, n.ttl]), [["/k", -9223372036]]);
   const again = V2Store.recover(s.save());
   assert.equal(again.save(), s.save());
+  const expired: V2Event[] = [];
+  s.watch("/", { recursive: true, stream: true }, (e) => void expired.push(e));
   s.deleteExpiredKeys(at);
   assert.equal(s.hasTtlKeys(), false);
+  // Its expire event's prevNode: the ttl etcd computes at its SYNC, centuries past.
+  assert.deepEqual(expired.map((e) => [e.action, e.prevNode?.ttl]), [["expire", -9223372036]]);
 });

@@ -272,7 +272,9 @@ export class V2Store {
       this.#ttl.pop();
       // now = the expiration itself, to the nanosecond, renders the prevNode with its
       // expiration but no ttl (as etcd shows it); the ms alone left the ns as a ttl of 1.
-      this.#removeWithEvent(n, Action.Expire, n.expireTime + n.expireNs / 1e6);
+      // A wrapped expiration (before 2000) is centuries past at etcd's now: its ttl shows
+      // that distance, Go's saturated -9223372036 (the ms + ns sum lost the ns there).
+      this.#removeWithEvent(n, Action.Expire, n.expireTime < MIN_EXPIRE_TIME ? cutoff : n.expireTime + n.expireNs / 1e6);
       this.#stats.inc("expireCount");
     }
   }
