@@ -24,7 +24,7 @@ import * as pb from "../../src/server/grpc/gen/etcd/etcdserver/etcdserverpb/rpc_
 import { mulberry32, type Rng } from "../helpers/prng.ts";
 import { portIn, portRange } from "../helpers/ports.ts";
 import { send, type FuzzRequest, type RawResponse } from "./v2-raw.ts";
-import { firstDifference, ownFailures, showFailures, startSide, type Divergence, type Failure } from "./v2-differential.ts";
+import { firstDifference, headBend, ownFailures, showFailures, startSide, type Divergence, type Failure } from "./v2-differential.ts";
 
 export { etcdAvailable } from "./v2-differential.ts";
 
@@ -386,8 +386,8 @@ function unaryRequest(rng: Rng, wire: Wire, name: string, json: Json): V3Request
   let target = gwTarget(rng, call.path);
   const m = rng();
   // (Not a grant's: an empty one is a 2 s lease the server names, which would expire; nor
-  // a compaction's: at revision 0, README.)
-  if (m < 0.03 && name !== "grant" && name !== "compaction") body = pick(rng, ["{", "", "[]", "null", '{"key": "YQ==",}', "{}{}", '"x"', "{} x", body + "\n" + body, '{"key":"YQ==","key":"Yg=="}', '{"key":"YQ==","value":"dg==","value":null}', '{"key":"\\u0059Q=="}', ' \t{"key":"YQ=="}\n ']);
+  // a compaction's: at revision 0, README. An oversized body is not doubled: README.)
+  if (m < 0.03 && name !== "grant" && name !== "compaction") body = pick(rng, ["{", "", "[]", "null", '{"key": "YQ==",}', "{}{}", '"x"', "{} x", body.length > 1 << 20 ? "{} {}" : body + "\n" + body, '{"key":"YQ==","key":"Yg=="}', '{"key":"YQ==","value":"dg==","value":null}', '{"key":"\\u0059Q=="}', ' \t{"key":"YQ=="}\n ']);
   else if (m < 0.05) method = pick(rng, ["GET", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"]);
   else if (m < 0.07) target = pick(rng, ["/v3/kv/ranges", "/v3/kv", "/v3/kv/range/", "/V3/kv/range", "/v3alpha/kv/range", "/v3/kv//range", "/v3/lease/keepalive", "/v3/watch/x"]);
   else if (m < 0.09) headers.push(["Content-Type", pick(rng, ["text/plain", "application/json", "application/x-www-form-urlencoded"])]);
@@ -396,6 +396,7 @@ function unaryRequest(rng: Rng, wire: Wire, name: string, json: Json): V3Request
   else if (m < 0.11) headers.push([pick(rng, ["Authorization", "Grpc-Metadata-Token", "Grpc-Timeout", "Accept"]), pick(rng, ["junk", "5S", "", "application/json"])]);
   else if (m < 0.115) headers.push(["Grpc-Timeout", pick(rng, ["-5S", "0S", "5", "1x", "+3M", "99999999999999999999S", "10n"])]);
   else if (m < 0.12) headers.push([pick(rng, ["Grpc-Metadata-Foo-Bin", "grpc-metadata-token-bin"]), pick(rng, ["!!!", "YQ", "YQ=", "Y", "YQ==", "a b"])]);
+  else if (m < 0.125) headers.push(...headBend(rng));
   if (m >= 0.03 && m < 0.05 && method === "GET" && chance(rng, 0.5)) body = "";
   const grpcHeaders: Record<string, string | undefined> = {};
   let grpcFlag = 0;
@@ -717,7 +718,7 @@ export interface DifferentialOptions {
 }
 
 function show(req: V3Request): string {
-  if (req.wire === "gw") return `gw ${req.http.method} ${req.http.target}${req.http.body !== undefined ? ` body=${JSON.stringify(req.http.body.length > 400 ? req.http.body.slice(0, 400) + "…" : req.http.body)}` : ""}${req.http.headers.length > 0 ? ` ${JSON.stringify(req.http.headers)}` : ""}`;
+  if (req.wire === "gw") return `gw ${req.http.method} ${req.http.target}${req.http.body !== undefined ? ` body=${JSON.stringify(req.http.body.length > 400 ? req.http.body.slice(0, 400) + "…" : req.http.body)}` : ""}${req.http.headers.length > 0 ? ` ${JSON.stringify(req.http.headers.map(([k, v]) => [k, v.length > 200 ? `${v.slice(0, 20)}…(${v.length})` : v]))}` : ""}`;
   const hs = Object.keys(req.grpcHeaders).length > 0 ? ` headers=${JSON.stringify(req.grpcHeaders, (_k, v: unknown) => (v === undefined ? "<absent>" : v))}` : "";
   const bytes = req.grpcParts !== undefined ? req.grpcParts.map((p) => p.toString("hex")).join(" ").slice(0, 300) : req.grpcBody === undefined ? "<bad bytes>" : Buffer.from(req.grpcBody).toString("hex").slice(0, 200);
   return `grpc ${req.grpcPath ?? CALLS[req.name]!.grpc} json=${JSON.stringify(req.json).slice(0, 400)} bytes=${bytes}${req.grpcFlag > 0 ? ` flag=${req.grpcFlag}` : ""}${hs}`;
