@@ -74,11 +74,13 @@ let cache: { owners: ReadonlyMap<number, unknown>; byInode: Map<string, unknown>
 /**
  * The key of `owners` (pid → owner) whose process (or a child of it) holds the client end
  * of the connection 127.0.0.1:localPort → 127.0.0.1:remotePort; undefined if none does.
+ * `procNetTcp`: a read of /proc/net/tcp taken after the connection was accepted, to answer
+ * several lookups with one read (it lists every socket of the machine, and can be slow).
  */
-export function socketOwnerSync<T>(localPort: number, remotePort: number, owners: ReadonlyMap<number, T>): T | undefined {
-  let tcp = "";
+export function socketOwnerSync<T>(localPort: number, remotePort: number, owners: ReadonlyMap<number, T>, procNetTcp?: string): T | undefined {
+  let tcp = procNetTcp ?? "";
   try {
-    tcp = readFileSync("/proc/net/tcp", "utf8");
+    tcp = procNetTcp ?? readFileSync("/proc/net/tcp", "utf8");
   } catch {
     return undefined;
   }
