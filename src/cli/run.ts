@@ -53,8 +53,14 @@ export async function runCli(argv: readonly string[], io: Io, env: NodeJS.Proces
         io.stderr(`No help topic for '${outcome.name ?? ""}'\n`);
         return ExitCode.BadAuth;
       }
+      const path = helpPath(argv);
+      if (typeof path === "string") {
+        // urfave/cli's `help <topic>` for a topic it does not know.
+        io.stderr(`No help topic for '${path}'\n`);
+        return ExitCode.BadAuth;
+      }
       const { helpText } = await import("./yargs-app.ts");
-      io.stdout(await helpText(helpPath(argv)));
+      io.stdout(await helpText(path));
       return ExitCode.Success;
     }
     const inv = buildInvocation(outcome.raw, env);
@@ -76,8 +82,11 @@ export async function runCli(argv: readonly string[], io: Io, env: NodeJS.Proces
   }
 }
 
-/** The command words of argv (`member list`, `user grant`), for command-specific help. */
-function helpPath(argv: readonly string[]): string[] {
+/**
+ * The command words of argv (`member list`, `user grant`), for command-specific help; a
+ * string when argv asks `help` about a topic that does not exist.
+ */
+function helpPath(argv: readonly string[]): string[] | string {
   // A global flag's value (`--endpoints http://x member`) is not a command word.
   const valued = new Set(globalFlags.filter((f) => f.type !== "bool").flatMap((f) => [f.name, ...(f.aliases ?? [])]));
   const words: string[] = [];
@@ -86,9 +95,26 @@ function helpPath(argv: readonly string[]): string[] {
     if (!a.startsWith("-")) words.push(a);
     else if (!a.includes("=") && valued.has(a.replace(/^--?/, ""))) i++;
   }
-  const first = words[0] === "help" || words[0] === "h" ? words.slice(1) : words;
-  const group = findCommand(first[0] ?? "")?.subcommands !== undefined;
-  return first.slice(0, 2).filter((_w, i) => i === 0 || group);
+  const isHelp = (w: string | undefined): boolean => w === "help" || w === "h";
+  if (isHelp(words[0])) {
+    // `help <command> [<subcommand>]`: an unknown command is an error, an unknown subcommand
+    // shows the group (urfave/cli).
+    const cmd = words[1];
+    if (cmd === undefined) return [];
+    const spec = findCommand(cmd);
+    if (spec === undefined) return cmd;
+    const sub = words[2];
+    return spec.subcommands?.some((s) => s.name === sub) === true && sub !== undefined ? [cmd, sub] : [cmd];
+  }
+  const spec = findCommand(words[0] ?? "");
+  if (spec?.subcommands === undefined) return words.slice(0, 1);
+  // `<group> help [<subcommand>]`: the group's own help command, strict about its topic.
+  if (isHelp(words[1])) {
+    const sub = words[2];
+    if (sub === undefined) return [spec.name];
+    return spec.subcommands.some((s) => s.name === sub) ? [spec.name, sub] : sub;
+  }
+  return words.slice(0, 2);
 }
 
 // ---- v3 ----
