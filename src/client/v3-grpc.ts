@@ -48,7 +48,8 @@ export async function grpcUnary(endpoint: string, method: string, message: Uint8
     let timer: NodeJS.Timeout | undefined;
     // SNI carries host names only (RFC 6066): an IP address is checked against the certificate's IP SANs.
     const host = url.hostname.replace(/^\[|\]$/g, "");
-    const session = http2.connect(authority, secure ? { ...readTlsFiles(tls), ...(isIP(host) === 0 ? { servername: host } : {}) } : {});
+    // A server name of the flags (the --discovery-srv domain) wins over the host's.
+    const session = http2.connect(authority, secure ? { ...(isIP(host) === 0 ? { servername: host } : {}), ...readTlsFiles(tls) } : {});
     const finish = (err: Error | undefined, body?: Buffer): void => {
       if (settled) return;
       settled = true;

@@ -86,3 +86,12 @@ for (const [s, want] of ints) test(`parseInt64 reads ${JSON.stringify(s)} as Go'
 
 const durations: [string, number | undefined][] = [["2s", 2000], ["1m30s", 90_000], ["300ms", 300], ["0", 0], ["1.5h", 5_400_000], ["5", undefined]];
 for (const [s, want] of durations) test(`parseDurationMs reads ${s}`, () => assert.equal(parseDurationMs(s), want));
+
+test("tlsOf: certificates are checked against the --discovery-srv domain only with --insecure-discovery=false (etcdctl v3's serverName)", async () => {
+  const { tlsOf } = await import("./context.ts");
+  const tls = (argv: string[]) => tlsOf(parseV3Argv(argv, {}).globals);
+  assert.equal(tls(["-d", "d.test", "--insecure-discovery=false", "get", "a"]).serverName, "d.test");
+  assert.equal(tls(["-d", "d.test", "get", "a"]).serverName, undefined);
+  assert.equal(tls(["get", "a"]).serverName, undefined);
+  assert.equal(tlsOf(parseV3Argv(["get", "a"], { ETCDCTL_DISCOVERY_SRV: "e.test", ETCDCTL_INSECURE_DISCOVERY: "false" }).globals).serverName, "e.test");
+});

@@ -89,6 +89,9 @@ export function tlsOf(g: V3Invocation["globals"]): TlsFiles {
     ...(g.key !== undefined ? { keyFile: g.key } : {}),
     insecureSkipVerify: g.insecureSkipTlsVerify,
     insecureTransport: g.insecureTransport,
+    // etcdctl v3's secureCfgFromCmd: with --insecure-discovery=false, certificates must be
+    // valid for the --discovery-srv domain.
+    ...(g.discoverySrv !== undefined && !g.insecureDiscovery ? { serverName: g.discoverySrv } : {}),
   };
 }
 
