@@ -104,9 +104,7 @@ async function execWatch(inv: Invocation, io: Io): Promise<number> {
         // Like etcdctl, children run concurrently: the next event is not held up.
         const child = spawn(file, argv, { env: watchEnv(event, process.env), stdio: ["ignore", "inherit", "inherit"] });
         child.on("error", (err: NodeJS.ErrnoException) => {
-          const message =
-            err.code === "ENOENT" ? `exec: "${file}": executable file not found in $PATH` : err.message;
-          io.stderr(`${message}\n`);
+          io.stderr(execErrorText(file, err));
           process.exit(ExitCode.BadArgs);
         });
       }
@@ -114,4 +112,15 @@ async function execWatch(inv: Invocation, io: Io): Promise<number> {
   } finally {
     off();
   }
+}
+
+/**
+ * Go's exec error for a command that could not start, as etcdctl prints it (Fprintf of
+ * err.Error(): no newline). A name without a slash is looked up in PATH first.
+ */
+export function execErrorText(file: string, err: NodeJS.ErrnoException): string {
+  if (!file.includes("/")) return err.code === "ENOENT" || err.code === "EACCES" ? `exec: "${file}": executable file not found in $PATH` : err.message;
+  if (err.code === "ENOENT") return `fork/exec ${file}: no such file or directory`;
+  if (err.code === "EACCES") return `fork/exec ${file}: permission denied`;
+  return err.message;
 }
