@@ -132,7 +132,9 @@ async function build(argv: readonly string[], onRun: Handler): Promise<Argv> {
  * spelled the way yargs reads them.
  */
 async function withGlobalEnv<T>(env: NodeJS.ProcessEnv, fn: () => Promise<T>): Promise<T> {
-  const saved = Object.entries(process.env).filter(([k]) => k.startsWith("KV_"));
+  // yargs' .env("KV") reads every variable that begins with KV, underscore or not
+  // (KVCTL_TEST_PORTS would be an unknown --ctl-test-ports): all are set aside.
+  const saved = Object.entries(process.env).filter(([k]) => k.startsWith("KV"));
   for (const [k] of saved) delete process.env[k];
   for (const f of globalFlags) {
     const v = env[envName(f.name)];
@@ -142,7 +144,7 @@ async function withGlobalEnv<T>(env: NodeJS.ProcessEnv, fn: () => Promise<T>): P
   try {
     return await fn();
   } finally {
-    for (const k of Object.keys(process.env)) if (k.startsWith("KV_")) delete process.env[k];
+    for (const k of Object.keys(process.env)) if (k.startsWith("KV")) delete process.env[k];
     for (const [k, v] of saved) process.env[k] = v;
   }
 }
