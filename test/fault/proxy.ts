@@ -1,5 +1,6 @@
 // A fault-injecting TCP proxy in front of each member's peer port, and the partition
-// table they share.
+// table they share. The harness runs them in a process of their own (proxy-process.ts),
+// away from its clients' event loop.
 //
 // Partition model. Member i listens for peers on P_i but advertises P'_i, where its proxy
 // listens and forwards to P_i. Every peer connection to i therefore crosses i's proxy,
