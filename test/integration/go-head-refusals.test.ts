@@ -32,6 +32,9 @@ test("a transfer coding other than one chunked line is Go's raw 501, two Host li
   assert.equal(await exchange(port, put("Host: b\r\nContent-Length: 7\r\n", "value=1")), BAD);
   // The target is read first: a bad escape is 400 whatever the coding.
   assert.equal(await exchange(port, "GET /v2/keys/%zz HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\nConnection: close\r\n\r\n"), BAD);
+  // So is it before an expectation: 400, not 417, and no 100 Continue.
+  assert.equal(await exchange(port, "GET /v2/keys/%zz HTTP/1.1\r\nHost: a\r\nExpect: foo\r\nConnection: close\r\n\r\n"), BAD);
+  assert.equal(await exchange(port, "PUT /v2/keys/%zz HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 7\r\nConnection: close\r\n\r\nvalue=1"), BAD);
   // HTTP/1.0 leaves the header unread, as Go does (which answers in HTTP/1.0, node:http in 1.1).
   assert.match(await exchange(port, "GET /v2/keys/te HTTP/1.0\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n"), /^HTTP\/1\.[01] 404 /);
   const got = await http("GET", `${srv.url}/v2/keys/te`);

@@ -76,6 +76,13 @@ export function goHeadRefusal(rawHeaders: readonly string[], httpVersion: string
   return undefined;
 }
 
+/** Whether Go refuses this request target (a bad escape, a path not starting with "/"), as the router does: a raw 400. */
+export function goTargetRefused(target: string): boolean {
+  if (target === "*") return false;
+  const rawPath = (originForm(target)?.target ?? target).split("?")[0] ?? "";
+  return "error" in unescape(rawPath, false) || !rawPath.startsWith("/");
+}
+
 /**
  * Go's refusal of a raw head (as much of it as llhttp had when it failed): its target first
  * (a bad escape, or a path not starting with "/": the router's raw 400), then goHeadRefusal.
@@ -86,11 +93,7 @@ function rawHeadRefusal(raw: Buffer | undefined): string | undefined {
   const end = text.indexOf("\r\n\r\n");
   const lines = (end < 0 ? text : text.slice(0, end)).split("\r\n");
   const target = /^[^ ]+ ([^ ]*) HTTP\/\d\.\d$/.exec(lines[0] ?? "")?.[1];
-  if (target !== undefined && target !== "*") {
-    const origin = originForm(target)?.target ?? target;
-    const rawPath = origin.split("?")[0] ?? "";
-    if ("error" in unescape(rawPath, false) || !rawPath.startsWith("/")) return BAD_REQUEST;
-  }
+  if (target !== undefined && goTargetRefused(target)) return BAD_REQUEST;
   const rawHeaders: string[] = [];
   for (const line of lines.slice(1)) {
     const colon = line.indexOf(":");

@@ -12,7 +12,7 @@ import type { Logger } from "../logger.ts";
 import type { createTlsAcceptor } from "../tls/acceptor.ts";
 import type { ListenerTls } from "../tls/server-tls.ts";
 import { FastLane, type FastHandler } from "./fast-lane.ts";
-import { goHeadRefusal, onClientError, trackRequest } from "./client-error.ts";
+import { goHeadRefusal, goTargetRefused, onClientError, trackRequest } from "./client-error.ts";
 import { chooseAlpn, muxConnections } from "../grpc/mux.ts";
 
 export interface Listener {
@@ -152,14 +152,16 @@ export async function listen(urls: readonly URL[], handler: Handler, log: Logger
       server.on("clientError", onClientError);
       // Go answers 100 Continue when the handler reads a body: none without one, nor for a head
       // it refuses (kvctl still sends it for a body its handler then ignores). Any other
-      // expectation is 417 with an empty, Content-Length-framed body; an empty one is none.
+      // expectation is 417 with an empty, Content-Length-framed body, once the head is read
+      // (a head Go refuses is the router's); an empty one is none.
+      const refused = (req: IncomingMessage): boolean => goTargetRefused(req.url ?? "/") || goHeadRefusal(req.rawHeaders, req.httpVersion) !== undefined;
       server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
         const body = req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
-        if (body && goHeadRefusal(req.rawHeaders, req.httpVersion) === undefined) res.writeContinue();
+        if (body && !refused(req)) res.writeContinue();
         server.emit("request", req, res);
       });
       server.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => {
-        if ((req.headers.expect ?? "").trim() === "") {
+        if ((req.headers.expect ?? "").trim() === "" || refused(req)) {
           server.emit("request", req, res);
           return;
         }
