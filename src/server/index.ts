@@ -14,6 +14,9 @@ import { notifyReady, notifyTargetFromEnv } from "./systemd-notify.ts";
 import type { ServerConfig } from "./config.ts";
 import type { Logger } from "./logger.ts";
 
+/** How long after it serves clients a member loads the gRPC modules if no gRPC client asked yet. */
+const GRPC_WARM_UP_MS = 1000;
+
 export interface RunningServer {
   listeners: Listener[];
   stop(): Promise<void>;
@@ -45,24 +48,47 @@ export async function startServer(config: ServerConfig, log: Logger, bound: read
   const listeners: Listener[] = [];
   let serveClients: () => Promise<void>;
   let grpc: GrpcServer | undefined;
+  let stopping: Promise<void> | undefined;
   try {
     peerListeners = await listen(config.listenPeerUrls, createPeerRouter(kv), log, { traffic: "peer", tls: peerTls?.listener }, bound);
     opened.push(...peerListeners);
-    const { createRouter, keysFastGet, keysFast, keysFastWrite, v3FastKv, firstOf, V3Service, GrpcServer, LeaderMonitor, createRpcTable, grpcRecvLimit, createMetricsRouter } = await import("./client-api.ts");
+    const { createRouter, keysFastGet, keysFast, keysFastWrite, v3FastKv, firstOf, V3Service, LeaderMonitor, createMetricsRouter } = await import("./client-api.ts");
     // v3 streams (watch, keepalive) join the v2 watches: shutdown ends them all.
     const v3Gateway = { backend: new V3Service(kv), maxRequestBytes: config.maxRequestBytes, maxTxnOps: config.maxTxnOps, streams: watches, watchMetrics: kv.metrics.watch, clientRequests: kv.metrics.clientRequest.bind(kv.metrics) };
     const routes = { server: kv, clusterId: kv.clusterId.toString(16), watches, v3Gateway, metrics };
-    // The same backend serves etcd's gRPC API on the client port (grpc/: cmux, HTTP/2).
-    grpc = new GrpcServer(createRpcTable(v3Gateway), { maxRecvBytes: grpcRecvLimit(v3Gateway), clientCertAuth: clientTls?.clientCertAuth ?? false, observer: metrics.grpc, onRequest: () => kv.noteClientRequest(), maxConcurrentStreams: config.maxConcurrentStreams, keepAlive: config.grpcKeepAlive, leader: new LeaderMonitor(() => kv.leaderId !== 0, config.electionTimeout) });
-    metrics.attachGrpc(grpc);
-    const toGrpc = grpc;
+    // The same backend serves etcd's gRPC API on the client port (grpc/: cmux, HTTP/2). Its
+    // modules (@bufbuild/protobuf building etcd's descriptors: ~45 ms of CPU at load 8, 85%
+    // of the client API's) load with the first gRPC connection, which waits for them paused,
+    // or GRPC_WARM_UP_MS after the client listener serves: HTTP clients do not wait for them.
+    const leader = new LeaderMonitor(() => kv.leaderId !== 0, config.electionTimeout);
+    const grpcOptions = { clientCertAuth: clientTls?.clientCertAuth ?? false, observer: metrics.grpc, onRequest: () => kv.noteClientRequest(), maxConcurrentStreams: config.maxConcurrentStreams, keepAlive: config.grpcKeepAlive, leader };
+    let grpcApi: Promise<GrpcServer | undefined> | undefined;
+    const loadGrpc = (): Promise<GrpcServer | undefined> =>
+      (grpcApi ??= import("./grpc-api.ts").then(({ createGrpcServer }) => {
+        if (stopping !== undefined) return undefined;
+        grpc = createGrpcServer(v3Gateway, grpcOptions);
+        metrics.attachGrpc(grpc);
+        return grpc;
+      }));
+    const toGrpc = (socket: Socket): void => {
+      void loadGrpc().then(
+        (g) => (g === undefined || socket.destroyed ? socket.destroy() : g.accept(socket)),
+        (err: unknown) => {
+          log.error("cannot serve gRPC", { error: err instanceof Error ? err.message : String(err) });
+          socket.destroy();
+        },
+      );
+    };
     // Plain key reads and writes, and v3 puts and ranges, skip node:http (fast-lane.ts); everything else goes through the router.
     const router = createRouter(routes);
     const tracer = kv.tracer;
     const handler: typeof router = tracer.enabled ? (req, res) => tracer.around(req, res, () => router(req, res)) : router;
-    const lanes = { tls: clientTls, fast: firstOf(v3FastKv(routes, tracer.enabled ? tracer : undefined), keysFast(keysFastGet(routes), keysFastWrite(routes, tracer.enabled ? tracer : undefined))), grpc: (socket: Socket) => toGrpc.accept(socket) };
+    const lanes = { tls: clientTls, fast: firstOf(v3FastKv(routes, tracer.enabled ? tracer : undefined), keysFast(keysFastGet(routes), keysFastWrite(routes, tracer.enabled ? tracer : undefined))), grpc: toGrpc };
     serveClients = async () => {
       listeners.push(...(await listen(config.listenClientUrls, handler, log, lanes, bound)));
+      // Without a gRPC connection to ask for them sooner, its modules load a moment after:
+      // the HTTP requests that waited for the publish are answered first.
+      setTimeout(() => void loadGrpc().catch(() => undefined), GRPC_WARM_UP_MS).unref();
     };
     // --listen-metrics-urls: /metrics and /health only, as etcd's metrics mux.
     if (config.listenMetricsUrls.length > 0) {
@@ -78,7 +104,6 @@ export async function startServer(config: ServerConfig, log: Logger, bound: read
     grpc?.close();
     throw err;
   }
-  let stopping: Promise<void> | undefined;
   // Publish name and client URLs through the log; retried until it lands (needs a leader)
   // or the member stops, as etcd's publish. Only then are clients served: etcd's client
   // listeners wait for its ReadyNotify, so a member that cannot publish (no quorum, or
