@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { DiskWaitPolicy } from "./disk-wait.ts";
 
-const opts = { slowMs: 10, backoffMs: 1000, concurrentMs: 500 };
+const opts = { slowMs: 10, backoffMs: 1000, concurrentMs: 500, loneAfter: 3 };
 
 test("a one-entry save waits on the loop when every request since the last save proposed", () => {
   const p = new DiskWaitPolicy(opts);
@@ -52,4 +52,38 @@ test("only the part of a wait not spent waiting for a CPU marks the disk slow", 
   assert.equal(p.onLoop(1200, 0, 0, 1), true);
   p.took(1300, 40);
   assert.equal(p.onLoop(1301, 0, 0, 1), false, "no CPU wait known: the wall time counts");
+});
+
+test("a lone writer's saves skip the second look once it found the loop quiet loneAfter times in a row; what the first look sees brings it back", () => {
+  const p = new DiskWaitPolicy(opts);
+  let requests = 0;
+  const lone = (now: number): boolean => {
+    requests++;
+    assert.equal(p.onLoop(now, requests, requests, 1), true);
+    if (p.lone) return true;
+    assert.equal(p.stillQuiet(now, requests), true);
+    return false;
+  };
+  assert.deepEqual([lone(0), lone(1), lone(2), lone(3), lone(4)], [false, false, false, true, true]);
+  // A second writer's request, read while the lone save blocked the loop, shows at the next save.
+  requests += 2;
+  assert.equal(p.onLoop(5, requests, requests, 2), false);
+  assert.equal(p.lone, false);
+  assert.equal(p.onLoop(600, ++requests, requests, 1), true);
+  assert.equal(p.lone, false, "the run starts again");
+  // A look that finds a request ends a run too.
+  assert.equal(p.stillQuiet(600, requests), true);
+  assert.equal(p.stillQuiet(600, requests), true);
+  assert.equal(p.stillQuiet(600, requests + 1), false);
+  assert.equal(p.lone, false);
+  // So does a save the back-off keeps off the loop.
+  const q = new DiskWaitPolicy(opts);
+  for (let i = 1; i <= 3; i++) {
+    q.onLoop(i, i, i, 1);
+    q.stillQuiet(i, i);
+  }
+  assert.equal(q.lone, true);
+  q.took(10, 50);
+  assert.equal(q.onLoop(11, 4, 4, 1), false);
+  assert.equal(q.lone, false);
 });

@@ -21,6 +21,10 @@
 //   on their way, and a save that blocked the loop then left the next batch unread until
 //   its fdatasync returned: at 16 connections 32 % of the saves went on the loop that way,
 //   at half the throughput, once CPU waits no longer passed for a slow disk (below);
+// - the second look is skipped once `loneAfter` on-loop saves in a row found no other
+//   client in it (a lone writer): its turn of the loop is then on every write's path and
+//   finds nothing. Whatever the first look sees again (a second writer's request read
+//   meanwhile, a read, a batch) ends the run and brings the look back;
 // - the disk has not been slow lately: after an on-loop wait longer than `slowMs`, saves
 //   use the threadpool for `backoffMs`, so a stalling disk cannot freeze the member for long.
 //   A wait counts only the time the thread was not waiting for a CPU (run-queue-wait.ts):
@@ -39,9 +43,11 @@ export interface DiskWaitOptions {
   backoffMs: number;
   /** For how long (ms) after a save with other clients waiting saves keep off the loop. */
   concurrentMs: number;
+  /** After this many on-loop saves in a row whose second look found no other client, the look is skipped. */
+  loneAfter: number;
 }
 
-export const defaultDiskWaitOptions: DiskWaitOptions = { slowMs: 10, backoffMs: 5000, concurrentMs: 1000 };
+export const defaultDiskWaitOptions: DiskWaitOptions = { slowMs: 10, backoffMs: 5000, concurrentMs: 1000, loneAfter: 64 };
 
 export class DiskWaitPolicy {
   readonly #opts: DiskWaitOptions;
@@ -49,6 +55,8 @@ export class DiskWaitPolicy {
   #proposalsAtSave = 0;
   #offLoopUntil = Number.NEGATIVE_INFINITY;
   #concurrentUntil = Number.NEGATIVE_INFINITY;
+  /** On-loop saves in a row whose second look found the loop quiet. */
+  #quietLooks = 0;
 
   constructor(opts: DiskWaitOptions = defaultDiskWaitOptions) {
     this.#opts = opts;
@@ -68,15 +76,27 @@ export class DiskWaitPolicy {
     this.#proposalsAtSave = proposals;
     if (!(entries <= 1 && began <= 1 && others <= 0)) {
       this.#concurrentUntil = now + this.#opts.concurrentMs;
+      this.#quietLooks = 0;
       return false;
     }
-    return now >= this.#concurrentUntil && now >= this.#offLoopUntil;
+    if (now >= this.#concurrentUntil && now >= this.#offLoopUntil) return true;
+    this.#quietLooks = 0;
+    return false;
+  }
+
+  /** Whether the save onLoop() let on the loop may skip the second look: a lone writer's. */
+  get lone(): boolean {
+    return this.#quietLooks >= this.#opts.loneAfter;
   }
 
   /** Second look, after the loop ran once: no client request began since onLoop() said yes. */
   stillQuiet(now: number, requests: number): boolean {
-    if (requests === this.#requestsAtSave) return true;
+    if (requests === this.#requestsAtSave) {
+      this.#quietLooks++;
+      return true;
+    }
     this.#concurrentUntil = now + this.#opts.concurrentMs;
+    this.#quietLooks = 0;
     return false;
   }
 

@@ -3,8 +3,8 @@
 // finishes only when the test says, so "before the save completed" is an observable moment.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { EntryType, MessageType, message, type Entry, type HardState, type Ready, type Snapshot } from "../raft/index.ts";
-import { DiskWaitPolicy } from "./disk-wait.ts";
+import { EntryType, MessageType, message, type Entry, type HardState, type Message, type Ready, type Snapshot } from "../raft/index.ts";
+import { DiskWaitPolicy, defaultDiskWaitOptions } from "./disk-wait.ts";
 import type { Logger } from "./logger.ts";
 import { ReadyLoop, type ReadyLoopHost } from "./ready-loop.ts";
 import { WriteTracer } from "./write-trace.ts";
@@ -126,6 +126,11 @@ function fakeMember(opts: { leader?: boolean; onLoop?: boolean } = {}) {
 
 /** Lets the loop run until it waits for something the test controls. */
 const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 1));
+
+/** Turns of the event loop until a save started (a 1 ms timer may fire before a turn the loop takes first). */
+async function saveStarted(events: string[]): Promise<void> {
+  for (let i = 0; i < 1000 && !events.some((e) => e.startsWith("save")); i++) await new Promise<void>((r) => setImmediate(r));
+}
 
 const before = (events: string[], a: string, b: string): boolean => {
   const ia = events.findIndex((e) => e.startsWith(a));
@@ -279,6 +284,72 @@ test("tuning, not safety: a lone write's save waits on the loop, after one turn 
   await second;
 });
 
+test("tuning, not safety: once a lone writer's turns found nothing loneAfter times in a row, its saves start at once; a second writer brings the turn back", async () => {
+  const f = fakeMember({ leader: true, onLoop: true });
+  const loop = new ReadyLoop(f.host);
+  let index = 0;
+  /** One write (and `others` requests read beside it); whether its save started without a turn of the loop. */
+  const write = async (others = 0): Promise<boolean> => {
+    f.reset();
+    f.request();
+    for (let i = 0; i < others; i++) f.request();
+    index++;
+    f.push(ready({ entries: [entry(index)], committedEntries: [entry(index)], mustSync: true }));
+    const done = loop.drain();
+    const atOnce = f.events.includes(`save ${index} on-loop`);
+    await saveStarted(f.events);
+    f.finishSave();
+    await done;
+    return atOnce;
+  };
+  for (let i = 0; i < defaultDiskWaitOptions.loneAfter; i++) assert.equal(await write(), false, `write ${i + 1}`);
+  assert.equal(await write(), true);
+  assert.equal(await write(), true);
+  await write(1);
+  assert.ok(f.events.includes(`save ${index}`), "a request beside the write: off the loop");
+  assert.equal(f.host.diskWait.lone, false, "and the run ends");
+});
+
+test("tuning, not safety: after a lone writer's answer on a member without peers the event loop polls until the next request begins; not with peers", async () => {
+  const lone = async (leader: boolean, messages: Message[], lonePollMs = 60_000): Promise<{ f: ReturnType<typeof fakeMember>; loop: ReadyLoop<Cmd> }> => {
+    const f = fakeMember({ leader, onLoop: true });
+    const loop = new ReadyLoop(f.host, { lonePollMs });
+    for (let index = 1; index <= defaultDiskWaitOptions.loneAfter + 1; index++) {
+      f.reset();
+      f.request();
+      f.push(ready({ entries: [entry(index)], committedEntries: [entry(index)], messages, mustSync: true }));
+      const done = loop.drain();
+      await saveStarted(f.events);
+      f.finishSave();
+      await done;
+    }
+    return { f, loop };
+  };
+  const { f, loop } = await lone(true, []);
+  assert.equal(loop.polling, true);
+  const turns = async (n: number): Promise<void> => {
+    for (let i = 0; i < n; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+  };
+  await turns(20);
+  assert.equal(loop.polling, true, "still polling turns later");
+  f.request();
+  await turns(2);
+  assert.equal(loop.polling, false, "a request began");
+
+  // The time is up without a request: the polling ends by itself.
+  const g = await lone(true, [], 0.5);
+  for (let i = 0; i < 10_000 && g.loop.polling; i++) await turns(1);
+  assert.equal(g.loop.polling, false);
+
+  const withPeers = await lone(true, [message({ type: MessageType.MsgApp, to: 2, from: SELF, index: 1 })]);
+  assert.equal(withPeers.loop.polling, false, "a leader with followers");
+  const follower = await lone(false, []);
+  assert.equal(follower.loop.polling, false, "a follower");
+  // Nothing polls on after the test.
+  f.request();
+  await turns(2);
+});
+
 test("tuning, not safety: a follower's lone save waits on the loop at once, and its acknowledgement leaves in the same turn", async () => {
   const f = fakeMember({ onLoop: true });
   const loop = new ReadyLoop(f.host);
@@ -303,7 +374,7 @@ test("tuning, not safety: an on-loop fdatasync slow only because the thread wait
     index++;
     f.push(ready({ entries: [entry(index)], committedEntries: [entry(index)], mustSync: true }));
     const done = loop.drain();
-    await settle();
+    await saveStarted(f.events);
     const onLoop = f.events.includes(`save ${index} on-loop`);
     f.finishSave(took);
     await done;

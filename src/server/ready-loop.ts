@@ -34,7 +34,9 @@
 //  - where a save waits for its fdatasync: on the event loop or in libuv's threadpool
 //    (DiskWaitPolicy in disk-wait.ts), on a leader with one turn of the loop first so that
 //    requests already read join the save (a follower's save has nothing to wait for); an
-//    on-loop wait marks the disk slow only by the time the thread was not waiting for a CPU.
+//    on-loop wait marks the disk slow only by the time the thread was not waiting for a CPU;
+//  - after a lone writer's answer on a member without peers, the event loop polls for its
+//    next request for LONE_POLL_MS instead of sleeping in epoll (below).
 import type { Entry, HardState, Message, Ready, Snapshot } from "../raft/index.ts";
 import type { SendOptions } from "../transport/index.ts";
 import type { DiskWaitPolicy } from "./disk-wait.ts";
@@ -104,13 +106,40 @@ export interface ReadyLoopHost<C extends ProposedBy> {
   fatal(err: unknown): void;
 }
 
+/**
+ * How long (ms) a lone writer's member keeps its event loop polling for the next request
+ * after an answer. A thread that sleeps in epoll leaves its vCPU idle, and waking an idle
+ * vCPU (the client's request, the disk's interrupt) is slow on a VM; the client's next
+ * request comes within tens of microseconds of the answer, so the loop turns without
+ * blocking until then, or until this is up.
+ */
+export const LONE_POLL_MS = 0.2;
+
 export class ReadyLoop<C extends ProposedBy> {
   readonly #host: ReadyLoopHost<C>;
   #draining = false;
   #drainAgain = false;
+  /** This Ready's save waited on the loop for a lone writer. */
+  #loneSave = false;
+  #polling = false;
+  #pollUntil = 0;
+  #pollRequests = 0;
+  /** One turn of the event loop that does not block, while no request began and the time is not up. */
+  readonly #poll = (): void => {
+    if (this.#host.clientRequests() === this.#pollRequests && !this.#draining && performance.now() < this.#pollUntil) setImmediate(this.#poll);
+    else this.#polling = false;
+  };
 
-  constructor(host: ReadyLoopHost<C>) {
+  readonly #lonePollMs: number;
+
+  constructor(host: ReadyLoopHost<C>, opts: { lonePollMs?: number } = {}) {
     this.#host = host;
+    this.#lonePollMs = opts.lonePollMs ?? LONE_POLL_MS;
+  }
+
+  /** The event loop is kept polling for a lone writer's next request. */
+  get polling(): boolean {
+    return this.#polling;
   }
 
   /** A Ready is being handled (stop() waits for its fdatasync before closing the WAL). */
@@ -151,6 +180,7 @@ export class ReadyLoop<C extends ProposedBy> {
     const host = this.#host;
     const tracer = host.tracer;
     const tracing = tracer.active;
+    this.#loneSave = false;
     if (tracing) tracer.phase(TracePhase.ready);
     if (rd.softState) host.leaderSeen(rd.softState.lead);
     if (rd.messages.length > 0) rd.messages = host.snapshots.withoutStale(rd.messages);
@@ -196,6 +226,16 @@ export class ReadyLoop<C extends ProposedBy> {
     // S4: last.
     host.node.advance(rd);
     host.snapshots.maybeStart();
+    // A Ready without messages on a leader: a member without peers.
+    if (this.#loneSave && rd.messages.length === 0 && rd.committedEntries.length > 0) this.#pollForNext();
+  }
+
+  #pollForNext(): void {
+    this.#pollUntil = performance.now() + this.#lonePollMs;
+    this.#pollRequests = this.#host.clientRequests();
+    if (this.#polling) return;
+    this.#polling = true;
+    setImmediate(this.#poll);
   }
 
   /** The Ready's entries and hard state, with one fdatasync, where the disk-wait policy says. */
@@ -203,12 +243,14 @@ export class ReadyLoop<C extends ProposedBy> {
     const host = this.#host;
     const policy = host.diskWait;
     let onLoop = policy.onLoop(performance.now(), host.clientRequests(), host.proposals(), rd.entries.length);
-    if (onLoop && host.isLeader()) {
+    this.#loneSave = onLoop && policy.lone && host.isLeader();
+    if (onLoop && host.isLeader() && !policy.lone) {
       // Requests already read by this turn of the loop propose first and share this save.
       // Only a leader's save can take them: a follower's entries all come from the leader's
       // appends, already stepped into this Ready, so a follower syncs in the turn that read
       // the append, and its acknowledgement leaves in it (traced under load: 130-1,400 us
-      // between a follower's Ready and its WAL write went to that turn).
+      // between a follower's Ready and its WAL write went to that turn). A lone writer's
+      // saves skip the turn (disk-wait.ts).
       await new Promise<void>((resolve) => setImmediate(resolve));
       onLoop = policy.stillQuiet(performance.now(), host.clientRequests());
     }
