@@ -25,7 +25,7 @@
 // node:crypto is the only import: it is neither a clock nor I/O (randomness for salts and
 // the cache secret is the one impurity, and it never reaches the replicated state).
 import { hash, randomBytes, scrypt, timingSafeEqual } from "node:crypto";
-import { bcryptHash, isBcryptHash, verifyBcrypt } from "./bcrypt.ts";
+import { BCRYPT_HASH_MIN_COST, bcryptHash, isBcryptHash, verifyBcrypt } from "./bcrypt.ts";
 
 export interface ScryptCost {
   /** log2 of scrypt's N (CPU/memory cost). */
@@ -37,8 +37,8 @@ export interface ScryptCost {
 /** N = 2^14, r = 8, p = 1: 16 MiB and tens of milliseconds per derivation (bcrypt cost 10's place). */
 export const DEFAULT_SCRYPT_COST: Readonly<ScryptCost> = Object.freeze({ log2N: 14, r: 8, p: 1 });
 
-/** bcrypt's MinCost and MaxCost (golang.org/x/crypto/bcrypt), the range etcd accepts. */
-export const BCRYPT_MIN_COST = 4;
+/** bcrypt's MinCost and MaxCost (golang.org/x/crypto/bcrypt), the range etcd accepts; MinCost is bcrypt.ts's. */
+export const BCRYPT_MIN_COST = BCRYPT_HASH_MIN_COST;
 export const BCRYPT_MAX_COST = 31;
 /** Largest N used (64 MiB per derivation at r = 8; two run at a time): beyond it, p grows. */
 const MAX_LOG2N = 16;
