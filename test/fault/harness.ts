@@ -23,6 +23,7 @@ import { closeGrpcSessions, probeGrpc } from "./grpc-client.ts";
 import { ContinuityWatcher, type WatchContinuity } from "./grpc-watch.ts";
 import { probeV3 } from "./v3-client.ts";
 import { emptyCounts, runWorkload, type WorkloadCounts } from "./workload.ts";
+import { clientTimeTable, type BucketRow, type OpSample } from "./client-time.ts";
 
 export const Injection = { staleRead: "stale-read", lostWrite: "lost-write" } as const;
 export type Injection = (typeof Injection)[keyof typeof Injection];
@@ -103,6 +104,24 @@ export interface FaultReport {
   injected?: string;
   /** gRPC runs: the live watcher's events against a replay from revision 1. */
   watch?: WatchContinuity;
+  /** Where the clients' time went, per fault / member / leader state (client-time.ts). */
+  clientTime?: BucketRow[];
+}
+
+/** Polls who leads every `everyMs` until the signal; returns the times a different member was first seen leading. */
+async function watchLeaders(cluster: Cluster, now: () => number, everyMs: number, signal: AbortSignal): Promise<number[]> {
+  const changes: number[] = [];
+  let last: number | undefined;
+  while (!signal.aborted) {
+    const round = now();
+    const l = await cluster.leader();
+    if (l !== undefined && l !== last) {
+      if (last !== undefined) changes.push(round);
+      last = l;
+    }
+    await sleep(Math.max(0, everyMs - (now() - round)), signal);
+  }
+  return changes;
 }
 
 async function readUntilOk(opts: { cluster: Cluster; key: WorkloadKey; now: () => number; timeoutMs: number; history: RegisterOperation[] }): Promise<RegisterOperation> {
@@ -171,11 +190,16 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
     await cluster.proxyLoopDelay(true);
     const harnessLoop = monitorEventLoopDelay({ resolution: 10 });
     harnessLoop.enable();
+    const samples: OpSample[] = [];
+    const leaderWatch = new AbortController();
+    const leaderChanges = watchLeaders(cluster, now, 200, AbortSignal.any([leaderWatch.signal, signal]));
     const [work, faults] = await Promise.all([
-      runWorkload({ clients: opts.clients, keys, urls: cluster.members.map((m) => m.clientUrl), rng: mulberry32(opts.seed), timeoutMs: opts.opTimeoutMs, until, maxOpsPerClient: 100_000, now, signal }),
+      runWorkload({ clients: opts.clients, keys, urls: cluster.members.map((m) => m.clientUrl), rng: mulberry32(opts.seed), timeoutMs: opts.opTimeoutMs, until, maxOpsPerClient: 100_000, now, signal, samples }),
       runNemesis({ cluster, faults: opts.faults, rng: mulberry32(opts.seed ^ 0x5bd1e995), until, now, signal, log: opts.log }),
     ]);
     report.workloadMs = now() - w0;
+    leaderWatch.abort();
+    report.clientTime = clientTimeTable({ samples, faults, leaderChanges: await leaderChanges, workloadMs: report.workloadMs });
     harnessLoop.disable();
     // The histogram holds whole timer intervals (10 ms when idle): the delay is what exceeds one.
     const ms = (ns: number): number => Math.max(0, Math.round((ns - 10e6) / 1e5) / 10);

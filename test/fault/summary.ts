@@ -2,6 +2,7 @@
 
 import { Api } from "./api.ts";
 import { describeConvergence } from "./convergence.ts";
+import { formatClientTime } from "./client-time.ts";
 import type { FaultReport, FaultTestOptions } from "./harness.ts";
 
 /** The operations as each API names them (v3: range / put / txn compare-and-set). */
@@ -21,6 +22,7 @@ export function formatReport(r: FaultReport, opts: Pick<FaultTestOptions, "membe
       lines.push(`    ${api} ${opNames[api][op].padEnd(5)} ok ${t[op].ok}  failed ${t[op].fail}  unknown ${t[op].unknown}`);
     }
   }
+  if (r.clientTime !== undefined && r.clientTime.length > 0) lines.push(...formatClientTime(r.clientTime));
   const reasons = Object.entries(c.reasons).sort((a, b) => b[1] - a[1]);
   if (reasons.length > 0) lines.push(`    unknown because: ${reasons.map(([k, v]) => `${k} ×${v}`).join(", ")}`);
   const byKind = new Map<string, number>();

@@ -12,6 +12,7 @@ import type { RegisterInput, RegisterOperation } from "../linearizability/regist
 import type { Rng } from "../linearizability/history-gen.ts";
 import { runApiOp, type Api, type WorkloadKey } from "./api.ts";
 import { Outcome } from "./v2-client.ts";
+import { SampleOutcome, type OpSample } from "./client-time.ts";
 
 export interface WorkloadOptions {
   clients: number;
@@ -29,6 +30,8 @@ export interface WorkloadOptions {
   /** Milliseconds since the run's origin (monotonic). */
   now: () => number;
   signal: AbortSignal;
+  /** When given, receives every operation (refused ones too) with its target member (client-time.ts). */
+  samples?: OpSample[];
 }
 
 export interface Tally {
@@ -86,10 +89,15 @@ export async function runWorkload(opts: WorkloadOptions): Promise<WorkloadResult
       if (r < 0.5 || (r >= 0.75 && prev === undefined)) input = { op: "get", key };
       else if (r < 0.75) input = { op: "set", key, value: `c${worker}-${seq++}` };
       else input = { op: "cas", key, prevValue: prev!, value: `c${worker}-${seq++}` };
-      const url = pick(opts.urls);
+      const member = Math.floor(opts.rng() * opts.urls.length);
+      const url = opts.urls[member]!;
       const call = opts.now();
       const res = await runApiOp(api, url, input, opts.timeoutMs);
       const ret = opts.now();
+      opts.samples?.push({
+        member, op: `${api} ${input.op}`, call, ret,
+        outcome: res.outcome === Outcome.refused ? SampleOutcome.refused : res.outcome === Outcome.unknown ? SampleOutcome.unknown : SampleOutcome.answered,
+      });
       const c = counts.byApi[api][input.op];
       if (res.outcome === Outcome.refused) {
         // The member is down: back off a little instead of spinning on refusals.
