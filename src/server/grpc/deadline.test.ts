@@ -30,31 +30,42 @@ test("a call's deadline: expired from the clock, listeners once, cancel", async 
   d.onExpire(() => fired++);
   const undo = d.onExpire(() => undone++);
   undo();
-  // Listeners run in the order added: this one runs after the two above. The deadline's
-  // timer is unref'd (it must not keep a member alive), so a ref'd one bounds the wait.
-  await new Promise<void>((r) => {
-    const guard = setTimeout(r, 5000);
-    d.onExpire(() => {
-      clearTimeout(guard);
-      r();
-    });
-  });
+  // Listeners run in the order added: this one runs after the two above.
+  await expiry(d);
   assert.equal(d.expired, true);
   assert.deepEqual([fired, undone], [1, 0]);
   let late = 0;
   d.onExpire(() => late++);
   assert.equal(late, 1, "a listener added after the deadline runs at once");
+  // Nothing shows a canceled deadline's silence but a twin that expires: timers of one
+  // delay fire in the order they were armed, so the canceled one would have fired first.
   const c = new CallDeadline(20);
+  const twin = new CallDeadline(20);
   let canceled = 0;
   c.onExpire(() => canceled++);
   c.cancel();
-  await new Promise((r) => setTimeout(r, 40));
+  await expiry(twin);
   assert.equal(canceled, 0);
-  // Longer than setTimeout's 2^31-1 ms: re-armed, not fired after 1 ms.
+  // Longer than setTimeout's 2^31-1 ms: re-armed, not fired after 1 ms (a 20 ms deadline
+  // armed after it expires later than that 1 ms would have).
   const far = new CallDeadline(30 * 24 * 3600 * 1000);
   let farFired = 0;
   far.onExpire(() => farFired++);
-  await new Promise((r) => setTimeout(r, 20));
+  await expiry(new CallDeadline(20));
   assert.equal(farFired, 0);
   far.cancel();
 });
+
+/**
+ * Resolves when `d` expires. Its timer is unref'd (it must not keep a member alive), so a
+ * ref'd one keeps the test process up meanwhile and fails the wait after 5 s.
+ */
+function expiry(d: CallDeadline): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const guard = setTimeout(() => reject(new Error("timed out waiting for a deadline to expire")), 5000);
+    d.onExpire(() => {
+      clearTimeout(guard);
+      resolve();
+    });
+  });
+}

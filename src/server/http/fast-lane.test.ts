@@ -157,7 +157,15 @@ async function rig(handler: FastHandler, opts: { keepAliveMs?: number; headersTi
 /** Answers GET /fast/* itself (body: the path), declines everything else. */
 const fastOnly: FastHandler = (h) => (h.method === "GET" && h.target.startsWith("/fast/") ? { status: 200, headers: ["X-Lane", "1"], body: `fast ${h.target}` } : undefined);
 
-/** Sends `chunks` (with a pause between them) and reads until `n` responses arrived; returns their bodies. */
+/**
+ * Between two chunks of exchange(): time for the server to read the first by itself. No
+ * event on the client says it did, and the server's side can pause its socket (a held
+ * answer, node:http's pipelining), so this is a pause, not a wait; the answers asserted do
+ * not depend on where the reads split.
+ */
+const CHUNK_GAP_MS = 2;
+
+/** Sends `chunks` (CHUNK_GAP_MS apart) and reads until `n` responses arrived; returns their bodies. */
 async function exchange(port: number, chunks: string[], n: number): Promise<string[]> {
   const s = connect(port, "127.0.0.1");
   await once(s, "connect");
@@ -180,7 +188,7 @@ async function exchange(port: number, chunks: string[], n: number): Promise<stri
   });
   for (const c of chunks) {
     s.write(c);
-    await new Promise((r) => setTimeout(r, 2));
+    await new Promise((r) => setTimeout(r, CHUNK_GAP_MS));
   }
   await done;
   s.destroy();
