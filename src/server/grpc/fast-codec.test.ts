@@ -2,9 +2,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import type { KeyValue, V3Event } from "../../store/v3/index.ts";
+import { keyValueBytes, writeKeyValue, type KeyValue, type V3Event } from "../../store/v3/index.ts";
 import * as cv from "./convert.ts";
 import { decodePutRequest, decodeRangeRequest, encodePutResponse, encodeRangeResponse, encodeWatchEvents, frameWatchControl, headerFields, WatchEventsFramer } from "./fast-codec.ts";
+import { KeyValueSchema } from "./gen/etcd/mvcc/mvccpb/kv_pb.ts";
 import { PutRequestSchema, PutResponseSchema, RangeRequestSchema, RangeResponseSchema, WatchResponseSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
 
 const kv = (key: string, value: string, n: number, lease: bigint): KeyValue => ({
@@ -188,4 +189,36 @@ test("WatchResponse without events (created, canceled, compacted, progress): toB
       assert.deepEqual(new Uint8Array(got.subarray(5)), want, JSON.stringify(c));
     }
   }
+});
+
+test("mvccpb.KeyValue (store/v3/keyvalue-proto.ts, which HashKV and the snapshot share): toBinary's bytes at an offset, and nothing written outside", () => {
+  const numbers = [0, 1, 0x7f, 0x80, 0x3fff, 0x4000, 0x1f_ffff, 0x20_0000, 0xfff_ffff, 0x1000_0000, 0x7fff_ffff, 0x8000_0000, 0xffff_ffff, 2 ** 32, 2 ** 35 - 1, 2 ** 35, 2 ** 49, Number.MAX_SAFE_INTEGER];
+  const leases = [0n, 1n, 0x7fn, 0x80n, 0x2a12a21b27269c0cn, 2n ** 53n - 1n, 2n ** 53n, 2n ** 56n - 1n, 2n ** 56n, 2n ** 63n - 1n, -1n, -(2n ** 53n), -(2n ** 63n)];
+  const keys = ["", "a", "k".repeat(32), "k".repeat(33), "k".repeat(127), "k".repeat(128), "ключ/键/🔑", "/registry/pods/default/x"].map((k) => Buffer.from(k, "utf8"));
+  const values = [0, 1, 32, 33, 300, 16 * 1024 + 1, 70_000].map((n) => Buffer.alloc(n, 0x76).fill("é€", 0, Math.min(n, 7)));
+  const check = (mod: number, tombstone: boolean, kv: KeyValue, what: string): void => {
+    const want = toBinary(
+      KeyValueSchema,
+      create(
+        KeyValueSchema,
+        tombstone ? { key: kv.key } : { key: kv.key, createRevision: BigInt(kv.createRevision), modRevision: BigInt(mod), version: BigInt(kv.version), value: kv.value, lease: kv.lease },
+      ),
+    );
+    const size = keyValueBytes(mod, tombstone, kv);
+    assert.equal(size, want.length, `size, ${what}`);
+    const buf = Buffer.alloc(size + 9, 0xee);
+    assert.equal(writeKeyValue(buf, 4, mod, tombstone, kv), 4 + size, `end, ${what}`);
+    assert.deepEqual(new Uint8Array(buf.subarray(4, 4 + size)), want, what);
+    assert.ok(buf.subarray(0, 4).equals(Buffer.alloc(4, 0xee)) && buf.subarray(4 + size).equals(Buffer.alloc(5, 0xee)), `nothing outside, ${what}`);
+  };
+  let i = 0;
+  for (const mod of numbers) {
+    for (const other of numbers) {
+      i++;
+      const kv = { key: keys[i % keys.length]!, value: values[i % values.length]!, createRevision: other, modRevision: mod, version: numbers[(i * 7) % numbers.length]!, lease: leases[i % leases.length]! };
+      check(mod, false, kv, `#${i}: mod ${mod}, create ${other}, version ${kv.version}, lease ${kv.lease}, key ${kv.key.length} B, value ${kv.value.length} B`);
+      if (i % 5 === 0) check(mod, true, kv, `tombstone #${i}`);
+    }
+  }
+  for (const lease of leases) check(5, false, { key: keys[1]!, value: values[1]!, createRevision: 3, modRevision: 5, version: 2, lease }, `lease ${lease}`);
 });

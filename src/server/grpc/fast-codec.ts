@@ -5,10 +5,29 @@
 // bigint per number and an object per message, and took ~10 % of a member's CPU under
 // h2load Range load. The bytes are the ones toBinary writes (fields in number order, zero
 // values left out, a set message field written even when empty); fast-codec.test.ts
-// compares the two.
-import { rangeRequest, type KeyValue, type PutRequest, type PutResponse, type RangeRequest, type RangeResponse, type V3Event } from "../../store/v3/index.ts";
+// compares the two. Their varints, fields and KeyValues are the store's
+// (store/v3/keyvalue-proto.ts), which etcd's key-bucket records are written with too.
 import type { V3Header } from "../http/v3-backend.ts";
-import { sortOrderOf, sortTargetOf } from "../../store/v3/index.ts";
+import {
+  rangeRequest,
+  type KeyValue,
+  type PutRequest,
+  type PutResponse,
+  type RangeRequest,
+  type RangeResponse,
+  type V3Event,
+  bigVarintBytes,
+  int64FieldBytes,
+  keyValueBytes,
+  putBigVarint,
+  putBytesField,
+  putInt64Field,
+  putVarint,
+  sortOrderOf,
+  sortTargetOf,
+  varintBytes,
+  writeKeyValue,
+} from "../../store/v3/index.ts";
 import { MESSAGE_PREFIX_BYTES } from "./frames.ts";
 import { PutRequestSchema, RangeRequestSchema } from "./gen/etcd/etcdserver/etcdserverpb/rpc_pb.ts";
 import { refuseAsGogo } from "./unmarshal-error.ts";
@@ -42,61 +61,29 @@ export function headerFields(h: V3Header): HeaderFields {
 }
 
 // --- sizes ------------------------------------------------------------------------------------
-
-/** Bytes of a varint: `n` a non-negative safe integer. */
-function numSize(n: number): number {
-  let s = 1;
-  while (n >= 128) {
-    n = Math.floor(n / 128);
-    s++;
-  }
-  return s;
-}
-
-/** Bytes of an int64/uint64 varint (negative int64: ten bytes, two's complement). */
-function bigSize(v: bigint): number {
-  if (v < 0n) return 10;
-  if (v <= 0x1fffffffffffffn) return numSize(Number(v));
-  let s = 1;
-  while (v >= 128n) {
-    v >>= 7n;
-    s++;
-  }
-  return s;
-}
-
-/** An int64 field given as a number: negatives (never in practice) go the bigint way. */
-function intFieldSize(n: number): number {
-  if (n === 0) return 0;
-  return 1 + (n > 0 && Number.isSafeInteger(n) ? numSize(n) : bigSize(BigInt(Math.trunc(n))));
-}
+//
+// Varints, int64 and bytes fields and KeyValues are store/v3/keyvalue-proto.ts's, the
+// encoder etcd's key-bucket records (HashKV, the snapshot) use too.
 
 function bigFieldSize(v: bigint): number {
-  return v === 0n ? 0 : 1 + bigSize(v);
+  return v === 0n ? 0 : 1 + bigVarintBytes(v);
 }
 
 function bytesFieldSize(b: Uint8Array): number {
-  return b.length === 0 ? 0 : 1 + numSize(b.length) + b.length;
+  return b.length === 0 ? 0 : 1 + varintBytes(b.length) + b.length;
 }
 
 function headerSize(h: HeaderFields): number {
-  return h.ids.length + intFieldSize(h.revision) + intFieldSize(h.raftTerm);
+  return h.ids.length + int64FieldBytes(h.revision) + int64FieldBytes(h.raftTerm);
 }
 
 function kvSize(kv: KeyValue): number {
-  return (
-    bytesFieldSize(kv.key) +
-    intFieldSize(kv.createRevision) +
-    intFieldSize(kv.modRevision) +
-    intFieldSize(kv.version) +
-    bytesFieldSize(kv.value) +
-    bigFieldSize(kv.lease)
-  );
+  return keyValueBytes(kv.modRevision, false, kv);
 }
 
 /** A length-delimited message field: tag, length, body. */
 function msgFieldSize(body: number): number {
-  return 1 + numSize(body) + body;
+  return 1 + varintBytes(body) + body;
 }
 
 // --- writing ----------------------------------------------------------------------------------
@@ -109,46 +96,21 @@ class Out {
   }
 
   num(n: number): void {
-    const b = this.buf;
-    while (n >= 128) {
-      b[this.at++] = (n % 128) | 128;
-      n = Math.floor(n / 128);
-    }
-    b[this.at++] = n;
-  }
-
-  big(v: bigint): void {
-    if (v >= 0n && v <= 0x1fffffffffffffn) {
-      this.num(Number(v));
-      return;
-    }
-    let u = BigInt.asUintN(64, v);
-    while (u >= 128n) {
-      this.buf[this.at++] = Number(u & 127n) | 128;
-      u >>= 7n;
-    }
-    this.buf[this.at++] = Number(u);
+    this.at = putVarint(this.buf, this.at, n);
   }
 
   intField(tag: number, n: number): void {
-    if (n === 0) return;
-    this.buf[this.at++] = tag;
-    if (n > 0 && Number.isSafeInteger(n)) this.num(n);
-    else this.big(BigInt(Math.trunc(n)));
+    this.at = putInt64Field(this.buf, this.at, tag, n);
   }
 
   bigField(tag: number, v: bigint): void {
     if (v === 0n) return;
     this.buf[this.at++] = tag;
-    this.big(v);
+    this.at = putBigVarint(this.buf, this.at, v);
   }
 
   bytesField(tag: number, b: Uint8Array): void {
-    if (b.length === 0) return;
-    this.buf[this.at++] = tag;
-    this.num(b.length);
-    this.buf.set(b, this.at);
-    this.at += b.length;
+    this.at = putBytesField(this.buf, this.at, tag, b);
   }
 
   header(tag: number, h: HeaderFields, size: number): void {
@@ -163,12 +125,7 @@ class Out {
   kv(tag: number, kv: KeyValue, size: number): void {
     this.buf[this.at++] = tag;
     this.num(size);
-    this.bytesField(0x0a, kv.key);
-    this.intField(0x10, kv.createRevision);
-    this.intField(0x18, kv.modRevision);
-    this.intField(0x20, kv.version);
-    this.bytesField(0x2a, kv.value);
-    this.bigField(0x30, kv.lease);
+    this.at = writeKeyValue(this.buf, this.at, kv.modRevision, false, kv);
   }
 }
 
@@ -186,7 +143,7 @@ export function encodeRangeResponse(h: HeaderFields, r: RangeResponse, reserve =
     total += msgFieldSize(s);
   }
   if (r.more) total += 2;
-  total += intFieldSize(r.count);
+  total += int64FieldBytes(r.count);
   const out = new Out(Buffer.allocUnsafe(reserve + total));
   out.at = reserve;
   out.header(0x0a, h, hs);
@@ -254,7 +211,7 @@ export function encodeWatchEvents(h: HeaderFields, watchId: number, events: read
 
 /** header field + watch_id + fragment + events field, `reserve` free bytes in front. */
 function watchMessage(head: Buffer, watchId: number, fragment: boolean, events: Buffer, reserve: number): Buffer {
-  const total = head.length + intFieldSize(watchId) + (fragment ? 2 : 0) + events.length;
+  const total = head.length + int64FieldBytes(watchId) + (fragment ? 2 : 0) + events.length;
   const out = new Out(Buffer.allocUnsafe(reserve + total));
   out.buf.set(head, reserve);
   out.at = reserve + head.length;
@@ -278,7 +235,7 @@ export function frameWatchControl(h: HeaderFields, watchId: number, created: boo
   const hs = headerSize(h);
   const reason = cancelReason === "" ? undefined : Buffer.from(cancelReason, "utf8");
   const total =
-    msgFieldSize(hs) + intFieldSize(watchId) + (created ? 2 : 0) + (canceled ? 2 : 0) + intFieldSize(compactRevision) + (reason === undefined ? 0 : bytesFieldSize(reason));
+    msgFieldSize(hs) + int64FieldBytes(watchId) + (created ? 2 : 0) + (canceled ? 2 : 0) + int64FieldBytes(compactRevision) + (reason === undefined ? 0 : bytesFieldSize(reason));
   const out = new Out(Buffer.allocUnsafe(MESSAGE_PREFIX_BYTES + total));
   out.buf[0] = 0;
   out.buf.writeUInt32BE(total, 1);

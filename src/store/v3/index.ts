@@ -17,6 +17,7 @@ export type { LessorImage } from "./lessor.ts";
 export { WatchHub } from "./watch-hub.ts";
 export { hashKV, type HashKvResult, type HashKvSource } from "./hash-kv.ts";
 export { keyValueBytes, revisionKeyBytes, writeKeyValue, writeRevisionKey, type KeyRecordFields } from "./etcd-key-record.ts";
+export { bigVarintBytes, int64FieldBytes, putBigVarint, putBytesField, putInt64Field, putVarint, varintBytes, type KeyValueFields } from "./keyvalue-proto.ts";
 export type { WatchCreate, WatchHistory, WatchMessage, WatchSink } from "./watch-hub.ts";
 export {
   DEFAULT_MAX_TXN_OPS,
