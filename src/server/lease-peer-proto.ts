@@ -1,60 +1,11 @@
-// The few protobuf wire primitives the peer lease messages need (lease-peer-wire.ts), written
-// out by hand so that a member serving its peers does not load @bufbuild/protobuf and
-// rpc.proto's descriptors (45-60 ms of a restart's CPU): those load with the client API.
-// Encoding follows proto3 as @bufbuild writes it (fields in number order, zero scalars
-// left out); reading takes fields in any order, the last of a scalar winning, and skips
-// unknown ones, as fromBinary does.
+// Reading the peer lease messages (lease-peer-wire.ts) by hand, so that a member serving its
+// peers does not load @bufbuild/protobuf and rpc.proto's descriptors (45-60 ms of a
+// restart's CPU): those load with the client API. They are written by the server's
+// proto-writer.ts. Reading takes fields in any order, the last of a scalar winning, and
+// skips unknown ones, as fromBinary does.
 
 export const WireType = { Varint: 0, Fixed64: 1, Bytes: 2, Fixed32: 5 } as const;
 export type WireType = (typeof WireType)[keyof typeof WireType];
-
-/** Bytes of a message being written. */
-export class ProtoWriter {
-  readonly #out: number[] = [];
-
-  #varint(v: bigint): void {
-    let u = BigInt.asUintN(64, v);
-    while (u >= 0x80n) {
-      this.#out.push(Number(u & 0x7fn) | 0x80);
-      u >>= 7n;
-    }
-    this.#out.push(Number(u));
-  }
-
-  #tag(field: number, wire: WireType): void {
-    this.#varint(BigInt((field << 3) | wire));
-  }
-
-  /** An int64 field (two's complement when negative); left out when 0. */
-  int64(field: number, v: bigint): this {
-    if (v !== 0n) {
-      this.#tag(field, WireType.Varint);
-      this.#varint(v);
-    }
-    return this;
-  }
-
-  /** A bool field; left out when false. */
-  bool(field: number, v: boolean): this {
-    if (v) {
-      this.#tag(field, WireType.Varint);
-      this.#out.push(1);
-    }
-    return this;
-  }
-
-  /** A bytes or message field, written even when empty (a repeated element, a set message). */
-  bytes(field: number, v: Uint8Array): this {
-    this.#tag(field, WireType.Bytes);
-    this.#varint(BigInt(v.length));
-    for (const b of v) this.#out.push(b);
-    return this;
-  }
-
-  finish(): Buffer {
-    return Buffer.from(this.#out);
-  }
-}
 
 /** One field read from a message: its number, wire type, and value (a varint, or the bytes of a length-delimited field). */
 export type ProtoField = { field: number; wire: 0; value: bigint } | { field: number; wire: 2; value: Uint8Array } | { field: number; wire: 1 | 5 };

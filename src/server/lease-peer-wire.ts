@@ -3,11 +3,12 @@
 // LeaseTimeToLiveRequest inside etcd's LeaseInternalRequest), their answers and error
 // texts, and kvctl's own /leases/batch. The follower's side is lease-keeper.ts (it forwards
 // to the leader), the leader's side http/peer-leases.ts: both read and write them here.
-// The messages are encoded by hand (lease-peer-proto.ts), byte for byte as @bufbuild
+// The messages are encoded by hand (proto-writer.ts, read by lease-peer-proto.ts), byte for byte as @bufbuild
 // encodes rpc.proto's (lease-peer-wire.test.ts compares them): a member serves its peers
 // before it loads the gRPC code.
 import type { LeaseId, LeaseTimeToLiveResponse } from "../store/v3/index.ts";
-import { ProtoWriter, bytesOf, int64Of, readFields } from "./lease-peer-proto.ts";
+import { bytesOf, int64Of, readFields } from "./lease-peer-proto.ts";
+import { ProtoWriter } from "./proto-writer.ts";
 
 /** etcd's leasehttp paths on the peer port. */
 export const PEER_LEASE_PATH = "/leases";
@@ -34,14 +35,7 @@ export function joinPath(base: string, path: string): string {
 
 /** etcd's leasepb.LeaseInternalRequest/Response: the message as field 1 (length-delimited). */
 function wrapField1(inner: Uint8Array): Buffer {
-  const len: number[] = [];
-  let n = inner.length;
-  while (n >= 0x80) {
-    len.push((n & 0x7f) | 0x80);
-    n >>>= 7;
-  }
-  len.push(n);
-  return Buffer.concat([Buffer.from([0x0a, ...len]), inner]);
+  return new ProtoWriter().bytesElement(1, inner).finish();
 }
 
 /** Field 1 of a message holding one length-delimited field 1 (an empty message when absent). */
@@ -62,23 +56,11 @@ function unwrapField1(outer: Uint8Array): Uint8Array {
   return outer.subarray(i, i + len);
 }
 
-/** Appends `v` (an int64, two's complement when negative) as a protobuf varint. */
-function pushVarint(out: number[], v: bigint): void {
-  let u = BigInt.asUintN(64, v);
-  while (u >= 0x80n) {
-    out.push(Number(u & 0x7fn) | 0x80);
-    u >>= 7n;
-  }
-  out.push(Number(u));
-}
-
-/** A message of one packed repeated int64, field 1. */
+/** A message of one packed repeated int64, field 1 (written even when empty). */
 function encodePacked(values: readonly bigint[]): Buffer {
-  const inner: number[] = [];
-  for (const v of values) pushVarint(inner, v);
-  const head = [0x0a];
-  pushVarint(head, BigInt(inner.length));
-  return Buffer.from([...head, ...inner]);
+  const inner = new ProtoWriter();
+  for (const v of values) inner.varint(v);
+  return wrapField1(inner.finish());
 }
 
 /** The int64s of a packed repeated field 1 (empty message: none). */
@@ -140,8 +122,8 @@ export function decodeTimeToLiveRequest(body: Uint8Array): { id: LeaseId; keys: 
 }
 /** The answer carries an empty header (etcd fills the asking member's after the forward). */
 export function encodeTimeToLiveResponse(t: LeaseTimeToLiveResponse): Buffer {
-  const w = new ProtoWriter().bytes(1, new Uint8Array(0)).int64(2, t.id).int64(3, BigInt(t.ttl)).int64(4, BigInt(t.grantedTtl));
-  for (const k of t.keys) w.bytes(5, k);
+  const w = new ProtoWriter().bytesElement(1, new Uint8Array(0)).int64(2, t.id).int64(3, BigInt(t.ttl)).int64(4, BigInt(t.grantedTtl));
+  for (const k of t.keys) w.bytesElement(5, k);
   return wrapField1(w.finish());
 }
 export function decodeTimeToLiveResponse(body: Uint8Array): LeaseTimeToLiveResponse {

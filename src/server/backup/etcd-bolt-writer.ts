@@ -28,6 +28,7 @@
 // page per tree level and at most FLUSH_BYTES of pages waiting for the disk.
 import { open } from "node:fs/promises";
 import { REVISION_KEY_BYTES } from "../../backend/record-codec.ts";
+import { ProtoWriter } from "../proto-writer.ts";
 import { keyValueBytes, revisionKeyBytes, writeKeyValue, writeRevisionKey } from "../../store/v3/index.ts";
 import type { V3AuthImage } from "../../auth/v3-image.ts";
 import type { MembershipJSON } from "../membership.ts";
@@ -42,62 +43,6 @@ export const IMAGE_PREFIX = "image/";
 // Pages wait for the disk up to this much: the backup runs beside a serving member, and
 // each flush is a turn of its event loop.
 const FLUSH_BYTES = 1024 * 1024;
-
-// ---- protobuf, as gogoproto marshals these messages: fields in number order, zero values left out
-
-class Proto {
-  readonly #parts: Buffer[] = [];
-  #bytes = 0;
-
-  #push(b: Buffer): void {
-    this.#parts.push(b);
-    this.#bytes += b.length;
-  }
-
-  #varint(v: bigint | number): void {
-    if (typeof v === "number" && v >= 0 && v <= Number.MAX_SAFE_INTEGER) {
-      // Revisions, versions, lengths: no BigInt for the common case.
-      const out: number[] = [];
-      let n = v;
-      while (n >= 0x80) {
-        out.push((n % 0x80) | 0x80);
-        n = Math.floor(n / 0x80);
-      }
-      out.push(n);
-      this.#push(Buffer.from(out));
-      return;
-    }
-    let x = BigInt.asUintN(64, BigInt(v));
-    const out: number[] = [];
-    while (x >= 0x80n) {
-      out.push(Number(x & 0x7fn) | 0x80);
-      x >>= 7n;
-    }
-    out.push(Number(x));
-    this.#push(Buffer.from(out));
-  }
-
-  /** An int64/uint64/enum field (omitted when 0). */
-  int(field: number, v: bigint | number): this {
-    if (v === 0 || v === 0n) return this;
-    this.#varint(field << 3);
-    this.#varint(v);
-    return this;
-  }
-
-  /** A bytes/string/message field (omitted when empty unless `always`). */
-  bytes(field: number, v: Uint8Array, always = false): this {
-    if (v.length === 0 && !always) return this;
-    this.#varint((field << 3) | 2);
-    this.#varint(v.length);
-    this.#push(Buffer.from(v.buffer, v.byteOffset, v.byteLength));
-    return this;
-  }
-
-  done(): Buffer {
-    return Buffer.concat(this.#parts, this.#bytes);
-  }
-}
 
 // The backend's record (record-codec.ts): flags:u8 (bit 0 tombstone) keyLen:u32 BE
 // createRevision:f64 version:f64 lease:i64 BE, then the key and the value. Read in place
@@ -232,7 +177,7 @@ export async function writeEtcdBoltBackup(path: string, parts: BackupParts): Pro
       "lease",
       fill(
         w.bucket(),
-        parts.leases.map((l) => ({ key: u64be(l.id), value: new Proto().int(1, l.id).int(2, l.ttl).int(3, l.remainingTtl ?? 0).done() })),
+        parts.leases.map((l) => ({ key: u64be(l.id), value: new ProtoWriter().int64(1, l.id).int64(2, l.ttl).int64(3, l.remainingTtl ?? 0).finish() })),
       ),
     );
 
@@ -246,10 +191,10 @@ export async function writeEtcdBoltBackup(path: string, parts: BackupParts): Pro
       fill(
         w.bucket(),
         auth.users.map((u) => {
-          const p = new Proto().bytes(1, Buffer.from(u.name)).bytes(2, Buffer.from(u.passwordHash ?? ""));
-          for (const r of u.roles) p.bytes(3, Buffer.from(r), true);
-          if (u.noPassword) p.bytes(4, new Proto().int(1, 1).done(), true);
-          return { key: Buffer.from(u.name), value: p.done() };
+          const p = new ProtoWriter().bytes(1, Buffer.from(u.name)).bytes(2, Buffer.from(u.passwordHash ?? ""));
+          for (const r of u.roles) p.bytesElement(3, Buffer.from(r));
+          if (u.noPassword) p.bytesElement(4, new ProtoWriter().int64(1, 1).finish());
+          return { key: Buffer.from(u.name), value: p.finish() };
         }),
       ),
     );
@@ -258,11 +203,11 @@ export async function writeEtcdBoltBackup(path: string, parts: BackupParts): Pro
       fill(
         w.bucket(),
         auth.roles.map((r) => {
-          const p = new Proto().bytes(1, Buffer.from(r.name));
+          const p = new ProtoWriter().bytes(1, Buffer.from(r.name));
           for (const k of r.keyPermissions) {
-            p.bytes(2, new Proto().int(1, k.permType).bytes(2, Buffer.from(k.key, "base64")).bytes(3, Buffer.from(k.rangeEnd, "base64")).done(), true);
+            p.bytesElement(2, new ProtoWriter().int64(1, k.permType).bytes(2, Buffer.from(k.key, "base64")).bytes(3, Buffer.from(k.rangeEnd, "base64")).finish());
           }
-          return { key: Buffer.from(r.name), value: p.done() };
+          return { key: Buffer.from(r.name), value: p.finish() };
         }),
       ),
     );
@@ -291,7 +236,7 @@ export async function writeEtcdBoltBackup(path: string, parts: BackupParts): Pro
       "alarm",
       fill(
         w.bucket(),
-        parts.alarms.map((a) => ({ key: new Proto().int(1, BigInt(a.memberId)).int(2, a.alarm).done(), value: Buffer.alloc(0) })),
+        parts.alarms.map((a) => ({ key: new ProtoWriter().int64(1, BigInt(a.memberId)).int64(2, a.alarm).finish(), value: Buffer.alloc(0) })),
       ),
     );
 
