@@ -124,12 +124,28 @@ function fakeMember(opts: { leader?: boolean; onLoop?: boolean } = {}) {
   };
 }
 
-/** Lets the loop run until it waits for something the test controls. */
-const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 1));
+/**
+ * Turns of the event loop until `cond` holds. The loop under test waits only on promises
+ * and setImmediate, never on a timer, so each turn lets it take its next step; a thousand
+ * turns without the step fail the test with `what` and the calls seen.
+ */
+async function turnsUntil(cond: () => boolean, what: string, events: string[]): Promise<void> {
+  for (let i = 0; i < 1000; i++) {
+    if (cond()) return;
+    await new Promise<void>((r) => setImmediate(r));
+  }
+  assert.fail(`${what}: not within 1000 turns of the event loop (${events.join(" | ")})`);
+}
 
-/** Turns of the event loop until a save started (a 1 ms timer may fire before a turn the loop takes first). */
-async function saveStarted(events: string[]): Promise<void> {
-  for (let i = 0; i < 1000 && !events.some((e) => e.startsWith("save")); i++) await new Promise<void>((r) => setImmediate(r));
+/** Until a save started: from then on the loop waits for the test's finishSave(). */
+const saveStarted = (events: string[]): Promise<void> => turnsUntil(() => events.some((e) => e.startsWith("save")), "a save started", events);
+
+/**
+ * To show that the loop does nothing more while it waits on the test: it has no timer to
+ * wait for, so ten turns of the event loop are more than any step it could take.
+ */
+async function quiet(): Promise<void> {
+  for (let i = 0; i < 10; i++) await new Promise<void>((r) => setImmediate(r));
 }
 
 const before = (events: string[], a: string, b: string): boolean => {
@@ -148,7 +164,7 @@ test("S2: a follower's acknowledgement and vote leave only after the save of the
   const prop = message({ type: MessageType.MsgProp, to: 2, from: SELF });
   f.push(ready({ entries: [entry(5)], hardState: hs(4, 2, 3), mustSync: true, messages: [ack, vote, prop] }));
   const done = loop.drain();
-  await settle();
+  await saveStarted(f.events);
   assert.deepEqual(f.events.filter((e) => e.startsWith("send")), ["send MsgProp->2"], "only the proposal, which promises nothing, before the save");
   f.finishSave();
   await done;
@@ -162,7 +178,7 @@ test("S2: a leader's appends may leave before its own save, a vote it sent as a 
   const vote = message({ type: MessageType.MsgVoteResp, to: 3, from: SELF });
   f.push(ready({ entries: [entry(7)], mustSync: true, messages: [app, vote] }));
   const done = loop.drain();
-  await settle();
+  await saveStarted(f.events);
   assert.deepEqual(f.events.filter((e) => e.startsWith("send")), ["send MsgApp->2"]);
   f.finishSave();
   await done;
@@ -175,7 +191,7 @@ test("S3, S4, S6: committed entries are applied after the save, Raft's storage g
   const loop = new ReadyLoop(f.host);
   f.push(ready({ entries: [entry(3)], committedEntries: [entry(3)], hardState: hs(3), mustSync: true, readStates: [{ index: 3, requestCtx: new Uint8Array(1) }] }));
   const done = loop.drain();
-  await settle();
+  await saveStarted(f.events);
   assert.equal(f.events.filter((e) => e.startsWith("apply")).length, 0, "nothing applied while the save runs");
   assert.equal(f.events.filter((e) => e.startsWith("storage")).length, 0, "Raft's storage unchanged while the save runs");
   f.finishSave();
@@ -199,7 +215,7 @@ test("S1: a snapshot from the leader is installed before the Ready's entries are
   const snapshot: Snapshot = { data: new Uint8Array(0), metadata: { index: 10, term: 2, confState: { voters: [1, 2, 3], learners: [] } } };
   f.push(ready({ snapshot, entries: [entry(11)], committedEntries: [entry(11)], hardState: hs(11, 2), mustSync: true }));
   const done = loop.drain();
-  await settle();
+  await saveStarted(f.events);
   f.finishSave();
   await done;
   assert.ok(before(f.events, "snapshot installed", "save 11"));
@@ -211,24 +227,23 @@ test("S5: one Ready at a time; proposals made during a save go together in the n
   const loop = new ReadyLoop(f.host);
   f.push(ready({ entries: [entry(1)], committedEntries: [entry(1)], mustSync: true }));
   loop.kick();
-  await settle();
+  await saveStarted(f.events);
   assert.equal(f.saving, 1);
   // While the first save runs: more proposals, and a snapshot made in the background.
   f.push(ready({ entries: [entry(2), entry(3)], committedEntries: [entry(2), entry(3)], mustSync: true }));
   f.snapshotMade();
   loop.kick();
   loop.kick();
-  await settle();
+  await quiet();
   assert.equal(f.saving, 1, "no second save while the first runs");
   assert.ok(loop.busy);
   f.finishSave();
-  await settle();
+  await turnsUntil(() => f.events.includes("save 2,3"), "the next Ready's save", f.events);
   assert.equal(f.saving, 1, "the next Ready's save, with both entries");
   assert.ok(f.events.includes("save 2,3"));
   assert.ok(!f.events.includes("record snapshot"), "not while a save runs");
   f.finishSave();
-  await settle();
-  assert.ok(!loop.busy);
+  await turnsUntil(() => !loop.busy, "the loop done", f.events);
   assert.ok(before(f.events, "advance", "record snapshot"));
   assert.equal(f.events.at(-1), "record snapshot");
 });
@@ -240,9 +255,10 @@ test("S3: while an apply gate is closed (defragmentation, backup) committed entr
   f.setGate(new Promise<void>((r) => (open = r)));
   f.push(ready({ entries: [entry(4)], committedEntries: [entry(4)], mustSync: true }));
   const done = loop.drain();
-  await settle();
+  await saveStarted(f.events);
   f.finishSave();
-  await settle();
+  // The loop asks for the gate right after Raft's storage took the entry, in the same step.
+  await turnsUntil(() => f.events.includes("storage append 4"), "the saved entry in Raft's storage", f.events);
   assert.ok(f.events.includes("saved"));
   assert.equal(f.events.filter((e) => e.startsWith("apply")).length, 0);
   open();
@@ -267,7 +283,7 @@ test("tuning, not safety: a lone write's save waits on the loop, after one turn 
   const done = loop.drain();
   // The save has not started yet: the loop gave the event loop one turn first.
   assert.equal(f.events.filter((e) => e.startsWith("save")).length, 0);
-  await settle();
+  await saveStarted(f.events);
   assert.ok(f.events.includes("save 1 on-loop"));
   f.finishSave();
   await done;
@@ -278,7 +294,7 @@ test("tuning, not safety: a lone write's save waits on the loop, after one turn 
   f.push(ready({ entries: [entry(2)], committedEntries: [entry(2)], mustSync: true }));
   const second = loop.drain();
   f.request();
-  await settle();
+  await saveStarted(f.events);
   assert.ok(f.events.includes("save 2"), f.events.join(" | "));
   f.finishSave();
   await second;
@@ -391,14 +407,14 @@ test("tuning, not safety: an on-loop fdatasync slow only because the thread wait
   g.request();
   g.push(ready({ entries: [entry(1)], committedEntries: [entry(1)], mustSync: true }));
   let done = gLoop.drain();
-  await settle();
+  await saveStarted(g.events);
   g.finishSave({ ms: 15, cpuWaitMs: 14 });
   await done;
   g.reset();
   g.request();
   g.push(ready({ entries: [entry(2)], committedEntries: [entry(2)], mustSync: true }));
   done = gLoop.drain();
-  await settle();
+  await saveStarted(g.events);
   assert.ok(g.events.includes("save 2"), `where the CPU wait is unknown the wall time counts: ${g.events.join(" | ")}`);
   g.finishSave();
   await done;
