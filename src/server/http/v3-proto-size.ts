@@ -3,21 +3,27 @@
 // the server refuses a raft request (the request plus its header) over --max-request-bytes
 // ("etcdserver: request is too large"), and a watcher asking for fragments gets its
 // responses split at --max-request-bytes. The gateway reproduces the three.
-import type { Compare, DeleteRangeRequest, KeyValue, PutRequest, RangeRequest, RequestOp, TxnRequest, V3Event } from "../../store/v3/index.ts";
+import {
+  bigVarintBytes,
+  keyValueBytes,
+  varintBytes,
+  type Compare,
+  type DeleteRangeRequest,
+  type KeyValue,
+  type PutRequest,
+  type RangeRequest,
+  type RequestOp,
+  type TxnRequest,
+  type V3Event,
+} from "../../store/v3/index.ts";
 
 /** etcd's grpcOverheadBytes: the gRPC receive limit is --max-request-bytes plus this. */
 export const GRPC_OVERHEAD_BYTES = 512 * 1024;
 
 /** Length of a varint; negative int64 values take 10 bytes. */
 export function varintLen(v: number | bigint): number {
-  let n = typeof v === "bigint" ? v : BigInt(Math.trunc(v));
-  if (n < 0n) return 10;
-  let len = 1;
-  while (n >= 0x80n) {
-    n >>= 7n;
-    len++;
-  }
-  return len;
+  if (typeof v === "bigint") return bigVarintBytes(v);
+  return v >= 0 && Number.isSafeInteger(v) ? varintBytes(v) : bigVarintBytes(BigInt(Math.trunc(v)));
 }
 
 const tagLen = (field: number): number => varintLen(field << 3);
@@ -141,15 +147,9 @@ export function raftRequestSize(field: number, size: number): number {
 /** InternalRaftRequest field numbers of the requests the gateway checks. */
 export const RaftField = { put: 4, deleteRange: 5, txn: 6 } as const;
 
+/** mvccpb.KeyValue's size: the store's encoder's (store/v3/keyvalue-proto.ts), which gRPC writes them with. */
 export function keyValueSize(kv: KeyValue): number {
-  return (
-    bytesField(1, kv.key.length) +
-    intField(2, kv.createRevision) +
-    intField(3, kv.modRevision) +
-    intField(4, kv.version) +
-    bytesField(5, kv.value.length) +
-    intField(6, kv.lease)
-  );
+  return keyValueBytes(kv.modRevision, false, kv);
 }
 
 export function eventSize(e: V3Event): number {
