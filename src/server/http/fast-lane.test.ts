@@ -310,7 +310,11 @@ test("an idle connection is closed after the keep-alive time, and destroyAll clo
 });
 
 test("a head dripped in slower than the headers timeout closes the connection", async () => {
-  const r = await rig(fastOnly, { headersTimeoutMs: 150 });
+  const headersTimeoutMs = 150;
+  // A byte every 20 ms: the whole head (36 bytes) would take 720 ms, well past the timeout.
+  // The lane's timer runs on real time, so the drip does too.
+  const dripMs = 20;
+  const r = await rig(fastOnly, { headersTimeoutMs });
   const s = connect(r.port, "127.0.0.1");
   await once(s, "connect");
   s.resume();
@@ -320,10 +324,10 @@ test("a head dripped in slower than the headers timeout closes the connection", 
   for (const ch of get("/fast/slow")) {
     if (closed) break;
     s.write(ch);
-    await new Promise((res) => setTimeout(res, 20));
+    await new Promise((res) => setTimeout(res, dripMs));
   }
   assert.ok(closed, "the connection outlived the headers timeout");
-  assert.ok(Date.now() - t0 >= 150);
+  assert.ok(Date.now() - t0 >= headersTimeoutMs);
 });
 
 test("a head node:http would refuse is handed over and refused by node:http (400), not answered by the lane", async () => {
