@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { setImmediate } from "node:timers/promises";
-import { BCRYPT_DECOY_HASH, bcryptHash, bcryptHashPart, isBcryptHash, verifyBcrypt } from "./bcrypt.ts";
+import { Worker } from "node:worker_threads";
+import { BCRYPT_DECOY_HASH, bcryptHash, bcryptHashPart, bcryptStatus, configureBcrypt, isBcryptHash, verifyBcrypt } from "./bcrypt.ts";
+import { BcryptPool, BcryptWorkerUnavailableError } from "./bcrypt-pool.ts";
 import { PasswordVerifier, hashPassword, hashV3Password, verifyPassword } from "./password.ts";
 
 // OpenBSD's and John the Ripper's published vectors, and a hash etcd 3.4.23 stored for
@@ -71,26 +73,64 @@ test("costs are clamped to 4..20; stored hashes outside them are refused without
   assert.equal(await verifyPassword("", BCRYPT_DECOY_HASH), false);
 });
 
-test("a hash yields to the event loop while it works, and jobs run one at a time", async () => {
-  let ticks = 0;
-  let done = false;
+/** Counts event-loop turns until `done` resolves. */
+async function loopTurnsDuring<T>(work: Promise<T>): Promise<{ value: T; turns: number }> {
+  let turns = 0;
+  let finished = false;
   const ticker = (async () => {
-    while (!done) {
-      ticks++;
+    while (!finished) {
+      turns++;
       await setImmediate();
     }
   })();
+  const value = await work.finally(() => {
+    finished = true;
+  });
+  await ticker;
+  return { value, turns };
+}
+
+test("without workers a hash yields to the event loop while it works, and jobs run one at a time", async (t) => {
+  await configureBcrypt({ workers: 0 });
+  t.after(() => configureBcrypt({}));
   const order: string[] = [];
   // Cost 8 is 256 key-schedule rounds: 16 slices.
-  const first = bcryptHash(Buffer.from("a"), 8).then(() => order.push("first:" + ticks));
+  const first = bcryptHash(Buffer.from("a"), 8).then(() => order.push("first"));
   const second = verifyBcrypt(Buffer.from("U*U"), "$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW").then((ok) => order.push(`second:${ok}`));
-  await Promise.all([first, second]);
-  done = true;
-  await ticker;
-  assert.equal(order.length, 2);
-  assert.match(order[0]!, /^first:/, "the cheaper job queued behind the first");
-  assert.ok(Number(order[0]!.slice(6)) >= 15, `loop turns during the hash: ${order[0]}`);
-  assert.equal(order[1], "second:true");
+  const { turns } = await loopTurnsDuring(Promise.all([first, second]));
+  assert.deepEqual(order, ["first", "second:true"], "the cheaper job queued behind the first");
+  assert.ok(turns >= 15, `loop turns during the hashes: ${turns}`);
+  assert.equal(bcryptStatus().onLoop, true);
+});
+
+test("with workers, jobs run side by side off the event loop, one per worker, the rest queued", async (t) => {
+  await configureBcrypt({ workers: 2 });
+  t.after(() => configureBcrypt({}));
+  assert.equal(await verifyBcrypt(Buffer.from("U*U"), "$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW"), true);
+  const jobs = [bcryptHash(Buffer.from("a"), 8), bcryptHash(Buffer.from("b"), 8), bcryptHash(Buffer.from("c"), 8)];
+  assert.deepEqual({ running: bcryptStatus().running, queued: bcryptStatus().queued }, { running: 2, queued: 1 });
+  const { value, turns } = await loopTurnsDuring(Promise.all(jobs));
+  assert.ok(turns > 15, `the loop kept turning: ${turns}`);
+  for (const [i, h] of value.entries()) assert.equal(await verifyPassword(["a", "b", "c"][i]!, h), true);
+  const status = bcryptStatus();
+  assert.equal(status.onLoop, false);
+  assert.ok(status.workers >= 1 && status.workers <= 2, `workers started: ${status.workers}`);
+});
+
+test("a worker that cannot start or dies: the job is computed on the event loop, and later ones too", async (t) => {
+  const failing = new BcryptPool(1, () => {
+    throw new Error("no threads here");
+  });
+  await assert.rejects(failing.hashPart(Buffer.from("x"), 4, Buffer.alloc(16)), BcryptWorkerUnavailableError);
+  assert.equal(failing.broken, true);
+  const dying = new BcryptPool(1, () => new Worker("process.exit(3)", { eval: true }));
+  await assert.rejects(dying.hashPart(Buffer.from("x"), 4, Buffer.alloc(16)), BcryptWorkerUnavailableError);
+  assert.equal(dying.broken, true);
+  await configureBcrypt({ workers: 2, start: () => new Worker("process.exit(3)", { eval: true }) });
+  t.after(() => configureBcrypt({}));
+  const h = await bcryptHash(Buffer.from("pw"), 5);
+  assert.equal(await verifyPassword("pw", h), true);
+  assert.equal(bcryptStatus().onLoop, true);
 });
 
 test("v2 hashing stays scrypt; both forms verify side by side", async () => {

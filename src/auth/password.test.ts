@@ -195,3 +195,23 @@ test("token keys differ per token, are keyed per process, and hold no clear cred
   assert.equal(k.includes(t.slice(6)), false);
   assert.notEqual(k, new PasswordVerifier().tokenKey(t), "keyed per process");
 });
+
+test("PasswordVerifier: a shared check dropped for one caller's signal is started again for the other", async () => {
+  let calls = 0;
+  const verifier = new PasswordVerifier({
+    check: (_pw, _enc, opts) => {
+      calls++;
+      if (calls > 1) return Promise.resolve(true);
+      return new Promise<boolean>((_resolve, reject) => opts?.signal?.addEventListener("abort", () => reject(opts.signal?.reason as Error)));
+    },
+  });
+  const key = verifier.tokenKey("same credentials");
+  const ctl = new AbortController();
+  const first = verifier.verify(key, "u", Buffer.from("pw"), "stored", ctl.signal);
+  const second = verifier.verify(key, "u", Buffer.from("pw"), "stored");
+  const reason = new Error("deadline");
+  ctl.abort(reason);
+  await assert.rejects(first, (err: unknown) => err === reason);
+  assert.equal(await second, true);
+  assert.equal(calls, 2);
+});

@@ -134,20 +134,21 @@ export async function hashPassword(password: string | Uint8Array, opts: { cost?:
 
 /**
  * A v3 password's hash: bcrypt at `bcryptCost` (--bcrypt-cost; costs above 20 hash at 20),
- * Go's `$2a$` form, which etcd 3.4 checks. Runs on the event loop in ~1 ms slices, one hash
- * or check at a time (bcrypt.ts).
+ * Go's `$2a$` form, which etcd 3.4 checks. Runs on bcrypt's worker threads, behind its
+ * bounded queue (bcrypt.ts).
  */
-export function hashV3Password(password: string | Uint8Array, bcryptCost: number): Promise<string> {
-  return bcryptHash(toBytes(password), bcryptCost);
+export function hashV3Password(password: string | Uint8Array, bcryptCost: number, opts: { signal?: AbortSignal | undefined } = {}): Promise<string> {
+  return bcryptHash(toBytes(password), bcryptCost, opts);
 }
 
 /** A well-formed hash no password matches: unknown users cost as much as wrong passwords. */
 const DECOY_HASH = `$scrypt$ln=${DEFAULT_SCRYPT_COST.log2N},r=${DEFAULT_SCRYPT_COST.r},p=${DEFAULT_SCRYPT_COST.p}$${Buffer.alloc(SALT_BYTES).toString("base64")}$${Buffer.alloc(KEY_BYTES).toString("base64")}`;
 
 /** Checks a password against a stored hash in constant time; false for a malformed hash. */
-export async function verifyPassword(password: string | Uint8Array, encoded: string): Promise<boolean> {
-  // etcd's own hashes, brought by a restored etcd snapshot.
-  if (isBcryptHash(encoded)) return verifyBcrypt(toBytes(password), encoded);
+export async function verifyPassword(password: string | Uint8Array, encoded: string, opts: { signal?: AbortSignal | undefined } = {}): Promise<boolean> {
+  // etcd's own hashes, brought by a restored etcd snapshot. Only bcrypt's queue drops a
+  // cancelled check (scrypt runs on libuv's pool, two at a time, and is never queued long).
+  if (isBcryptHash(encoded)) return verifyBcrypt(toBytes(password), encoded, opts);
   const parsed = parseHash(encoded);
   if (!parsed) return false;
   const key = await derive(toBytes(password), parsed.salt, parsed.cost);
@@ -168,13 +169,13 @@ export class PasswordVerifier {
   #verified = new Map<string, Verified>();
   #inflight = new Map<string, Promise<boolean>>();
   #capacity: number;
-  #check: (password: Uint8Array, encoded: string) => Promise<boolean>;
+  #check: (password: Uint8Array, encoded: string, opts?: { signal?: AbortSignal | undefined }) => Promise<boolean>;
 
   /**
    * @param opts.capacity credentials remembered (LRU), default 1024
    * @param opts.check the slow verification (default verifyPassword; tests count calls)
    */
-  constructor(opts: { capacity?: number; check?: (password: Uint8Array, encoded: string) => Promise<boolean> } = {}) {
+  constructor(opts: { capacity?: number; check?: (password: Uint8Array, encoded: string, opts?: { signal?: AbortSignal | undefined }) => Promise<boolean> } = {}) {
     this.#capacity = Math.max(1, opts.capacity ?? 1024);
     this.#check = opts.check ?? verifyPassword;
   }
@@ -209,22 +210,34 @@ export class PasswordVerifier {
    * Verifies `password` for `user` against `storedHash` and, on success, remembers the
    * token. `storedHash` undefined means no such user: false after the same work as a wrong
    * password. Concurrent checks of one token share one derivation; failures are not cached.
+   * `signal`: the caller gave up, so a check still queued is dropped (bcrypt.ts); a caller
+   * that shared a check dropped for another one's signal starts its own.
    */
-  async verify(key: string, user: string, password: Uint8Array, storedHash: string | undefined): Promise<boolean> {
+  async verify(key: string, user: string, password: Uint8Array, storedHash: string | undefined, signal?: AbortSignal): Promise<boolean> {
     if (storedHash === undefined) {
-      await this.#check(password, DECOY_HASH);
+      await this.#check(password, DECOY_HASH, { signal });
       return false;
     }
     if (this.cachedUser(key, () => storedHash) === user) return true;
     const flightKey = `${key}\u0000${storedHash}`;
-    let pending = this.#inflight.get(flightKey);
-    if (!pending) {
-      pending = this.#check(password, storedHash).finally(() => this.#inflight.delete(flightKey));
-      this.#inflight.set(flightKey, pending);
+    for (;;) {
+      let pending = this.#inflight.get(flightKey);
+      let own = false;
+      if (!pending) {
+        own = true;
+        pending = this.#check(password, storedHash, { signal }).finally(() => this.#inflight.delete(flightKey));
+        this.#inflight.set(flightKey, pending);
+      }
+      let ok: boolean;
+      try {
+        ok = await pending;
+      } catch (err) {
+        if (own || signal?.aborted === true) throw err;
+        continue; // another caller's check, dropped for its signal (or failed): check again
+      }
+      if (ok) this.#remember(key, { user, hash: storedHash });
+      return ok;
     }
-    const ok = await pending;
-    if (ok) this.#remember(key, { user, hash: storedHash });
-    return ok;
   }
 
   /** Drops every cached credential of a user (after a password change or a delete). */

@@ -28,24 +28,27 @@ const DECOY_HASH = BCRYPT_DECOY_HASH;
  * Logins this process verified (password.ts's PasswordVerifier, keyed by name and password):
  * the same credentials against the same stored hash cost one SHA-256, and concurrent ones
  * share one bcrypt run. etcd 3.4 runs bcrypt for every Authenticate, in parallel goroutines;
- * here bcrypt takes turns on the event loop (bcrypt.ts), so clients that each log in at
- * once with one user (etcdctl does on every command) would otherwise queue for seconds.
+ * here bcrypt runs on one worker thread per core behind a bounded queue (bcrypt.ts), so
+ * clients that each log in at once with one user (etcdctl does on every command) would
+ * otherwise queue for seconds.
  * A password change or a re-created user changes the stored hash, which voids the entry.
  */
 const verifiedLogins = new PasswordVerifier({ capacity: 1024 });
 
 export interface V3PasswordCheckOptions {
   /** The slow comparison (default verifyPassword from password.ts: bcrypt, or scrypt for older hashes; constant time). */
-  verify?: (password: string | Uint8Array, encoded: string) => Promise<boolean>;
+  verify?: (password: string | Uint8Array, encoded: string, opts?: { signal?: AbortSignal | undefined }) => Promise<boolean>;
   /** The credential cache for the default comparison (default: this process's). */
   verifier?: PasswordVerifier;
+  /** The caller gave up (its deadline passed): a comparison still queued is dropped, rejecting with the signal's reason. */
+  signal?: AbortSignal | undefined;
 }
 
-function checkCached(verifier: PasswordVerifier, name: string, password: string | Uint8Array, encoded: string): Promise<boolean> {
+function checkCached(verifier: PasswordVerifier, name: string, password: string | Uint8Array, encoded: string, signal: AbortSignal | undefined): Promise<boolean> {
   const bytes = typeof password === "string" ? Buffer.from(password, "utf8") : password;
   // base64 has no NUL, so the key's parts cannot run into each other.
   const key = verifier.tokenKey(`v3\u0000${name}\u0000${Buffer.from(bytes).toString("base64")}`);
-  return verifier.verify(key, name, bytes, encoded);
+  return verifier.verify(key, name, bytes, encoded, signal);
 }
 
 /**
@@ -60,13 +63,13 @@ export async function checkV3Password(state: V3AuthState, credentials: { name: s
   if (!state.enabled) throw V3Errors.authNotEnabled();
   const user = state.getUser(credentials.name);
   if (user === undefined) {
-    await verify(credentials.password, DECOY_HASH);
+    await verify(credentials.password, DECOY_HASH, { signal: opts.signal });
     throw V3Errors.authFailed();
   }
   if (user.noPassword || user.passwordHash === null) throw noPasswordUser();
   // Read before the (asynchronous) comparison: the revision the hash belongs to.
   const revision = state.authRevision;
-  const ok = verifier === undefined ? await verify(credentials.password, user.passwordHash) : await checkCached(verifier, credentials.name, credentials.password, user.passwordHash);
+  const ok = verifier === undefined ? await verify(credentials.password, user.passwordHash, { signal: opts.signal }) : await checkCached(verifier, credentials.name, credentials.password, user.passwordHash, opts.signal);
   if (!ok) throw V3Errors.authFailed();
   return revision;
 }

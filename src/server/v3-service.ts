@@ -437,10 +437,24 @@ export class V3Service implements V3Backend {
     await this.auth({ kind: "userChangePassword", name, passwordHash: await hashV3Password(password, this.#kv.config.bcryptCost) }, ctx);
   }
 
-  /** etcd's Authenticate: check the password here, register the token through the log; retry when auth moved meanwhile. */
-  async authenticate(name: string, password: string): Promise<string> {
+  /**
+   * etcd's Authenticate: check the password here, register the token through the log; retry
+   * when auth moved meanwhile. A check still queued for bcrypt when the caller's deadline
+   * passes is dropped (etcd's goroutine would hash for a client that is gone).
+   */
+  async authenticate(name: string, password: string, ctx?: V3CallContext): Promise<string> {
+    const gaveUp = ctx?.deadline === undefined ? undefined : new AbortController();
+    const off = gaveUp === undefined ? undefined : ctx?.deadline?.onExpire(() => gaveUp.abort(V3Errors.contextDeadlineExceeded()));
+    try {
+      return await this.#authenticate(name, password, gaveUp?.signal);
+    } finally {
+      off?.();
+    }
+  }
+
+  async #authenticate(name: string, password: string, signal: AbortSignal | undefined): Promise<string> {
     for (let attempt = 0; attempt < 5; attempt++) {
-      const checkedRevision = await checkV3Password(this.#kv.v3auth, { name, password });
+      const checkedRevision = await checkV3Password(this.#kv.v3auth, { name, password }, { signal });
       const jwt = this.#jwt;
       if (jwt?.verifyOnly === true) throw jwtVerifyOnly();
       const op = authenticateOp({ name, checkedRevision, time: Date.now(), jwt: jwt !== undefined });

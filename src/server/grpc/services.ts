@@ -277,8 +277,8 @@ export function createRpcTable(gw: V3GatewayContext): RpcTable {
   };
   unary(t, Auth.method.authEnable, (_m, { ctx }) => done(b.authEnable(ctx)));
   unary(t, Auth.method.authDisable, (_m, { ctx }) => done(b.authDisable(ctx)));
-  unary(t, Auth.method.authenticate, async (m) => {
-    const token = await b.authenticate(m.name, m.password);
+  unary(t, Auth.method.authenticate, async (m, { ctx }) => {
+    const token = await b.authenticate(m.name, m.password, ctx);
     return { header: hdr(b), token };
   });
   unary(t, Auth.method.userAdd, (m, { ctx }) => done(b.userAdd({ name: m.name, password: m.password, noPassword: m.options?.noPassword ?? false }, ctx)));

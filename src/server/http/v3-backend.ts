@@ -182,8 +182,8 @@ export interface V3Backend {
   // --- Auth ---
   authEnable(ctx: V3CallContext): Promise<void>;
   authDisable(ctx: V3CallContext): Promise<void>;
-  /** The token for the caller (no ctx: authenticate does not need one). */
-  authenticate(name: string, password: string): Promise<string>;
+  /** The token for the caller (ctx: only its deadline, which drops a password check still queued). */
+  authenticate(name: string, password: string, ctx?: V3CallContext): Promise<string>;
   userAdd(req: { name: string; password: string; noPassword: boolean }, ctx: V3CallContext): Promise<void>;
   /** The user's roles. */
   userGet(name: string, ctx: V3CallContext): Promise<string[]>;

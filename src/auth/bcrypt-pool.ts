@@ -1,0 +1,144 @@
+// bcrypt's worker threads: etcd checks concurrent logins in parallel goroutines, and a
+// cost-10 hash is ~60 ms of CPU, so logins of different users took turns on the event loop
+// here. Up to `size` workers (os.availableParallelism()) are started as jobs need them;
+// an idle worker is unref'd, so it never holds a process open, and ref'd while it works.
+//
+// A worker runs bcrypt-core.ts's function from its source text (eval), so there is no
+// worker file to build or find: the bundle (chunks, serve.cjs), tsc's output and tsx all
+// start it alike. A worker that cannot start or dies fails its job over to the caller
+// (bcrypt.ts then computes on the event loop) and no worker is started again.
+import { Worker } from "node:worker_threads";
+import { bcryptCore } from "./bcrypt-core.ts";
+
+/** One job sent to a worker. */
+interface BcryptWorkerJob {
+  id: number;
+  password: Uint8Array;
+  cost: number;
+  salt: Uint8Array;
+}
+
+/** A worker's answer to a job. */
+type BcryptWorkerReply = { id: number; part: string } | { id: number; error: string };
+
+/**
+ * The worker's program. `__name` is there for a transpiler that keeps function names
+ * (tsx's esbuild does, calling a helper of the module it was in).
+ */
+export const BCRYPT_WORKER_SOURCE = `"use strict";
+var __name = (target) => target;
+const core = (${bcryptCore.toString()})();
+const { parentPort } = require("node:worker_threads");
+parentPort.on("message", (job) => {
+  let reply;
+  try {
+    reply = { id: job.id, part: core.hashPartSync(job.password, job.cost, job.salt) };
+  } catch (err) {
+    reply = { id: job.id, error: err instanceof Error ? err.message : String(err) };
+  }
+  parentPort.postMessage(reply);
+});
+`;
+
+/** A worker could not start or died: the caller computes the job itself. */
+export class BcryptWorkerUnavailableError extends Error {
+  override name = "BcryptWorkerUnavailableError";
+}
+
+interface Pending {
+  resolve: (part: string) => void;
+  reject: (err: unknown) => void;
+}
+
+interface PoolWorker {
+  worker: Worker;
+  pending: Pending | undefined;
+}
+
+function startWorker(): Worker {
+  return new Worker(BCRYPT_WORKER_SOURCE, { eval: true });
+}
+
+export class BcryptPool {
+  readonly size: number;
+  #idle: PoolWorker[] = [];
+  #all = new Set<PoolWorker>();
+  #nextId = 1;
+  #broken = false;
+  #start: () => Worker;
+
+  /** @param start makes one worker (tests pass a failing one) */
+  constructor(size: number, start: () => Worker = startWorker) {
+    this.size = Math.max(1, Math.trunc(size));
+    this.#start = start;
+  }
+
+  /** True once a worker failed: the callers compute on the event loop from then on. */
+  get broken(): boolean {
+    return this.#broken;
+  }
+
+  get started(): number {
+    return this.#all.size;
+  }
+
+  /** One hash part on a worker thread. The caller runs at most `size` at once (bcrypt-queue.ts). */
+  hashPart(password: Uint8Array, cost: number, salt: Uint8Array): Promise<string> {
+    if (this.#broken) return Promise.reject(new BcryptWorkerUnavailableError("bcrypt workers failed"));
+    let w = this.#idle.pop();
+    if (w === undefined) {
+      try {
+        w = this.#spawn();
+      } catch (err) {
+        this.#fail();
+        return Promise.reject(new BcryptWorkerUnavailableError(`bcrypt worker did not start: ${err instanceof Error ? err.message : String(err)}`));
+      }
+    }
+    const pw = w;
+    return new Promise<string>((resolve, reject) => {
+      pw.pending = { resolve, reject };
+      pw.worker.ref();
+      const job: BcryptWorkerJob = { id: this.#nextId++, password: Uint8Array.from(password), cost, salt: Uint8Array.from(salt) };
+      pw.worker.postMessage(job);
+    });
+  }
+
+  /** Stops every worker (tests; a member never needs to: idle workers are unref'd). */
+  async close(): Promise<void> {
+    const all = [...this.#all];
+    this.#all.clear();
+    this.#idle = [];
+    await Promise.all(all.map((w) => w.worker.terminate()));
+  }
+
+  #spawn(): PoolWorker {
+    const w: PoolWorker = { worker: this.#start(), pending: undefined };
+    this.#all.add(w);
+    w.worker.on("message", (reply: BcryptWorkerReply) => {
+      const p = w.pending;
+      w.pending = undefined;
+      w.worker.unref();
+      if (this.#all.has(w)) this.#idle.push(w);
+      if (p === undefined) return;
+      if ("part" in reply) p.resolve(reply.part);
+      else p.reject(new Error(reply.error));
+    });
+    const lost = (why: string): void => {
+      if (!this.#all.has(w)) return;
+      this.#all.delete(w);
+      this.#idle = this.#idle.filter((x) => x !== w);
+      this.#fail();
+      const p = w.pending;
+      w.pending = undefined;
+      p?.reject(new BcryptWorkerUnavailableError(why));
+    };
+    w.worker.on("error", (err) => lost(`bcrypt worker failed: ${err.message}`));
+    w.worker.on("exit", (code) => lost(`bcrypt worker exited (${code})`));
+    return w;
+  }
+
+  #fail(): void {
+    this.#broken = true;
+    for (const w of this.#all) if (w.pending === undefined) void w.worker.terminate();
+  }
+}

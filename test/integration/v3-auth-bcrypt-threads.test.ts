@@ -1,0 +1,109 @@
+// v3 password checks on bcrypt's worker threads, through a real `kvctl serve` (the bundle's
+// serve.cjs starting them from source text): Authenticate calls of different users run side by side, as etcd's
+// goroutines do, a flood past the queue is refused with etcd's "too many requests", and
+// calls whose deadline passed while queued cost no hash. Wrong passwords are used where a
+// hash must run every time, each call its own (successes are cached per credentials, and
+// concurrent checks of the same credentials share one hash: auth/v3-authenticate.ts).
+import assert from "node:assert/strict";
+import { availableParallelism, loadavg } from "node:os";
+import { after, before, describe, test } from "node:test";
+import { grpcUnary, startGrpcServer, type GrpcTestServer } from "../helpers/grpc.ts";
+
+const AUTHENTICATE = "/etcdserverpb.Auth/Authenticate";
+
+/** AuthenticateRequest{name = 1, password = 2} by hand. */
+function authenticateRequest(name: string, password: string): number[] {
+  const field = (tag: number, s: string): number[] => {
+    const b = [...Buffer.from(s, "utf8")];
+    return [tag, b.length, ...b];
+  };
+  return [...field(0x0a, name), ...field(0x12, password)];
+}
+
+function login(s: GrpcTestServer, name: string, password: string, headers = {}): Promise<{ status: string; message: string; ms: number }> {
+  return grpcUnary(s.endpoint, AUTHENTICATE, authenticateRequest(name, password), headers);
+}
+
+async function gw(s: GrpcTestServer, path: string, body: unknown): Promise<void> {
+  const res = await fetch(`${s.url}/v3/${path}`, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } });
+  assert.equal(res.status, 200, `${path}: ${await res.text()}`);
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+describe("v3 logins on bcrypt's worker threads (bcrypt cost 10)", () => {
+  let kv: GrpcTestServer;
+  let single = 0;
+
+  before(async () => {
+    kv = await startGrpcServer("kvctl");
+    let ready = false;
+    for (let i = 0; i < 200 && !ready; i++) {
+      ready = await fetch(`${kv.url}/health`).then((r) => r.ok, () => false);
+      if (!ready) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(ready, kv.logs());
+    await gw(kv, "auth/user/add", { name: "root", password: "rootpw" });
+    await gw(kv, "auth/user/grant", { user: "root", role: "root" });
+    for (const u of ["u1", "u2"]) await gw(kv, "auth/user/add", { name: u, password: `${u}pw` });
+    await gw(kv, "auth/enable", {});
+  });
+  after(() => kv?.stop());
+
+  test("logins of different users check in parallel: two take about one hash's time, not two", async (t) => {
+    const ok = await Promise.all([login(kv, "u1", "u1pw"), login(kv, "u2", "u2pw")]);
+    assert.deepEqual(ok.map((r) => r.status), ["0", "0"], JSON.stringify(ok));
+    const singles: number[] = [];
+    const pairs: number[] = [];
+    const gaps: number[] = [];
+    for (let round = 0; round < 7; round++) {
+      const one = await login(kv, "u1", `wrong${round}`);
+      assert.equal(one.status, "3", one.message);
+      singles.push(one.ms);
+      const t0 = performance.now();
+      const two = await Promise.all([login(kv, "u1", `wrong${round}a`), login(kv, "u2", `wrong${round}b`)]);
+      pairs.push(performance.now() - t0);
+      gaps.push(Math.abs(two[0]!.ms - two[1]!.ms));
+      assert.deepEqual(two.map((r) => r.status), ["3", "3"]);
+    }
+    single = median(singles);
+    const pair = median(pairs);
+    const gap = median(gaps);
+    t.diagnostic(`one wrong login ${single.toFixed(0)} ms, two at once ${pair.toFixed(0)} ms, between their answers ${gap.toFixed(0)} ms (medians of 7; singles ${singles.map((x) => x.toFixed(0)).join(" ")}, pairs ${pairs.map((x) => x.toFixed(0)).join(" ")})`);
+    // Taking turns, the second answer comes one hash after the first whatever the load;
+    // side by side, both come together (a busy machine slows both alike).
+    // With more runnable threads than cores the scheduler, not kvctl, decides who finishes first.
+    const cores = availableParallelism();
+    if (cores < 2 || loadavg()[0]! > cores) {
+      t.diagnostic(`timing not judged: ${cores} cores, load ${loadavg()[0]!.toFixed(1)}`);
+      return;
+    }
+    assert.ok(gap < 0.5 * single, `the two answers came ${gap.toFixed(0)} ms apart, one login alone took ${single.toFixed(0)} ms: they took turns`);
+  });
+
+  test("calls whose deadline passes while queued are dropped: a login right after waits for no leftover hashes", async (t) => {
+    const calls = Array.from({ length: 40 }, (_, i) => login(kv, "u1", `late${i}`, { "grpc-timeout": "200m" }));
+    const answers = await Promise.all(calls);
+    const late = answers.filter((r) => r.status !== "3");
+    assert.ok(late.length >= 10, `most could not be checked within 200 ms: ${JSON.stringify(answers.map((r) => r.status))}`);
+    for (const r of late) assert.ok(r.status === "4" || (r.status === "2" && r.message === "context deadline exceeded"), JSON.stringify(r));
+    const next = await login(kv, "u2", "after");
+    assert.equal(next.status, "3");
+    t.diagnostic(`40 calls with a 200 ms deadline: ${answers.length - late.length} checked, ${late.length} dropped; the next login took ${next.ms.toFixed(0)} ms (one alone: ${single.toFixed(0)} ms)`);
+    // Had the dropped ones run, this login would wait behind ~15 hashes per thread.
+    assert.ok(next.ms < Math.max(5 * single, 400), `the next login waited ${next.ms.toFixed(0)} ms`);
+  });
+
+  test("a flood past the queue is refused at once with etcd's 'too many requests' (ResourceExhausted)", async (t) => {
+    const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => login(kv, "u1", `flood${i}`)));
+    const refused = answers.filter((r) => r.status === "8");
+    const checked = answers.filter((r) => r.status === "3");
+    t.diagnostic(`100 wrong logins at once: ${checked.length} checked, ${refused.length} refused`);
+    assert.equal(refused.length + checked.length, 100, JSON.stringify(answers.filter((r) => r.status !== "8" && r.status !== "3")));
+    assert.ok(refused.length >= 1, "nothing was refused");
+    assert.ok(checked.length >= 66, `the queue (64) and the threads took fewer: ${checked.length}`);
+    for (const r of refused) assert.equal(decodeURIComponent(r.message), "etcdserver: too many requests");
+    // The refused calls answered without waiting for the queue.
+    assert.ok(median(refused.map((r) => r.ms)) < median(checked.map((r) => r.ms)));
+  });
+});
