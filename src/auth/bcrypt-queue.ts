@@ -5,12 +5,12 @@
 //
 // etcd 3.4 has no such bound: every Authenticate runs bcrypt in its own goroutine, so a
 // flood of wrong passwords is unbounded CPU there. A full queue here answers etcd's
-// overload error, ErrGRPCTooManyRequests ("etcdserver: too many requests",
+// overload error, ErrTooManyRequests (rpctypes.ErrGRPCRequestTooManyRequests) ("etcdserver: too many requests",
 // ResourceExhausted; the gateway's 429), which etcd sends when its applies fall too far
 // behind its commits (etcdserver/v3_server.go, maxGapBetweenApplyAndCommitIndex).
 import { GrpcCode, V3Error } from "../api/v3-errors.ts";
 
-/** The queue was full: etcd's ErrGRPCTooManyRequests. */
+/** The queue was full: etcd's ErrTooManyRequests (rpctypes.ErrGRPCRequestTooManyRequests). */
 export class BcryptBusyError extends V3Error {
   override name = "BcryptBusyError";
   constructor() {
