@@ -8,6 +8,7 @@ import { join } from "node:path";
 // A test may borrow the server's certificate issuer (runtime client code may not).
 import { issueCertificate } from "../server/tls/issue-cert.ts";
 import { checkTlsFiles, TlsFilesError } from "./tls-files.ts";
+import { readTlsFiles } from "./transport.ts";
 
 const dirPath = mkdtempSync(join(tmpdir(), "kvctl-tls-files-"));
 after(() => rmSync(dirPath, { recursive: true, force: true }));
@@ -58,4 +59,18 @@ test("tls.X509KeyPair's refusals", async () => {
 
 test("a CA bundle block that is not a certificate", async () => {
   await rejects({ caFile: a.key }, "x509: malformed certificate");
+});
+
+test("the dial uses the bytes the check read: each file is read once per flags object", async () => {
+  const files = { ca: write("once-ca.pem", caPem.certPem), cert: write("once.pem", aPem.certPem), key: write("once-key.pem", aPem.keyPem) };
+  const tls = { caFile: files.ca, certFile: files.cert, keyFile: files.key };
+  await checkTlsFiles(tls);
+  // Changed on disk after the check: the dial still sends what was checked.
+  for (const path of Object.values(files)) writeFileSync(path, "changed\n");
+  const dial = readTlsFiles(tls);
+  assert.equal(dial.ca?.toString(), caPem.certPem);
+  assert.equal(dial.cert?.toString(), aPem.certPem);
+  assert.equal(dial.key?.toString(), aPem.keyPem);
+  // Flags the check never saw (another object, same paths) read the files now.
+  assert.equal(readTlsFiles({ ...tls }).cert?.toString(), "changed\n");
 });

@@ -1,12 +1,12 @@
 // The client TLS files checked before the first request, as etcd's Go client does when it
 // builds its transport (pkg/transport TLSInfo.ClientConfig): etcdctl refuses a missing or
 // unreadable --ca-file/--cert-file/--key-file even when every endpoint is http://, so a
-// script's typo fails at once, with Go's words. The transport itself reads the files only
-// when it first dials TLS (transport.ts readTlsFiles).
+// script's typo fails at once, with Go's words. The bytes read here go to the transport's
+// dial of the same flags (transport.ts keepCheckedTlsFile), so each file is read once.
 
 import { readFile } from "node:fs/promises";
 import { ClientError } from "./errors.ts";
-import type { TlsFiles } from "./transport.ts";
+import { keepCheckedTlsFile, type TlsFiles } from "./transport.ts";
 
 /** A TLS file etcd's client would refuse; the message is Go's. */
 export class TlsFilesError extends ClientError {
@@ -16,10 +16,12 @@ export class TlsFilesError extends ClientError {
   }
 }
 
-/** Go's os.ReadFile error text. */
-async function read(path: string): Promise<Buffer> {
+/** The file's bytes, kept for the dial; Go's os.ReadFile error text. */
+async function read(tls: TlsFiles, path: string): Promise<Buffer> {
   try {
-    return await readFile(path);
+    const data = await readFile(path);
+    keepCheckedTlsFile(tls, path, data);
+    return data;
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     const text =
@@ -58,13 +60,13 @@ export async function checkTlsFiles(tls: TlsFiles): Promise<void> {
     if (certFile === "" || keyFile === "") {
       throw new TlsFilesError(`KeyFile and CertFile must both be present[key: ${keyFile}, cert: ${certFile}]`);
     }
-    const cert = await read(certFile);
-    const key = await read(keyFile);
+    const cert = await read(tls, certFile);
+    const key = await read(tls, keyFile);
     await checkKeyPair(cert, key);
   }
   const caFile = tls.caFile ?? "";
   if (caFile !== "") {
-    const ca = await read(caFile);
+    const ca = await read(tls, caFile);
     const { X509Certificate } = await import("node:crypto");
     for (const block of pemBlocks(ca)) {
       try {

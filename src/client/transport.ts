@@ -103,12 +103,30 @@ export function usesTls(origin: string, tls: TlsFiles): boolean {
   return origin.startsWith("https:") || tls.insecureTransport === false;
 }
 
-/** node:https agent options from the flags (files read now, once per process). */
+/**
+ * The bytes tls-files.ts's up-front check read, by flags object and path: the dial uses
+ * them rather than reading each file a second time (Go's client reads them once, when it
+ * builds its transport). Another flags object, even with the same paths, reads its own.
+ */
+const checkedFiles = new WeakMap<TlsFiles, Map<string, Buffer>>();
+
+/** Hands a file the check read to the dial of the same flags (tls-files.ts). */
+export function keepCheckedTlsFile(tls: TlsFiles, path: string, data: Buffer): void {
+  let files = checkedFiles.get(tls);
+  if (files === undefined) checkedFiles.set(tls, (files = new Map()));
+  files.set(path, data);
+}
+
+function tlsFile(tls: TlsFiles, path: string): Buffer {
+  return checkedFiles.get(tls)?.get(path) ?? readFileSync(path);
+}
+
+/** node:https agent options from the flags (the files as the up-front check read them, else read now). */
 export function readTlsFiles(tls: TlsFiles): { ca?: Buffer; cert?: Buffer; key?: Buffer; rejectUnauthorized?: boolean; servername?: string } {
   const out: { ca?: Buffer; cert?: Buffer; key?: Buffer; rejectUnauthorized?: boolean; servername?: string } = {};
-  if (tls.caFile) out.ca = readFileSync(tls.caFile);
-  if (tls.certFile) out.cert = readFileSync(tls.certFile);
-  if (tls.keyFile) out.key = readFileSync(tls.keyFile);
+  if (tls.caFile) out.ca = tlsFile(tls, tls.caFile);
+  if (tls.certFile) out.cert = tlsFile(tls, tls.certFile);
+  if (tls.keyFile) out.key = tlsFile(tls, tls.keyFile);
   if (tls.insecureSkipVerify === true) out.rejectUnauthorized = false;
   // An agent's servername wins over the one node:https derives from each request's host,
   // and node checks the certificate against it. SNI may not carry an IP address (RFC 6066).
