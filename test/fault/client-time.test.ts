@@ -28,7 +28,8 @@ test("clientTimeTable: ops land in the fault, target, restart-age and leader-age
     s(1, 4500, 20), // m1 restarted 1.5 s ago; leader changed 0.5 s ago (at 4000)
     s(0, 5500, 2000, SampleOutcome.unknown), // pause on its target
   ];
-  const rows = clientTimeTable({ samples, faults, leaderChanges: [4000], workloadMs: 10_000 });
+  const leaders = [{ at: 0, leader: 0 }, { at: 3900, leader: undefined }, { at: 4000, leader: 1 }];
+  const rows = clientTimeTable({ samples, faults, leaderChanges: [4000], leaders, workloadMs: 10_000 });
   const row = (split: string, bucket: string) => rows.find((r) => r.split === split && r.bucket === bucket);
 
   assert.deepEqual({ ...row("fault", "none") }, { split: "fault", bucket: "none", answered: 3, unknown: 0, refused: 0, clientSeconds: 0.07, wallSeconds: 7, p50: 20, p99: 40 });
@@ -50,6 +51,13 @@ test("clientTimeTable: ops land in the fault, target, restart-age and leader-age
   assert.equal(row("since leader chg", "1-3 s")!.unknown, 1);
   // Wall time after the change: 1 s, 2 s, 6 s (to the end at 10 s); before it 4 s.
   assert.deepEqual(["never", "0-1 s", "1-3 s", "3-10 s"].map((b) => row("since leader chg", b)?.wallSeconds), [4, 1, 2, undefined]);
+  // Only ops with no fault active, by how long ago the last fault ended.
+  assert.deepEqual(["never", "0-1 s", "1-3 s"].map((b) => row("none, since fault", b)?.answered), [1, 1, 1]);
+  // The leader at call time: m0 never restarted; m1 restarted at 3000 (ops at 4500 and 5500).
+  assert.equal(row("leader up", "never")!.answered, 3);
+  assert.equal(row("leader up", "0-1 s"), undefined);
+  assert.equal(row("leader up", "1-3 s")!.answered + row("leader up", "1-3 s")!.unknown, 2);
+  assert.equal(row("op to leader", "leader")!.answered, 2); // m0 at 500 and m1 at 4500
   assert.equal(row("op", "v2 get")!.answered + row("op", "v2 get")!.unknown + row("op", "v2 get")!.refused, samples.length);
   // Splits in a fixed order, "none" first.
   assert.deepEqual(rows.filter((r) => r.split === "fault").map((r) => r.bucket), ["none", "kill", "pause"]);

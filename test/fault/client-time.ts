@@ -43,6 +43,8 @@ export interface ClientTimeInput {
   faults: readonly FaultRecord[];
   /** Times (ms since origin) when the harness saw a different member lead. */
   leaderChanges: readonly number[];
+  /** Who the harness saw leading from when (undefined: nobody said so), in time order. */
+  leaders?: ReadonlyArray<{ at: number; leader: number | undefined }>;
   workloadMs: number;
 }
 
@@ -85,6 +87,22 @@ function sinceRestart(faults: readonly FaultRecord[], member: number, t: number)
   return last;
 }
 
+/** ms since the last fault ended before t, if any did. */
+function lastEnd(faults: readonly FaultRecord[], t: number): number | undefined {
+  let last: number | undefined;
+  for (const f of faults) if (f.end <= t) last = t - f.end;
+  return last;
+}
+
+function leaderAt(leaders: ReadonlyArray<{ at: number; leader: number | undefined }>, t: number): number | undefined {
+  let l: number | undefined;
+  for (const x of leaders) {
+    if (x.at > t) break;
+    l = x.leader;
+  }
+  return l;
+}
+
 function sinceLeaderChange(changes: readonly number[], t: number): number {
   let last = Infinity;
   for (const c of changes) if (c <= t) last = t - c;
@@ -111,6 +129,19 @@ export function clientTimeTable(input: ClientTimeInput): BucketRow[] {
     add("since restart", r < 0 ? "down" : r === Infinity ? "never" : ageBucket(r), s);
     const l = sinceLeaderChange(input.leaderChanges, s.call);
     add("since leader chg", l === Infinity ? "never" : ageBucket(l), s);
+    if (f === undefined) {
+      const ended = lastEnd(input.faults, s.call);
+      add("none, since fault", ended === undefined ? "never" : ageBucket(ended), s);
+    }
+    if (input.leaders !== undefined) {
+      const l = leaderAt(input.leaders, s.call);
+      if (l === undefined) add("leader up", "no leader", s);
+      else {
+        const up = sinceRestart(input.faults, l, s.call);
+        add("leader up", up < 0 ? "down" : up === Infinity ? "never" : ageBucket(up), s);
+        add("op to leader", s.member === l ? "leader" : "follower", s);
+      }
+    }
     add("op", s.op, s);
   }
   // Wall time of the cluster-wide states.
@@ -135,11 +166,11 @@ export function clientTimeTable(input: ClientTimeInput): BucketRow[] {
     }
   }
   const order = (b: string): number => {
-    const fixed = ["none", "never", "down", ...ageLabels, "kill", "leader-kill", "pause", "partition"];
+    const fixed = ["none", "never", "no leader", "down", ...ageLabels, "leader", "follower", "kill", "leader-kill", "pause", "partition"];
     const i = fixed.indexOf(b.split(" ")[0] === "none" ? "none" : b.replace(/ (target|other)$/, ""));
     return i < 0 ? fixed.length : i;
   };
-  const splits = ["fault", "fault+target", "since restart", "since leader chg", "op"];
+  const splits = ["fault", "fault+target", "none, since fault", "since restart", "since leader chg", "leader up", "op to leader", "op"];
   return [...rows.values()]
     .sort((a, b) => splits.indexOf(a.split) - splits.indexOf(b.split) || order(a.bucket) - order(b.bucket) || a.bucket.localeCompare(b.bucket))
     .map((r) => {

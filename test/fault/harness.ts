@@ -4,6 +4,8 @@
 // history for linearizability per key and that no acknowledged write was lost. Every phase has a deadline; the cluster is
 // destroyed (processes killed by PID, data removed) whatever happens.
 
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { checkOperations, Verdict, type CheckResult } from "../linearizability/checker.ts";
 import { Anomaly, injectAnomaly, mulberry32 } from "../linearizability/history-gen.ts";
@@ -108,20 +110,27 @@ export interface FaultReport {
   clientTime?: BucketRow[];
 }
 
-/** Polls who leads every `everyMs` until the signal; returns the times a different member was first seen leading. */
-async function watchLeaders(cluster: Cluster, now: () => number, everyMs: number, signal: AbortSignal): Promise<number[]> {
+/**
+ * Polls who leads every `everyMs` until the signal: the times a different member was first
+ * seen leading, and every change of what the poll saw (a member or none).
+ */
+async function watchLeaders(cluster: Cluster, now: () => number, everyMs: number, signal: AbortSignal): Promise<{ changes: number[]; leaders: Array<{ at: number; leader: number | undefined }> }> {
   const changes: number[] = [];
+  const leaders: Array<{ at: number; leader: number | undefined }> = [];
   let last: number | undefined;
+  let seen: number | undefined | null = null;
   while (!signal.aborted) {
     const round = now();
     const l = await cluster.leader();
+    if (l !== seen) leaders.push({ at: round, leader: l });
+    seen = l;
     if (l !== undefined && l !== last) {
       if (last !== undefined) changes.push(round);
       last = l;
     }
     await sleep(Math.max(0, everyMs - (now() - round)), signal);
   }
-  return changes;
+  return { changes, leaders };
 }
 
 async function readUntilOk(opts: { cluster: Cluster; key: WorkloadKey; now: () => number; timeoutMs: number; history: RegisterOperation[] }): Promise<RegisterOperation> {
@@ -199,7 +208,10 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
     ]);
     report.workloadMs = now() - w0;
     leaderWatch.abort();
-    report.clientTime = clientTimeTable({ samples, faults, leaderChanges: await leaderChanges, workloadMs: report.workloadMs });
+    const seenLeaders = await leaderChanges;
+    report.clientTime = clientTimeTable({ samples, faults, leaderChanges: seenLeaders.changes, leaders: seenLeaders.leaders, workloadMs: report.workloadMs });
+    // Kept runs keep the raw material too, to split it other ways afterwards.
+    if (opts.keep === true) await writeFile(join(cluster.root, "client-time.json"), JSON.stringify({ workloadMs: report.workloadMs, faults, leaders: seenLeaders.leaders, leaderChanges: seenLeaders.changes, samples }));
     harnessLoop.disable();
     // The histogram holds whole timer intervals (10 ms when idle): the delay is what exceeds one.
     const ms = (ns: number): number => Math.max(0, Math.round((ns - 10e6) / 1e5) / 10);
