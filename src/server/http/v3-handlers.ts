@@ -181,9 +181,9 @@ const done =
 const auth: Record<string, UnaryHandler> = {
   "auth/enable": done((_f, b, ctx) => b.authEnable(ctx)),
   "auth/disable": done((_f, b, ctx) => b.authDisable(ctx)),
-  "auth/authenticate": async (f, { backend }) => {
+  "auth/authenticate": async (f, { backend, ctx }) => {
     const { name, password } = decodeStrings(f, ["name", "password"]);
-    const token = await backend.authenticate(name, password);
+    const token = await backend.authenticate(name, password, ctx);
     return encodeToken(hdr(backend), token);
   },
   "auth/user/add": done((f, b, ctx) => b.userAdd(decodeUserAdd(f), ctx)),
