@@ -25,6 +25,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
+import { until } from "../../src/until.test-helper.ts";
 import { installed, startGrpcServer } from "../helpers/grpc.ts";
 import { kvctlCommand } from "../helpers/etcd.ts";
 import { runProcess } from "../helpers/run-process.ts";
@@ -97,13 +98,6 @@ describe(`Debian's etcd tools against ${kind}`, { concurrency: true }, () => {
 
 /** Until the v2 API answers (crypt has no retry of its own). */
 async function waitV2(url: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    try {
-      if ((await fetch(`${url}/v2/keys/`, { signal: AbortSignal.timeout(1000) })).ok) return;
-    } catch {
-      // not serving yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url} did not answer`);
+  // A refused connection is "not serving yet".
+  await until(async () => (await fetch(`${url}/v2/keys/`, { signal: AbortSignal.timeout(1000) })).ok, `${url}/v2/keys/ to answer`, 20_000, { intervalMs: 100, ignoreErrors: true });
 }

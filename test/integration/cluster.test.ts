@@ -4,6 +4,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startCluster, healthy, type ClusterMember, type TestCluster } from "../helpers/cluster.ts";
 import { agent, http, json, until } from "../helpers/http.ts";
+import { eventually } from "../../src/until.test-helper.ts";
 
 after(() => agent.destroy());
 
@@ -69,13 +70,17 @@ test("a member added with the members API joins with --initial-cluster-state exi
   // and it runs before the peer URLs are compared: a URL a running member has is a 409 then.
   const post = (peerUrl: string): Promise<Response> =>
     fetch(`${m0.clientUrl}/v2/members`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ peerURLs: [peerUrl] }) });
-  let dup: Response;
-  for (const deadline = Date.now() + 15_000; ; ) {
-    dup = await post(cluster.members[1]!.peerUrl);
-    if (dup.status !== 500 || Date.now() > deadline) break;
-    assert.deepEqual(await dup.json(), { message: "Internal Server Error" });
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  const dup = await eventually(
+    async () => {
+      const r = await post(cluster.members[1]!.peerUrl);
+      if (r.status !== 500) return r;
+      assert.deepEqual(await r.json(), { message: "Internal Server Error" });
+      return undefined;
+    },
+    "the member add past --strict-reconfig-check (500 until then)",
+    15_000,
+    { intervalMs: 250 },
+  );
   assert.equal(dup.status, 409);
   await dup.arrayBuffer();
   const res = await post(d.peerUrl);

@@ -6,16 +6,13 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { errorLine, etcdctl, grpcUnary, installed, startGrpcCluster, type GrpcTestCluster, type GrpcTestMember } from "../helpers/grpc.ts";
 import { until } from "../helpers/http.ts";
+import { until as untilShared } from "../../src/until.test-helper.ts";
 
 /** Members a and b; once both answered, b is stopped: a is left without a leader. */
 async function leaderless(kind: "etcd" | "kvctl"): Promise<GrpcTestCluster & { endpoint: string }> {
   const c = await startGrpcCluster(kind, 2);
   const [a, b] = c.members as [GrpcTestMember, GrpcTestMember];
-  const t0 = Date.now();
-  while ((await etcdctl(a.endpoint, ["put", "k", "v"], { timeoutMs: 3000 })).code !== 0) {
-    if (Date.now() - t0 > 30_000) throw new Error(`${kind} cluster did not start:\n${a.proc.log()}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  await untilShared(async () => (await etcdctl(a.endpoint, ["put", "k", "v"], { timeoutMs: 3000 })).code === 0, `${kind} cluster to take a put`, 30_000, { intervalMs: 200, detail: () => a.proc.log() });
   await b.proc.stop();
   const hasNoLeader = async (): Promise<boolean> => /^etcd_server_has_leader 0$/m.test(await (await fetch(`${a.url}/metrics`)).text());
   await until(hasNoLeader, 10_000, `${kind} member a to see its leader go`);

@@ -13,6 +13,8 @@ import { join } from "node:path";
 import { freePort, kvctlBin, repoRoot } from "../helpers/server.ts";
 import { spawnServer, type Spawned } from "../helpers/spawned.ts";
 import { waitHealthy } from "../helpers/http.ts";
+import { whenOutput } from "../helpers/run-process.ts";
+import { until } from "../../src/until.test-helper.ts";
 
 const root = mkdtempSync(join(tmpdir(), "kvctl-publish-"));
 const started: Spawned[] = [];
@@ -44,8 +46,7 @@ test("a member that has not published holds client requests; its peer port answe
   };
   const m1 = start("m1", c1, p1);
   // The peer port answers first (members find each other through it).
-  for (let i = 0; i < 100 && (await answer(`${p1}/members`, 500).catch(() => "refused")) !== 200; i++) await new Promise((r) => setTimeout(r, 100));
-  assert.equal(await answer(`${p1}/members`, 1000), 200, m1.log());
+  await until(async () => (await answer(`${p1}/members`, 500)) === 200, "m1's peer port to answer", 10_000, { intervalMs: 100, ignoreErrors: true, detail: m1.log });
   const held = await Promise.all(["/version", "/health", "/v2/keys"].map((p) => answer(`${c1}${p}`, 1500)));
   assert.deepEqual(held, ["held", "held", "held"], "nothing answered before the member published itself");
   // A request held meanwhile is answered once the member serves.
@@ -62,7 +63,7 @@ test("a member stopped before it published exits 0 (its publish, waiting for a l
   const s = spawnServer(process.execPath, [kvctlBin, "serve", ...flags], repoRoot);
   started.push(s);
   // It campaigns (alone: no leader, so its publish proposal waits for one) before the stop.
-  for (let i = 0; i < 100 && !/became pre-candidate|became candidate/.test(s.log()); i++) await new Promise((r) => setTimeout(r, 100));
+  await whenOutput(s.child, () => /became pre-candidate|became candidate/.test(s.log()), 10_000, () => `no campaign in its log:\n${s.log()}`);
   const exited = new Promise<number | null>((resolve) => s.child.once("exit", (code) => resolve(code)));
   s.child.kill("SIGTERM");
   assert.equal(await exited, 0, s.log());

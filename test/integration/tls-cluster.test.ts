@@ -13,6 +13,7 @@ import { kvctlBin, repoRoot } from "../helpers/server.ts";
 import { CertDir } from "../helpers/certs.ts";
 import { request, reservedPort } from "../helpers/tls-server.ts";
 import { until } from "../helpers/http.ts";
+import { until as untilShared } from "../../src/until.test-helper.ts";
 
 const certs = new CertDir();
 const root = mkdtempSync(join(tmpdir(), "kvctl-tls-cluster-"));
@@ -40,17 +41,9 @@ async function get(m: Member, path: string): Promise<{ status: number; body: str
   return request(m.clientUrl, { path, tls });
 }
 
-async function healthy(m: Member, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    try {
-      if ((await get(m, "/health")).status === 200) return true;
-    } catch {
-      // not up yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return false;
+/** Until `m` answers /health with 200 over TLS (a refused connection: not up yet). */
+function healthy(m: Member, ms: number): Promise<void> {
+  return untilShared(async () => (await get(m, "/health")).status === 200, `${m.name} healthy over TLS`, ms, { intervalMs: 100, ignoreErrors: true, detail: () => m.log.join("").slice(-2000) });
 }
 
 test("a 3-member cluster on TLS with peer client-certificate auth replicates, reads with quorum and survives its leader", { timeout: 90_000 }, async () => {
@@ -79,7 +72,7 @@ test("a 3-member cluster on TLS with peer client-certificate auth replicates, re
     procs.push(p);
   };
   for (const m of members) start(m, "member");
-  for (const m of members) assert.ok(await healthy(m, 20_000), `${m.name} healthy over TLS:\n${m.log.join("").slice(-2000)}`);
+  for (const m of members) await healthy(m, 20_000);
 
   const put = await request(members[0]!.clientUrl, { method: "PUT", path: "/v2/keys/tls/a", body: "value=1", headers: { "Content-Type": "application/x-www-form-urlencoded" }, tls });
   assert.equal(put.status, 201, put.body);
@@ -110,18 +103,9 @@ test("a 3-member cluster on TLS with peer client-certificate auth replicates, re
   // The leader dies; the two others (still on TLS with each other) elect a new one.
   leader.proc!.kill("SIGKILL");
   const rest = members.filter((m) => m !== leader);
-  const deadline = Date.now() + 10_000;
-  let status = 0;
-  while (Date.now() < deadline && status !== 200) {
-    try {
-      status = (await request(rest[0]!.clientUrl, { method: "PUT", path: "/v2/keys/tls/b", body: "value=2", headers: { "Content-Type": "application/x-www-form-urlencoded" }, tls })).status;
-    } catch {
-      status = 0;
-    }
-    if (status !== 200 && status !== 201) await new Promise((r) => setTimeout(r, 200));
-    else status = 200;
-  }
-  assert.equal(status, 200, "a write after the leader's death succeeds");
+  // Refused or failed while they elect; 200 or 201 once they have (a retry may find it written).
+  const written = async (): Promise<boolean> => [200, 201].includes((await request(rest[0]!.clientUrl, { method: "PUT", path: "/v2/keys/tls/b", body: "value=2", headers: { "Content-Type": "application/x-www-form-urlencoded" }, tls })).status);
+  await untilShared(written, "a write after the leader's death", 10_000, { intervalMs: 200, ignoreErrors: true });
   const b = await get(rest[1]!, "/v2/keys/tls/b?quorum=true");
   assert.equal((JSON.parse(b.body) as { node: { value: string } }).node.value, "2");
 

@@ -4,7 +4,8 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { startCluster, type ClusterMember, type TestCluster } from "../helpers/cluster.ts";
-import { gatewayWatch, until } from "../helpers/http.ts";
+import { gatewayWatch, until as untilHttp } from "../helpers/http.ts";
+import { until } from "../../src/until.test-helper.ts";
 
 let cluster: TestCluster | undefined;
 after(async () => {
@@ -32,27 +33,26 @@ test("a watch on a follower sees every event of a write burst in order, across a
   const writer: ClusterMember = followers[1]!;
 
   const w = gatewayWatch(watcher.clientUrl, { key: b64("burst/"), range_end: b64("burst0") });
-  await until(() => w.results.some((r) => r["created"] === true), 5000, "watch created");
+  await untilHttp(() => w.results.some((r) => r["created"] === true), 5000, "watch created");
 
   const acked = new Set<string>();
   const total = 200;
   let next = 0;
   const writeOne = async (i: number): Promise<void> => {
-    // Writes go to both surviving members in turn; a write that fails during the election is retried.
-    for (let attempt = 0; attempt < 20; attempt++) {
-      const target = attempt % 2 === 0 ? writer : watcher;
-      try {
-        const r = await post(target.clientUrl, "/v3/kv/put", { key: b64(`burst/${String(i).padStart(4, "0")}`), value: b64(`v${i}`) });
-        if (r.status === 200) {
-          acked.add(`burst/${String(i).padStart(4, "0")}`);
-          return;
-        }
-      } catch {
-        // connection trouble during the leader change: try again
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new Error(`write ${i} never succeeded`);
+    const key = `burst/${String(i).padStart(4, "0")}`;
+    // Writes go to both surviving members in turn; a write that fails during the election
+    // (an error answer or connection trouble) is retried every 100 ms.
+    let attempt = 0;
+    await until(
+      async () => {
+        const target = attempt++ % 2 === 0 ? writer : watcher;
+        return (await post(target.clientUrl, "/v3/kv/put", { key: b64(key), value: b64(`v${i}`) })).status === 200;
+      },
+      `write ${i} acknowledged by ${writer.name} or ${watcher.name}`,
+      20_000,
+      { intervalMs: 100, ignoreErrors: true },
+    );
+    acked.add(key);
   };
   const workers = Array.from({ length: 8 }, async () => {
     while (next < total) {
@@ -70,7 +70,7 @@ test("a watch on a follower sees every event of a write burst in order, across a
   assert.equal(kvs.length, total);
   const expected = kvs.map((kv) => Number(kv.mod_revision)).sort((x, y) => x - y);
 
-  await until(() => w.results.flatMap((r) => (r["events"] as WatchEvent[] | undefined) ?? []).length >= total, 20_000, "every event at the watcher");
+  await untilHttp(() => w.results.flatMap((r) => (r["events"] as WatchEvent[] | undefined) ?? []).length >= total, 20_000, "every event at the watcher");
   const seen = w.results.flatMap((r) => (r["events"] as WatchEvent[] | undefined) ?? []).map((e) => Number(e.kv.mod_revision));
   w.close();
   assert.deepStrictEqual(seen, expected, "every revision once, in order");
