@@ -127,7 +127,14 @@ function suite(name: string, start: () => Promise<{ server: GrpcTestServer; opti
       const second = client.election("elect", 5).campaign("bob");
       let bobElected = false;
       second.on("elected", () => (bobElected = true));
-      await new Promise((r) => setTimeout(r, 300));
+      // etcd3 emits "_isWaiting" (its own tests' sync point) once the campaign found an older
+      // key and waits for its deletion: the decision not to lead, taken from the server's answer.
+      const decided = await new Promise<string>((resolve, reject) => {
+        second.once("_isWaiting", () => resolve("waiting"));
+        second.once("elected", () => resolve("elected"));
+        second.once("error", reject);
+      });
+      assert.equal(decided, "waiting");
       assert.equal(bobElected, false);
       await first.resign();
       await until(() => bobElected, 5_000, "bob elected");
