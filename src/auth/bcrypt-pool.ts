@@ -56,7 +56,9 @@ interface PoolWorker {
 }
 
 function startWorker(): Worker {
-  return new Worker(BCRYPT_WORKER_SOURCE, { eval: true });
+  // No flags of the parent's: --input-type=module would make the source an ES module
+  // (without require), and a loader such as tsx has nothing to do here.
+  return new Worker(BCRYPT_WORKER_SOURCE, { eval: true, execArgv: [] });
 }
 
 export class BcryptPool {

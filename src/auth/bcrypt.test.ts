@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { setImmediate } from "node:timers/promises";
+import { spawnSync } from "node:child_process";
 import { Worker } from "node:worker_threads";
 import { BCRYPT_DECOY_HASH, bcryptHash, bcryptHashPart, bcryptStatus, configureBcrypt, isBcryptHash, verifyBcrypt } from "./bcrypt.ts";
 import { BcryptPool, BcryptWorkerUnavailableError } from "./bcrypt-pool.ts";
@@ -115,6 +116,15 @@ test("with workers, jobs run side by side off the event loop, one per worker, th
   const status = bcryptStatus();
   assert.equal(status.onLoop, false);
   assert.ok(status.workers >= 1 && status.workers <= 2, `workers started: ${status.workers}`);
+});
+
+test("idle workers hold no process open: a program that hashed exits by itself", () => {
+  const program = `import("${new URL("./bcrypt.ts", import.meta.url).href}").then(async (m) => { await Promise.all([m.bcryptHash(Buffer.from("a"), 4), m.bcryptHash(Buffer.from("b"), 4)]); console.log(JSON.stringify(m.bcryptStatus())); });`;
+  const r = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", program], { encoding: "utf8", timeout: 20_000 });
+  assert.equal(r.status, 0, r.stderr);
+  const status = JSON.parse(r.stdout) as { workers: number; onLoop: boolean };
+  assert.equal(status.onLoop, false);
+  assert.ok(status.workers >= 1);
 });
 
 test("a worker that cannot start or dies: the job is computed on the event loop, and later ones too", async (t) => {
