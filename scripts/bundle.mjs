@@ -79,7 +79,34 @@ for (const out of Object.keys(result.metafile.outputs)) {
 // code cache (Node 20 caches no ES module). The same sources and packages as the chunks;
 // import.meta.url becomes the file's own URL (the package-relative paths and createRequire
 // calls resolve as from the chunks beside it), and the file is strict as ES modules are.
+//
+// lmdb's JavaScript (and msgpackr, ordered-binary and its other pure-JS dependencies) is
+// bundled into serve.cjs too, so that it compiles from the code cache instead of being
+// resolved and compiled file by file from node_modules at each start; its native addon is
+// still found from lmdb's own directory (LMDB_FILENAME). msgpackr's optional native string
+// extractor is left out (MSGPACKR_STUB): kvctl's msgpack values are a few small meta rows,
+// which the JavaScript decoder reads as fast, and loading that second addon cost each
+// start its own look-up and dlopen.
 const SERVE_CJS = "dist/bundle/cli/serve.cjs";
+/** lmdb finds its addon (and its require) from its own file: there, not from serve.cjs. */
+const LMDB_FILENAME = `var __filename = require.resolve(String("lmdb"));\n`;
+const LMDB_REQUIRE = `const require = createRequire(import.meta.url);\nconst lmdb = require("lmdb") as typeof import("lmdb");`;
+const MSGPACKR_STUB = "module.exports = undefined;\n";
+const serveCjsPlugin = {
+  name: "serve-cjs-lmdb",
+  setup(b) {
+    b.onResolve({ filter: /^msgpackr-extract$/ }, () => ({ path: "msgpackr-extract", namespace: "kvctl-stub" }));
+    b.onLoad({ filter: /.*/, namespace: "kvctl-stub" }, () => ({ contents: MSGPACKR_STUB, loader: "js" }));
+    b.onLoad({ filter: /[\\/]node_modules[\\/]lmdb[\\/]dist[\\/]index\.cjs$/ }, (args) => ({ contents: LMDB_FILENAME + readFileSync(args.path, "utf8"), loader: "js" }));
+    // mvcc-db.ts requires lmdb through createRequire (an ES module's way), which esbuild leaves
+    // to run time; CommonJS's own require() it bundles (lmdb's CommonJS build, as at run time).
+    b.onLoad({ filter: /[\\/]src[\\/]backend[\\/]mvcc-db\.ts$/ }, (args) => {
+      const source = readFileSync(args.path, "utf8");
+      if (!source.includes(LMDB_REQUIRE)) throw new Error(`bundle: ${args.path} no longer has ${LMDB_REQUIRE}; make serve.cjs bundle lmdb another way`);
+      return { contents: source.replace(LMDB_REQUIRE, `const lmdb = require("lmdb") as typeof import("lmdb");`), loader: "ts" };
+    });
+  },
+};
 const serveCjs = await build({
   entryPoints: ["src/cli/commands/serve.ts"],
   outfile: SERVE_CJS,
@@ -88,12 +115,24 @@ const serveCjs = await build({
   platform: "node",
   target: "node20",
   sourcemap: true,
-  external: EXTERNAL,
+  external: [...EXTERNAL.filter((e) => e !== "lmdb"), "bun:ffi"],
+  plugins: [serveCjsPlugin],
   define: { "import.meta.url": "__kvctl_module_url" },
   banner: { js: `"use strict";\nconst __kvctl_module_url = require("node:url").pathToFileURL(__filename).href;` },
   metafile: true,
   logLevel: "warning",
 });
+
+// serve.cjs is kept ASCII, which src/cli/serve-bundle.ts then reads as latin1 (0.2 ms for
+// its 1.4 MB; as UTF-8 3.2 ms, a few non-ASCII characters sending the whole file down Node's
+// slow path). esbuild escapes strings, regular expressions and identifiers (its ASCII
+// charset) but copies comments as they are: there the characters are written as escapes.
+const nonAscii = /[^\x00-\x7f]/u;
+writeFileSync(SERVE_CJS, readFileSync(SERVE_CJS, "utf8").split("\n").map((line, i) => {
+  if (!nonAscii.test(line)) return line;
+  if (!/^\s*(\*|\/\/|\/\*)/.test(line)) throw new Error(`bundle: ${SERVE_CJS}:${i + 1} has non-ASCII characters outside a comment`);
+  return line.replace(/[^\x00-\x7f]/gu, (c) => `\\u{${c.codePointAt(0).toString(16)}}`);
+}).join("\n"));
 
 // Its code cache, made by the Node that builds (another Node's V8 refuses it and the file
 // compiles without): the module body is run once, as a member's start runs it, so the
@@ -124,6 +163,10 @@ function bundledPackages(inputs) {
   return [...names].sort();
 }
 
+function mitText(holder) {
+  return `Copyright (c) ${holder}\n\nPermission is hereby granted, free of charge, to any person obtaining a copy of this software and associated documentation files (the "Software"), to deal in the Software without restriction, including without limitation the rights to use, copy, modify, merge, publish, distribute, sublicense, and/or sell copies of the Software, and to permit persons to whom the Software is furnished to do so, subject to the following conditions:\n\nThe above copyright notice and this permission notice shall be included in all copies or substantial portions of the Software.\n\nTHE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.`;
+}
+
 function leadingComment(text) {
   const lines = [];
   for (const line of text.split("\n")) {
@@ -133,12 +176,8 @@ function leadingComment(text) {
   return lines.join("\n");
 }
 
-const inChunks = new Set(bundledPackages(result.metafile.inputs));
-const onlyInCjs = bundledPackages(serveCjs.metafile.inputs).filter((n) => !inChunks.has(n));
-if (onlyInCjs.length > 0) throw new Error(`bundle: ${SERVE_CJS} bundles packages the chunks do not (${onlyInCjs.join(", ")}): their notices would be missing`);
-
 const parts = ["Third-party software bundled into these files, with its licence terms.\n"];
-for (const name of bundledPackages(result.metafile.inputs)) {
+for (const name of bundledPackages({ ...result.metafile.inputs, ...serveCjs.metafile.inputs })) {
   const dir = join("node_modules", name);
   const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
   if (!ALLOWED.has(pkg.license)) throw new Error(`bundle: ${name} has licence ${pkg.license}, not one of ${[...ALLOWED].join(", ")}`);
@@ -148,6 +187,8 @@ for (const name of bundledPackages(result.metafile.inputs)) {
     .map((f) => readFileSync(join(dir, f), "utf8").trim());
   // kvctl itself is Apache-2.0 (package.json): its terms are the ones that package points to.
   if (texts.length === 0 && pkg.license.includes("Apache-2.0")) texts.push("Licensed under the Apache License, Version 2.0: https://www.apache.org/licenses/LICENSE-2.0");
+  // weak-lru-cache (lmdb's, in serve.cjs) says "MIT" in its package.json and README only: the MIT terms with its author.
+  if (texts.length === 0 && pkg.license === "MIT") texts.push(mitText(typeof pkg.author === "string" ? pkg.author : (pkg.author?.name ?? name)));
   for (const f of NOTICES[name] ?? []) texts.push(leadingComment(readFileSync(join(dir, f), "utf8")).trim());
   if (texts.length === 0) throw new Error(`bundle: ${name} ships no licence file; name one of its notices in NOTICES`);
   parts.push(`${"=".repeat(78)}\n${name}@${pkg.version}, licence ${pkg.license}, ${repo}\n\n${texts.join("\n\n")}\n`);

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { codeCacheFile, coverageCollected, loadServe, runCommonJs, verifiedCache } from "./serve-bundle.ts";
+import { codeCacheFile, coverageCollected, loadServe, runCommonJs, sourceText, verifiedCache } from "./serve-bundle.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "serve-bundle-"));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -38,6 +38,16 @@ test("a cache is refused for another source of the same length, damaged bytes, a
   assert.equal(verifiedCache(source, cacheFile.subarray(0, cacheFile.length - 1)), undefined);
   assert.equal(verifiedCache(source, cacheFile.subarray(0, 40)), undefined);
   assert.equal(verifiedCache(source, Buffer.concat([Buffer.from("x"), cacheFile.subarray(1)])), undefined);
+});
+
+test("a source file's text: ASCII as it is, other bytes decoded as UTF-8; the cache verifies against the file's bytes", () => {
+  assert.equal(sourceText(Buffer.from(source)), source);
+  const utf8 = `"use strict";\nexports.dash = "\u2014 \u00e9";\n`;
+  assert.equal(sourceText(Buffer.from(utf8, "utf8")), utf8);
+  const { script } = runCommonJs(file, utf8, undefined);
+  const cacheFile = codeCacheFile(utf8, script.createCachedData());
+  assert.ok(verifiedCache(Buffer.from(utf8, "utf8"), cacheFile) !== undefined);
+  assert.equal(verifiedCache(Buffer.from(utf8, "latin1"), cacheFile), undefined);
 });
 
 test("loadServe runs serve.cjs beside the main module, with or without a usable cache", async () => {
