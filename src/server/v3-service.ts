@@ -440,13 +440,16 @@ export class V3Service implements V3Backend {
   /**
    * etcd's Authenticate: check the password here, register the token through the log; retry
    * when auth moved meanwhile. A check still queued for bcrypt when the caller's deadline
-   * passes is dropped (etcd's goroutine would hash for a client that is gone).
+   * passes or its client goes away is dropped (etcd's goroutine would hash for a client
+   * that is gone).
    */
   async authenticate(name: string, password: string, ctx?: V3CallContext): Promise<string> {
     const gaveUp = ctx?.deadline === undefined ? undefined : new AbortController();
     const off = gaveUp === undefined ? undefined : ctx?.deadline?.onExpire(() => gaveUp.abort(V3Errors.contextDeadlineExceeded()));
+    const gone = ctx?.signal;
+    const signal = gaveUp === undefined ? gone : gone === undefined ? gaveUp.signal : AbortSignal.any([gaveUp.signal, gone]);
     try {
-      return await this.#authenticate(name, password, gaveUp?.signal);
+      return await this.#authenticate(name, password, signal);
     } finally {
       off?.();
     }

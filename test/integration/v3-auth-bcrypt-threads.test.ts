@@ -110,6 +110,19 @@ describe("v3 logins on bcrypt's worker threads (bcrypt cost 10)", () => {
     assert.ok(next.ms < Math.max(8 * single, 600), `the next login waited ${next.ms.toFixed(0)} ms`);
   });
 
+  test("a gateway client that hangs up: its queued check is dropped", async (t) => {
+    const hangUp = (password: string): Promise<unknown> =>
+      fetch(`${kv.url}/v3/auth/authenticate`, { method: "POST", body: JSON.stringify({ name: "u2", password }), signal: AbortSignal.timeout(150) }).then(
+        (res) => res.arrayBuffer(),
+        (err: unknown) => err,
+      );
+    await Promise.all(Array.from({ length: 30 }, (_, i) => hangUp(`gone${i}`)));
+    const next = await login(kv, "u1", "after-hang-up");
+    assert.equal(next.status, "3");
+    t.diagnostic(`30 gateway calls abandoned after 150 ms; the next login took ${next.ms.toFixed(0)} ms`);
+    assert.ok(next.ms < Math.max(8 * single, 600), `the next login waited ${next.ms.toFixed(0)} ms`);
+  });
+
   test("a flood past the queue is refused at once with etcd's 'too many requests' (ResourceExhausted)", async (t) => {
     const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => login(kv, "u1", `flood${i}`)));
     const refused = answers.filter((r) => r.status === "8");

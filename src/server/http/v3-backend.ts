@@ -40,6 +40,8 @@ export interface V3CallContext {
   token: string | undefined;
   /** The client's deadline (gRPC's grpc-timeout): waits for a leader, an apply or a read end at it. */
   deadline?: Deadline;
+  /** The client went away (the gateway's Authenticate only): a password check still queued is dropped. */
+  signal?: AbortSignal;
 }
 
 /** etcdserverpb.ResponseHeader; IDs as decimal strings. */

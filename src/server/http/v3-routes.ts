@@ -232,6 +232,15 @@ function streamOpens(req: IncomingMessage, res: ServerResponse, gw: V3GatewayCon
   return false;
 }
 
+/** Fires once the connection closed before the answer was written (grpc-gateway's context is then canceled). */
+function clientGone(res: ServerResponse): AbortSignal {
+  const gone = new AbortController();
+  res.once("close", () => {
+    if (!res.writableFinished) gone.abort(new V3Error(GrpcCode.Cancelled, "context canceled"));
+  });
+  return gone.signal;
+}
+
 async function serveUnary(req: IncomingMessage, res: ServerResponse, route: string, gw: V3GatewayContext, timeout: GatewayTimeout): Promise<void> {
   const handler = UNARY_ROUTES.get(route);
   if (handler === undefined) throw new HttpTextError(404, "Not Found");
@@ -242,6 +251,8 @@ async function serveUnary(req: IncomingMessage, res: ServerResponse, route: stri
   const backend = expired ? expiredBackend(gw.backend) : gw.backend;
   await refuseOnLearner(gw, route, fields, (b) => handler(fields, { backend: expired ? backend : b, ctx: { token: undefined }, gw }));
   const { deadline, ctx } = callWithin(req, timeout);
+  // A password check still queued for bcrypt is dropped once its client is gone.
+  if (route === "auth/authenticate") ctx.signal = clientGone(res);
   const call = (): ReturnType<typeof handler> => handler(fields, { backend, ctx, gw });
   // Expired: whatever etcd's server would have said (its v3rpc checks included) is never
   // asked; only the gateway's own refusals (decoding) come first.
