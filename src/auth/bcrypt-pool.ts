@@ -110,6 +110,8 @@ export class BcryptPool {
     const all = [...this.#all];
     this.#all.clear();
     this.#idle = [];
+    this.#broken = true;
+    for (const w of all) w.pending?.reject(new BcryptWorkerUnavailableError("bcrypt workers closed"));
     await Promise.all(all.map((w) => w.worker.terminate()));
   }
 

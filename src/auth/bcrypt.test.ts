@@ -127,6 +127,14 @@ test("idle workers hold no process open: a program that hashed exits by itself",
   assert.ok(status.workers >= 1);
 });
 
+test("closing the pool fails a job in flight over to the caller instead of leaving it pending", async () => {
+  const pool = new BcryptPool(1);
+  const failed = assert.rejects(pool.hashPart(Buffer.from("x"), 12, Buffer.alloc(16)), BcryptWorkerUnavailableError);
+  await pool.close();
+  await failed;
+  await assert.rejects(pool.hashPart(Buffer.from("x"), 4, Buffer.alloc(16)), BcryptWorkerUnavailableError);
+});
+
 test("a worker that cannot start or dies: the job is computed on the event loop, and later ones too", async (t) => {
   const failing = new BcryptPool(1, () => {
     throw new Error("no threads here");
