@@ -236,7 +236,8 @@ describe("--experimental-watch-progress-notify-interval", () => {
   test("watchers created with progress_notify get empty responses at the current revision each interval, none while events flow", { timeout: 60_000 }, async () => {
     // An interval ten times the puts' spacing below: only a stall of a whole second between
     // two puts (seen with 300 ms on a loaded machine) would let a notification in.
-    const servers = await both(["--experimental-watch-progress-notify-interval", "1s"]);
+    const intervalMs = 1000;
+    const servers = await both(["--experimental-watch-progress-notify-interval", `${intervalMs}ms`]);
     await Promise.all(
       servers.map(async (s) => {
         const res = await gw(s, "kv/put", { key: b64("p/x"), value: b64("1") });
@@ -254,13 +255,14 @@ describe("--experimental-watch-progress-notify-interval", () => {
           assert.equal(p["watch_id"], "1", `${s.kind}: only the watcher that asked`);
           assert.equal(Number((p["header"] as { revision: string }).revision), rev, s.kind);
         }
-        // Puts to p/a every 100 ms (a tenth of the interval): each tick finds events sent since
-        // the last one and is skipped. Read until the 12th event.
+        // Puts to p/a every tenth of the interval: each tick finds events sent since the last
+        // one and is skipped. The spacing is the point (events must keep flowing across ticks
+        // of the server's clock), so it is real time. Read until the 12th event.
         const eventsIn = (lines: Array<Record<string, unknown>>): number => lines.reduce((n, r) => n + ((r["events"] as unknown[] | undefined)?.length ?? 0), 0);
         const busy = await watchLines(s.url, creates.slice(0, 1), (lines) => eventsIn(lines) >= 12, async () => {
           for (let i = 0; i < 12; i++) {
             await gw(s, "kv/put", { key: b64("p/a"), value: b64(String(i)) });
-            await sleep(100);
+            await sleep(intervalMs / 10);
           }
         });
         const events = busy.filter((r) => r["events"] !== undefined);

@@ -151,7 +151,8 @@ for (const kind of kinds) {
       const followers = c.members.filter((m) => m !== leader);
       for (const f of followers) writers.push(await Writer.open(f));
       // Writes begun from the kill until a follower stops forwarding them to the dead
-      // leader are lost; they go out every 20 ms, so some begin within the window.
+      // leader are lost; they go out every 20 ms (real time: the window is the servers'
+      // election clock, 1 s), so some begin within the window.
       const answers = new Map<GrpcTestMember, Array<Promise<Answer>>>(followers.map((f) => [f, []]));
       let electing = true;
       const pace = (async () => {

@@ -124,6 +124,8 @@ test("three members: keepalives through a follower, expiry by the leader, a lead
     await until(async () => has(f0, "survivor"), 5000, "the put applied on f0");
     let stop = false;
     // Errors are allowed while there is no leader; an answer without the TTL means the lease was gone.
+    // A client's keepalives, paced in real time as a client's are: what the test shows is
+    // that they keep the lease through the election, so the pace is the point.
     const gone: string[] = [];
     let answered = 0;
     const loop = (async () => {
