@@ -135,6 +135,20 @@ test("closing the pool fails a job in flight over to the caller instead of leavi
   await assert.rejects(pool.hashPart(Buffer.from("x"), 4, Buffer.alloc(16)), BcryptWorkerUnavailableError);
 });
 
+test("a worker idle past idleMs stops (memory back); the next job starts another", async () => {
+  const pool = new BcryptPool(2, undefined, 30);
+  const salt = Buffer.alloc(16, 1);
+  const first = await pool.hashPart(Buffer.from("x"), 4, salt);
+  assert.equal(pool.started, 1);
+  const deadline = Date.now() + 10_000;
+  while (pool.started > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(pool.started, 0, "the idle worker stopped");
+  assert.equal(pool.broken, false, "stopping idle is no failure");
+  assert.equal(await pool.hashPart(Buffer.from("x"), 4, salt), first);
+  assert.equal(pool.started, 1);
+  await pool.close();
+});
+
 test("a worker that cannot start or dies: the job is computed on the event loop, and later ones too", async (t) => {
   const failing = new BcryptPool(1, () => {
     throw new Error("no threads here");
