@@ -3,6 +3,7 @@
 // ~50 ms of a restart's CPU it is there to save. Needs `node scripts/bundle.mjs` first.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { isAscii } from "node:buffer";
 import { readFileSync } from "node:fs";
 import Module from "node:module";
 import { join, resolve } from "node:path";
@@ -18,6 +19,14 @@ test("the bundle's serve.cjs has a code cache that matches it and that V8 accept
   assert.ok(data !== undefined, "the cache's header does not match serve.cjs");
   const script = new Script(Module.wrap(source), { filename: file, cachedData: data });
   assert.equal(script.cachedDataRejected, false);
+});
+
+test("serve.cjs is ASCII (read as latin1) and carries lmdb's JavaScript (compiled from the cache, not from node_modules)", () => {
+  const bytes = readFileSync(file);
+  assert.ok(isAscii(bytes), "serve.cjs has non-ASCII bytes: scripts/bundle.mjs should have escaped them");
+  const text = bytes.toString("latin1");
+  assert.ok(text.includes("node_modules/lmdb/dist/index.cjs"), "lmdb is not bundled");
+  assert.ok(!/\brequire\("lmdb"\)/.test(text), "serve.cjs still requires lmdb at run time");
 });
 
 test("serve.cjs sits beside the chunks, so package-relative paths resolve the same", () => {
