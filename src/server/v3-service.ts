@@ -426,15 +426,19 @@ export class V3Service implements V3Backend {
     return await this.#proposeAuth(op, info, ctx);
   }
 
-  /** User add / change password: the password is hashed here; only the hash enters the log. */
+  /**
+   * User add / change password: the password is hashed here; only the hash enters the log.
+   * A hash still queued for bcrypt when the caller's deadline passes is dropped.
+   */
   async userAdd(req: { name: string; password: string; noPassword: boolean }, ctx: V3CallContext): Promise<void> {
     if (req.name === "") throw V3Errors.userEmpty();
-    const passwordHash = req.noPassword ? null : await hashV3Password(req.password, this.#kv.config.bcryptCost);
+    const passwordHash = req.noPassword ? null : await whileWanted(ctx, (signal) => hashV3Password(req.password, this.#kv.config.bcryptCost, { signal }));
     await this.auth({ kind: "userAdd", name: req.name, passwordHash, noPassword: req.noPassword }, ctx);
   }
 
   async userChangePassword(name: string, password: string, ctx: V3CallContext): Promise<void> {
-    await this.auth({ kind: "userChangePassword", name, passwordHash: await hashV3Password(password, this.#kv.config.bcryptCost) }, ctx);
+    const passwordHash = await whileWanted(ctx, (signal) => hashV3Password(password, this.#kv.config.bcryptCost, { signal }));
+    await this.auth({ kind: "userChangePassword", name, passwordHash }, ctx);
   }
 
   /**
@@ -443,16 +447,8 @@ export class V3Service implements V3Backend {
    * passes or its client goes away is dropped (etcd's goroutine would hash for a client
    * that is gone).
    */
-  async authenticate(name: string, password: string, ctx?: V3CallContext): Promise<string> {
-    const gaveUp = ctx?.deadline === undefined ? undefined : new AbortController();
-    const off = gaveUp === undefined ? undefined : ctx?.deadline?.onExpire(() => gaveUp.abort(V3Errors.contextDeadlineExceeded()));
-    const gone = ctx?.signal;
-    const signal = gaveUp === undefined ? gone : gone === undefined ? gaveUp.signal : AbortSignal.any([gaveUp.signal, gone]);
-    try {
-      return await this.#authenticate(name, password, signal);
-    } finally {
-      off?.();
-    }
+  authenticate(name: string, password: string, ctx?: V3CallContext): Promise<string> {
+    return whileWanted(ctx, (signal) => this.#authenticate(name, password, signal));
   }
 
   async #authenticate(name: string, password: string, signal: AbortSignal | undefined): Promise<string> {
@@ -735,6 +731,23 @@ function appliedOrThrow(res: ApplyResult): Applied {
 
 function appliedPut(res: ApplyResult): PutResponse {
   return appliedOrThrow(res).v3 as PutResponse;
+}
+
+/**
+ * Runs `work` with a signal that fires when the caller gives up: its deadline passes
+ * (etcd's context error) or its client went away (`ctx.signal`). bcrypt's queue drops a
+ * job not yet started on it (auth/bcrypt.ts).
+ */
+async function whileWanted<T>(ctx: V3CallContext | undefined, work: (signal: AbortSignal | undefined) => Promise<T>): Promise<T> {
+  const expired = ctx?.deadline === undefined ? undefined : new AbortController();
+  const off = expired === undefined ? undefined : ctx?.deadline?.onExpire(() => expired.abort(V3Errors.contextDeadlineExceeded()));
+  const gone = ctx?.signal;
+  const signal = expired === undefined ? gone : gone === undefined ? expired.signal : AbortSignal.any([expired.signal, gone]);
+  try {
+    return await work(signal);
+  } finally {
+    off?.();
+  }
 }
 
 function rethrowV3(err: unknown): never {

@@ -123,6 +123,17 @@ describe("v3 logins on bcrypt's worker threads (bcrypt cost 10)", () => {
     assert.ok(next.ms < Math.max(8 * single, 600), `the next login waited ${next.ms.toFixed(0)} ms`);
   });
 
+  test("a UserAdd whose deadline passes while its hash waits is dropped too: no user, no hash", async () => {
+    const res = await fetch(`${kv.url}/v3/auth/authenticate`, { method: "POST", body: JSON.stringify({ name: "root", password: "rootpw" }) });
+    const token = ((await res.json()) as { token: string }).token;
+    const busy = Array.from({ length: 20 }, (_, i) => login(kv, "u1", `busy${i}`));
+    const add = await grpcUnary(kv.endpoint, "/etcdserverpb.Auth/UserAdd", authenticateRequest("late-user", "pw"), { token, "grpc-timeout": "100m" });
+    assert.ok(add.status === "4" || (add.status === "2" && add.message === "context deadline exceeded"), JSON.stringify(add));
+    await Promise.all(busy);
+    const got = await fetch(`${kv.url}/v3/auth/user/get`, { method: "POST", body: JSON.stringify({ name: "late-user" }), headers: { authorization: token } });
+    assert.match(await got.text(), /user name not found/);
+  });
+
   test("a flood past the queue is refused at once with etcd's 'too many requests' (ResourceExhausted)", async (t) => {
     const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => login(kv, "u1", `flood${i}`)));
     const refused = answers.filter((r) => r.status === "8");

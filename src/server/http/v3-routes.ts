@@ -233,11 +233,16 @@ function streamOpens(req: IncomingMessage, res: ServerResponse, gw: V3GatewayCon
 }
 
 /** Fires once the connection closed before the answer was written (grpc-gateway's context is then canceled). */
-function clientGone(res: ServerResponse): AbortSignal {
+function clientGone(req: IncomingMessage, res: ServerResponse): AbortSignal {
   const gone = new AbortController();
-  res.once("close", () => {
-    if (!res.writableFinished) gone.abort(new V3Error(GrpcCode.Cancelled, "context canceled"));
-  });
+  const abort = (): void => gone.abort(new V3Error(GrpcCode.Cancelled, "context canceled"));
+  // Closed while the body was read: no 'close' is coming any more.
+  if (req.socket.destroyed) abort();
+  else {
+    res.once("close", () => {
+      if (!res.writableFinished) abort();
+    });
+  }
   return gone.signal;
 }
 
@@ -252,7 +257,7 @@ async function serveUnary(req: IncomingMessage, res: ServerResponse, route: stri
   await refuseOnLearner(gw, route, fields, (b) => handler(fields, { backend: expired ? backend : b, ctx: { token: undefined }, gw }));
   const { deadline, ctx } = callWithin(req, timeout);
   // A password check still queued for bcrypt is dropped once its client is gone.
-  if (route === "auth/authenticate") ctx.signal = clientGone(res);
+  if (route === "auth/authenticate") ctx.signal = clientGone(req, res);
   const call = (): ReturnType<typeof handler> => handler(fields, { backend, ctx, gw });
   // Expired: whatever etcd's server would have said (its v3rpc checks included) is never
   // asked; only the gateway's own refusals (decoding) come first.
