@@ -7,7 +7,10 @@
 # Prints µs per call, the median over rounds, and req/s. On a shared machine req/s swings
 # with the load; CPU per call much less.
 #
-#   bench/grpc/cpu.sh [-n 20000] [-c 8] [-m 8] [--rounds 5] [--rows put,range,range-s,watch-open] [--port-base 21640]
+#   bench/grpc/cpu.sh [-n 20000] [-c 8] [-m 8] [--rounds 5] [--rows put,range,range-s,range-100,watch-open] [--port-base 21640]
+#
+# range-100: a serializable Range of 100 keys of 1 KiB values (put before the rounds), where
+# encoding the RangeResponse is a larger share of the call than for one key.
 #
 # watch-open: 1,000 watchers on their own Watch streams (grpc/streams.mjs watch, one put
 # to all of them, then closed): CPU per watcher, the streams' opening and `created`
@@ -53,6 +56,10 @@ for kind in "${KINDS[@]}"; do
     sleep 0.1
   done
   [ -n "$ok" ] || { echo "$kind did not start" >&2; cat "$TMP/$kind.log" >&2; exit 1; }
+  if [[ ",$ROWS," == *,range-100,* ]]; then
+    v=$(head -c 1024 /dev/zero | tr '\0' v)
+    for k in $(seq -w 0 99); do ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$cp" put "bench-range/0$k" "$v" >/dev/null; done
+  fi
 done
 # A kvctl member's main thread is its process's first task (the same id); workers, GC and
 # compiler threads are the others.
@@ -62,7 +69,7 @@ ticks() { # pid [main] -> clock ticks of utime+stime
   awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "$f"
 }
 HZ=$(getconf CLK_TCK)
-path() { case $1 in put) echo "etcdserverpb.KV/Put put.bin" ;; range) echo "etcdserverpb.KV/Range range.bin" ;; range-s) echo "etcdserverpb.KV/Range range-s.bin" ;; esac; }
+path() { case $1 in put) echo "etcdserverpb.KV/Put put.bin" ;; range) echo "etcdserverpb.KV/Range range.bin" ;; range-s) echo "etcdserverpb.KV/Range range-s.bin" ;; range-100) echo "etcdserverpb.KV/Range range-100.bin" ;; esac; }
 run() { # kind row -> "req/s total-µs main-µs"
   local p b out t0 m0 t1 m1
   if [ "$2" = watch-open ]; then # 1,000 Watch streams opened, one put to all, closed: CPU per watcher

@@ -27,3 +27,6 @@ writeFileSync(join(dir, "put.bin"), frame([...bytesField(1, key), ...bytesField(
 // RangeRequest{key=1}: linearizable; {key=1, serializable=7}.
 writeFileSync(join(dir, "range.bin"), frame(bytesField(1, key)));
 writeFileSync(join(dir, "range-s.bin"), frame([...bytesField(1, key), ...boolField(7)]));
+// RangeRequest{key=1, range_end=2, serializable=7}: the 100 keys bench-range/000..099
+// (1 KiB values each, cpu.sh's range-100 row puts them).
+writeFileSync(join(dir, "range-100.bin"), frame([...bytesField(1, [...Buffer.from("bench-range/")]), ...bytesField(2, [...Buffer.from("bench-range0")]), ...boolField(7)]));
