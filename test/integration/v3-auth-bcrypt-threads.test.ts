@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { availableParallelism, loadavg } from "node:os";
 import { after, before, describe, test } from "node:test";
 import { grpcUnary, startGrpcServer, type GrpcTestServer } from "../helpers/grpc.ts";
+import { until } from "../../src/until.test-helper.ts";
 
 const AUTHENTICATE = "/etcdserverpb.Auth/Authenticate";
 
@@ -29,6 +30,11 @@ async function gw(s: GrpcTestServer, path: string, body: unknown): Promise<void>
   assert.equal(res.status, 200, `${path}: ${await res.text()}`);
 }
 
+/** The server's worker threads: one per core of this machine (auth/bcrypt-pool.ts). */
+const threads = availableParallelism();
+/** Jobs waiting, at most (auth/bcrypt.ts BCRYPT_MAX_QUEUED). */
+const MAX_QUEUED = 64;
+
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 describe("v3 logins on bcrypt's worker threads (bcrypt cost 10)", () => {
@@ -37,12 +43,7 @@ describe("v3 logins on bcrypt's worker threads (bcrypt cost 10)", () => {
 
   before(async () => {
     kv = await startGrpcServer("kvctl");
-    let ready = false;
-    for (let i = 0; i < 200 && !ready; i++) {
-      ready = await fetch(`${kv.url}/health`).then((r) => r.ok, () => false);
-      if (!ready) await new Promise((r) => setTimeout(r, 100));
-    }
-    assert.ok(ready, kv.logs());
+    await until(() => fetch(`${kv.url}/health`).then((r) => r.ok, () => false), "kvctl healthy", 20_000, { intervalMs: 50, detail: () => kv.logs() });
     await gw(kv, "auth/user/add", { name: "root", password: "rootpw" });
     await gw(kv, "auth/user/grant", { user: "root", role: "root" });
     for (const u of ["u1", "u2"]) await gw(kv, "auth/user/add", { name: u, password: `${u}pw` });
@@ -73,23 +74,22 @@ describe("v3 logins on bcrypt's worker threads (bcrypt cost 10)", () => {
     // Taking turns, the second answer comes one hash after the first whatever the load;
     // side by side, both come together (a busy machine slows both alike).
     // With more runnable threads than cores the scheduler, not kvctl, decides who finishes first.
-    const cores = availableParallelism();
-    if (cores < 2 || loadavg()[0]! > cores) {
-      t.diagnostic(`timing not judged: ${cores} cores, load ${loadavg()[0]!.toFixed(1)}`);
+    if (threads < 2 || loadavg()[0]! > threads) {
+      t.diagnostic(`timing not judged: ${threads} cores, load ${loadavg()[0]!.toFixed(1)}`);
       return;
     }
     assert.ok(gap < 0.5 * single, `the two answers came ${gap.toFixed(0)} ms apart, one login alone took ${single.toFixed(0)} ms: they took turns`);
   });
 
   test("calls whose deadline passes while queued are dropped: a login right after waits for no leftover hashes", async (t) => {
-    const calls = Array.from({ length: 40 }, (_, i) => login(kv, "u1", `late${i}`, { "grpc-timeout": "200m" }));
+    const calls = Array.from({ length: 20 * threads }, (_, i) => login(kv, "u1", `late${i}`, { "grpc-timeout": "200m" }));
     const answers = await Promise.all(calls);
     const late = answers.filter((r) => r.status !== "3");
-    assert.ok(late.length >= 10, `most could not be checked within 200 ms: ${JSON.stringify(answers.map((r) => r.status))}`);
+    assert.ok(late.length >= 5 * threads, `most could not be checked within 200 ms: ${JSON.stringify(answers.map((r) => r.status))}`);
     for (const r of late) assert.ok(r.status === "4" || (r.status === "2" && r.message === "context deadline exceeded"), JSON.stringify(r));
     const next = await login(kv, "u2", "after");
     assert.equal(next.status, "3");
-    t.diagnostic(`40 calls with a 200 ms deadline: ${answers.length - late.length} checked, ${late.length} dropped; the next login took ${next.ms.toFixed(0)} ms (one alone: ${single.toFixed(0)} ms)`);
+    t.diagnostic(`${answers.length} calls with a 200 ms deadline: ${answers.length - late.length} checked, ${late.length} dropped; the next login took ${next.ms.toFixed(0)} ms (one alone: ${single.toFixed(0)} ms)`);
     // Had the dropped ones run, this login would wait behind ~18 hashes per thread.
     assert.ok(next.ms < Math.max(8 * single, 600), `the next login waited ${next.ms.toFixed(0)} ms`);
   });
@@ -101,12 +101,12 @@ describe("v3 logins on bcrypt's worker threads (bcrypt cost 10)", () => {
       await res.arrayBuffer();
       return { status: res.status, ms: performance.now() - t0 };
     };
-    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => gatewayLogin(`gw-late${i}`)));
+    const answers = await Promise.all(Array.from({ length: 15 * threads }, (_, i) => gatewayLogin(`gw-late${i}`)));
     const late = answers.filter((r) => r.status !== 400);
-    assert.ok(late.length >= 10, JSON.stringify(answers));
+    assert.ok(late.length >= 5 * threads, JSON.stringify(answers));
     const next = await login(kv, "u1", "after-gateway");
     assert.equal(next.status, "3");
-    t.diagnostic(`30 gateway calls with a 200 ms deadline: ${answers.length - late.length} checked, ${late.length} answered ${[...new Set(late.map((r) => r.status))].join("/")}; the next login took ${next.ms.toFixed(0)} ms`);
+    t.diagnostic(`${answers.length} gateway calls with a 200 ms deadline: ${answers.length - late.length} checked, ${late.length} answered ${[...new Set(late.map((r) => r.status))].join("/")}; the next login took ${next.ms.toFixed(0)} ms`);
     assert.ok(next.ms < Math.max(8 * single, 600), `the next login waited ${next.ms.toFixed(0)} ms`);
   });
 
@@ -116,17 +116,17 @@ describe("v3 logins on bcrypt's worker threads (bcrypt cost 10)", () => {
         (res) => res.arrayBuffer(),
         (err: unknown) => err,
       );
-    await Promise.all(Array.from({ length: 30 }, (_, i) => hangUp(`gone${i}`)));
+    await Promise.all(Array.from({ length: 15 * threads }, (_, i) => hangUp(`gone${i}`)));
     const next = await login(kv, "u1", "after-hang-up");
     assert.equal(next.status, "3");
-    t.diagnostic(`30 gateway calls abandoned after 150 ms; the next login took ${next.ms.toFixed(0)} ms`);
+    t.diagnostic(`${15 * threads} gateway calls abandoned after 150 ms; the next login took ${next.ms.toFixed(0)} ms`);
     assert.ok(next.ms < Math.max(8 * single, 600), `the next login waited ${next.ms.toFixed(0)} ms`);
   });
 
   test("a UserAdd whose deadline passes while its hash waits is dropped too: no user, no hash", async () => {
     const res = await fetch(`${kv.url}/v3/auth/authenticate`, { method: "POST", body: JSON.stringify({ name: "root", password: "rootpw" }) });
     const token = ((await res.json()) as { token: string }).token;
-    const busy = Array.from({ length: 20 }, (_, i) => login(kv, "u1", `busy${i}`));
+    const busy = Array.from({ length: 10 * threads }, (_, i) => login(kv, "u1", `busy${i}`));
     const add = await grpcUnary(kv.endpoint, "/etcdserverpb.Auth/UserAdd", authenticateRequest("late-user", "pw"), { token, "grpc-timeout": "100m" });
     assert.ok(add.status === "4" || (add.status === "2" && add.message === "context deadline exceeded"), JSON.stringify(add));
     await Promise.all(busy);
@@ -135,13 +135,14 @@ describe("v3 logins on bcrypt's worker threads (bcrypt cost 10)", () => {
   });
 
   test("a flood past the queue is refused at once with etcd's 'too many requests' (ResourceExhausted)", async (t) => {
-    const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => login(kv, "u1", `flood${i}`)));
+    const flood = MAX_QUEUED + 20 * threads;
+    const answers = await Promise.all(Array.from({ length: flood }, (_, i) => login(kv, "u1", `flood${i}`)));
     const refused = answers.filter((r) => r.status === "8");
     const checked = answers.filter((r) => r.status === "3");
-    t.diagnostic(`100 wrong logins at once: ${checked.length} checked, ${refused.length} refused`);
-    assert.equal(refused.length + checked.length, 100, JSON.stringify(answers.filter((r) => r.status !== "8" && r.status !== "3")));
+    t.diagnostic(`${flood} wrong logins at once: ${checked.length} checked, ${refused.length} refused`);
+    assert.equal(refused.length + checked.length, flood, JSON.stringify(answers.filter((r) => r.status !== "8" && r.status !== "3")));
     assert.ok(refused.length >= 1, "nothing was refused");
-    assert.ok(checked.length >= 66, `the queue (64) and the threads took fewer: ${checked.length}`);
+    assert.ok(checked.length >= MAX_QUEUED + threads, `the queue (${MAX_QUEUED}) and the threads took fewer: ${checked.length}`);
     for (const r of refused) assert.equal(decodeURIComponent(r.message), "etcdserver: too many requests");
     // The refused calls answered without waiting for the queue.
     assert.ok(median(refused.map((r) => r.ms)) < median(checked.map((r) => r.ms)));
