@@ -75,12 +75,13 @@ function queued(password: Uint8Array, cost: number, salt: Uint8Array, opts: Bcry
   const q = theQueue();
   return q.run(async () => {
     if (poolSize > 0) {
-      pool ??= new BcryptPool(poolSize, startWorker);
-      if (!pool.broken) {
+      const p = (pool ??= new BcryptPool(poolSize, startWorker));
+      if (!p.broken) {
         try {
-          return await pool.hashPart(password, cost, salt);
-        } catch {
-          // Logged nowhere on purpose: the answer is the same from the loop, only slower.
+          return await p.hashPart(password, cost, salt);
+        } catch (err) {
+          // A worker that failed: the answer is the same from the loop, only slower.
+          if (!p.broken) throw err;
         }
       }
       // No worker: one job at a time on the loop (the header says why).
