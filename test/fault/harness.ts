@@ -4,7 +4,7 @@
 // history for linearizability per key and that no acknowledged write was lost. Every phase has a deadline; the cluster is
 // destroyed (processes killed by PID, data removed) whatever happens.
 
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { checkOperations, Verdict, type CheckResult } from "../linearizability/checker.ts";
@@ -108,6 +108,33 @@ export interface FaultReport {
   watch?: WatchContinuity;
   /** Where the clients' time went, per fault / member / leader state (client-time.ts). */
   clientTime?: BucketRow[];
+  /** CPU seconds all member processes used during the workload (Linux /proc; sampled every 250 ms). */
+  memberCpuSeconds?: number | undefined;
+}
+
+/**
+ * Samples the members' CPU time (utime + stime from /proc/<pid>/stat, Linux) every `everyMs`
+ * until the signal; a killed process counts with its last sample. undefined without /proc.
+ */
+async function watchMemberCpu(cluster: Cluster, everyMs: number, signal: AbortSignal): Promise<number | undefined> {
+  const ticks = new Map<number, number>();
+  let readable = false;
+  while (!signal.aborted) {
+    for (const pid of cluster.owners().keys()) {
+      try {
+        const stat = await readFile(`/proc/${pid}/stat`, "latin1");
+        // Fields after the command (in parentheses, which may hold spaces): utime is the 14th field, stime the 15th.
+        const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        ticks.set(pid, Number(f[11]) + Number(f[12]));
+        readable = true;
+      } catch {
+        // Gone between the listing and the read: its last sample stands.
+      }
+    }
+    await sleep(everyMs, signal);
+  }
+  // USER_HZ is 100 on every Linux this runs on.
+  return readable ? [...ticks.values()].reduce((a, b) => a + b, 0) / 100 : undefined;
 }
 
 /**
@@ -202,6 +229,7 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
     const samples: OpSample[] = [];
     const leaderWatch = new AbortController();
     const leaderChanges = watchLeaders(cluster, now, 200, AbortSignal.any([leaderWatch.signal, signal]));
+    const memberCpu = watchMemberCpu(cluster, 250, AbortSignal.any([leaderWatch.signal, signal]));
     const [work, faults] = await Promise.all([
       runWorkload({ clients: opts.clients, keys, urls: cluster.members.map((m) => m.clientUrl), rng: mulberry32(opts.seed), timeoutMs: opts.opTimeoutMs, until, maxOpsPerClient: 100_000, now, signal, samples }),
       runNemesis({ cluster, faults: opts.faults, rng: mulberry32(opts.seed ^ 0x5bd1e995), until, now, signal, log: opts.log }),
@@ -209,6 +237,7 @@ export async function runFaultTest(opts: FaultTestOptions): Promise<FaultReport>
     report.workloadMs = now() - w0;
     leaderWatch.abort();
     const seenLeaders = await leaderChanges;
+    report.memberCpuSeconds = await memberCpu;
     report.clientTime = clientTimeTable({ samples, faults, leaderChanges: seenLeaders.changes, leaders: seenLeaders.leaders, workloadMs: report.workloadMs });
     // Kept runs keep the raw material too, to split it other ways afterwards.
     if (opts.keep === true) await writeFile(join(cluster.root, "client-time.json"), JSON.stringify({ workloadMs: report.workloadMs, faults, leaders: seenLeaders.leaders, leaderChanges: seenLeaders.changes, samples }));

@@ -22,6 +22,10 @@ export function formatReport(r: FaultReport, opts: Pick<FaultTestOptions, "membe
       lines.push(`    ${api} ${opNames[api][op].padEnd(5)} ok ${t[op].ok}  failed ${t[op].fail}  unknown ${t[op].unknown}`);
     }
   }
+  if (r.memberCpuSeconds !== undefined) {
+    const answered = Object.values(c.byApi).reduce((a, t) => a + t.get.ok + t.get.fail + t.set.ok + t.set.fail + t.cas.ok + t.cas.fail, 0);
+    lines.push(`  member CPU  ${r.memberCpuSeconds.toFixed(1)} s during the workload (${answered > 0 ? ((1000 * r.memberCpuSeconds) / answered).toFixed(2) : "–"} ms per answered op)`);
+  }
   if (r.clientTime !== undefined && r.clientTime.length > 0) lines.push(...formatClientTime(r.clientTime));
   const reasons = Object.entries(c.reasons).sort((a, b) => b[1] - a[1]);
   if (reasons.length > 0) lines.push(`    unknown because: ${reasons.map(([k, v]) => `${k} ×${v}`).join(", ")}`);
