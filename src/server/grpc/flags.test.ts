@@ -54,6 +54,8 @@ describe("--max-concurrent-streams", () => {
       return w;
     });
     const third = rangeCall(client);
+    // No event marks the third call as held: a bounded look that it gets no answer, 200 ms,
+    // many times what a range on this in-process backend takes.
     const early = await Promise.race([third, new Promise((r) => setTimeout(() => r("waiting"), 200))]);
     assert.equal(early, "waiting");
     open[0]!.close();
