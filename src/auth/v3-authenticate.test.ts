@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { GrpcCode, V3Error, V3Errors } from "../api/v3-errors.ts";
-import { PasswordVerifier, hashPassword, verifyPassword } from "./password.ts";
+import { PasswordVerifier, hashPassword, hashV3Password, verifyPassword } from "./password.ts";
 import { V3AuthState } from "./v3-auth-state.ts";
 import { authenticateOp, checkV3Password, newSimpleTokenPrefix } from "./v3-authenticate.ts";
 import { noPasswordUser, type V3AuthOp } from "./v3-model.ts";
@@ -95,4 +95,25 @@ test("checkV3Password: repeated and concurrent logins of one user cost one compa
   await rejectsWith(login("secret"), V3Errors.authFailed());
   await login("new");
   assert.equal(checks, 5);
+});
+
+test("the caller's signal reaches the bcrypt queue: a check whose caller already gave up costs no hash", async () => {
+  const s = new V3AuthState();
+  s.apply({ kind: "userAdd", name: "root", passwordHash: await hashV3Password("rootpw", 4), noPassword: false });
+  s.apply({ kind: "userGrantRole", user: "root", role: "root" });
+  s.apply({ kind: "authEnable" });
+  const ctl = new AbortController();
+  const reason = new Error("deadline passed");
+  ctl.abort(reason);
+  const seen: Array<AbortSignal | undefined> = [];
+  const verify = (pw: string | Uint8Array, enc: string, opts?: { signal?: AbortSignal | undefined }): Promise<boolean> => {
+    seen.push(opts?.signal);
+    return verifyPassword(pw, enc, opts);
+  };
+  await assert.rejects(checkV3Password(s, { name: "root", password: "rootpw" }, { verify, signal: ctl.signal }), (err: unknown) => err === reason);
+  await assert.rejects(checkV3Password(s, { name: "nobody", password: "x" }, { verify, signal: ctl.signal }), (err: unknown) => err === reason);
+  assert.deepEqual(seen, [ctl.signal, ctl.signal]);
+  // The process's own cache path takes it too.
+  await assert.rejects(checkV3Password(s, { name: "root", password: "rootpw" }, { verifier: new PasswordVerifier(), signal: ctl.signal }), (err: unknown) => err === reason);
+  assert.equal(await checkV3Password(s, { name: "root", password: "rootpw" }), s.authRevision);
 });
