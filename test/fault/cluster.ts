@@ -20,6 +20,15 @@ export type ServerKind = (typeof ServerKind)[keyof typeof ServerKind];
 
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 
+/**
+ * Extra node flags for kvctl members, from KVCTL_FAULT_NODE_FLAGS (space-separated), e.g.
+ * "--trace-opt --trace-deopt" to see what V8 compiles in a member's life. Any V8 flag on
+ * the command line makes V8 refuse serve.cjs's code cache, so start-up costs more with one.
+ */
+function nodeFlags(): string[] {
+  return (process.env["KVCTL_FAULT_NODE_FLAGS"] ?? "").split(" ").filter((f) => f !== "");
+}
+
 export const MemberState = { running: "running", paused: "paused", stopped: "stopped" } as const;
 export type MemberState = (typeof MemberState)[keyof typeof MemberState];
 
@@ -177,7 +186,7 @@ export class Cluster {
     if (m.state !== MemberState.stopped) return;
     const flags = this.#flags(m);
     const [file, args] =
-      this.#opts.server === ServerKind.etcd ? ["etcd", ["--enable-v2=true", ...flags]] : [process.execPath, [join(repoRoot, "bin", "kvctl"), "serve", ...flags]];
+      this.#opts.server === ServerKind.etcd ? ["etcd", ["--enable-v2=true", ...flags]] : [process.execPath, [...nodeFlags(), join(repoRoot, "bin", "kvctl"), "serve", ...flags]];
     let log = this.#logs.get(i);
     if (log === undefined) {
       log = createWriteStream(join(this.root, `${m.name}.log`), { flags: "a" });
