@@ -8,7 +8,9 @@
 // bcrypt is Blowfish with an expensive key schedule: the state starts from the hex digits
 // of pi, is keyed with the salt and password, then 2^cost times with each alone;
 // "OrpheanBeholderScryDoubt" enciphered 64 times is the hash. The pi digits (18 + 1024
-// words) are computed once, on first use, instead of being carried as a table.
+// words) are computed on first use instead of being carried as a table: ~40 ms of BigInt
+// work, done once per process (sharedBcryptCore) and handed to each worker thread, which
+// would otherwise redo it on its first job after every idle stop.
 
 /** What bcryptCore makes. */
 export interface BcryptCore {
@@ -25,10 +27,15 @@ export interface BcryptCore {
   decode64(s: string): Buffer;
   /** Key-schedule rounds between pauses. */
   sliceRounds: number;
+  /** Blowfish's initial state, pi's first 18 + 1024 fractional words (computed on the first call, unless given). */
+  piWords(): Int32Array;
 }
 
-/** bcrypt, self-contained (see the header: nothing outside this function is read). */
-export function bcryptCore(): BcryptCore {
+/**
+ * bcrypt, self-contained (see the header: nothing outside this function is read).
+ * @param pi another core's piWords(), so that this one need not compute them
+ */
+export function bcryptCore(pi?: Int32Array): BcryptCore {
   const P_WORDS = 18;
   const S_WORDS = 1024;
   const ALPHABET = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -36,7 +43,7 @@ export function bcryptCore(): BcryptCore {
   /** Key-schedule rounds between yields: ~0.05 ms each at cost 10 on an idle core. */
   const SLICE_ROUNDS = 16;
 
-  let piWords: Int32Array | undefined;
+  let piWords: Int32Array | undefined = pi !== undefined && pi.length === P_WORDS + S_WORDS ? pi : undefined;
 
   /** The first `n` 32-bit words of pi's fractional part (Machin's formula, in fixed point). */
   function piFraction(n: number): Int32Array {
@@ -171,9 +178,9 @@ export function bcryptCore(): BcryptCore {
     const key = cyclicWords(Buffer.concat([Buffer.from(password), Buffer.alloc(1)]), P_WORDS);
     const saltKey = cyclicWords(salt, P_WORDS);
     const saltStream = cyclicWords(salt, 4);
-    piWords ??= piFraction(P_WORDS + S_WORDS);
-    const p = piWords.slice(0, P_WORDS);
-    const s = piWords.slice(P_WORDS);
+    const words = thePiWords();
+    const p = words.slice(0, P_WORDS);
+    const s = words.slice(P_WORDS);
     const lr = new Int32Array(2);
     expand(p, s, key, saltStream, lr);
     const rounds = 2 ** cost;
@@ -194,6 +201,11 @@ export function bcryptCore(): BcryptCore {
     return encode64(out.subarray(0, 23));
   }
 
+  function thePiWords(): Int32Array {
+    piWords ??= piFraction(P_WORDS + S_WORDS);
+    return piWords;
+  }
+
   function hashPartSync(password: Uint8Array, cost: number, salt: Uint8Array): string {
     const steps = hashSteps(password, cost, salt);
     for (;;) {
@@ -202,5 +214,13 @@ export function bcryptCore(): BcryptCore {
     }
   }
 
-  return { hashSteps, hashPartSync, encode64, decode64, sliceRounds: SLICE_ROUNDS };
+  return { hashSteps, hashPartSync, encode64, decode64, sliceRounds: SLICE_ROUNDS, piWords: thePiWords };
+}
+
+let shared: BcryptCore | undefined;
+
+/** The process's one core on the main thread: the event loop's fallback, and the pi words every worker starts from. */
+export function sharedBcryptCore(): BcryptCore {
+  shared ??= bcryptCore();
+  return shared;
 }

@@ -4,7 +4,8 @@ import { setImmediate } from "node:timers/promises";
 import { spawnSync } from "node:child_process";
 import { Worker } from "node:worker_threads";
 import { BCRYPT_DECOY_HASH, bcryptHash, bcryptHashPart, bcryptStatus, configureBcrypt, isBcryptHash, verifyBcrypt } from "./bcrypt.ts";
-import { BcryptPool, BcryptWorkerUnavailableError } from "./bcrypt-pool.ts";
+import { BcryptPool, BcryptWorkerUnavailableError, startBcryptWorker, type BcryptWorkerData } from "./bcrypt-pool.ts";
+import { bcryptCore, sharedBcryptCore } from "./bcrypt-core.ts";
 import { PasswordVerifier, hashPassword, hashV3Password, verifyPassword } from "./password.ts";
 
 // OpenBSD's and John the Ripper's published vectors, and a hash etcd 3.4.23 stored for
@@ -163,6 +164,33 @@ test("a worker that cannot start or dies: the job is computed on the event loop,
   const h = await bcryptHash(Buffer.from("pw"), 5);
   assert.equal(await verifyPassword("pw", h), true);
   assert.equal(bcryptStatus().onLoop, true);
+});
+
+test("pi's words are computed once, on the main thread, and every worker starts from them", async () => {
+  const given: BcryptWorkerData[] = [];
+  const pool = new BcryptPool(2, (data) => (given.push(data), startBcryptWorker(data)), 20);
+  const salt = Buffer.alloc(16, 7);
+  const want = bcryptCore().hashPartSync(Buffer.from("x"), 4, salt);
+  assert.deepEqual(await Promise.all([pool.hashPart(Buffer.from("x"), 4, salt), pool.hashPart(Buffer.from("x"), 4, salt)]), [want, want]);
+  // The first workers stop idle; the next job starts another, from the same words.
+  const deadline = Date.now() + 10_000;
+  while (pool.started > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(pool.started, 0, "the idle workers stopped");
+  assert.equal(await pool.hashPart(Buffer.from("x"), 4, salt), want);
+  await pool.close();
+  assert.equal(given.length, 3);
+  for (const d of given) assert.equal(d.pi, sharedBcryptCore().piWords(), "the main thread's one computation");
+  assert.equal(sharedBcryptCore().piWords().length, 18 + 1024);
+});
+
+test("a worker computes with the words it is given (it does not compute pi itself)", async () => {
+  const salt = Buffer.alloc(16, 7);
+  const wrongPi = new Int32Array(18 + 1024).fill(0x5a5a5a5a);
+  const pool = new BcryptPool(1, () => startBcryptWorker({ pi: wrongPi }));
+  const got = await pool.hashPart(Buffer.from("x"), 4, salt);
+  await pool.close();
+  assert.equal(got, bcryptCore(wrongPi).hashPartSync(Buffer.from("x"), 4, salt));
+  assert.notEqual(got, bcryptCore().hashPartSync(Buffer.from("x"), 4, salt));
 });
 
 test("v2 hashing stays scrypt; both forms verify side by side", async () => {

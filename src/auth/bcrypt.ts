@@ -14,8 +14,8 @@ import { availableParallelism } from "node:os";
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { setImmediate } from "node:timers/promises";
 import type { Worker } from "node:worker_threads";
-import { bcryptCore, type BcryptCore } from "./bcrypt-core.ts";
-import { BcryptPool } from "./bcrypt-pool.ts";
+import { sharedBcryptCore } from "./bcrypt-core.ts";
+import { BcryptPool, type BcryptWorkerData } from "./bcrypt-pool.ts";
 import { BcryptQueue } from "./bcrypt-queue.ts";
 
 const HASH_FORMAT = /^\$2[aby]?\$(\d\d)\$([./A-Za-z0-9]{22})([./A-Za-z0-9]{31})$/;
@@ -39,12 +39,11 @@ export interface BcryptOptions {
   signal?: AbortSignal | undefined;
 }
 
-let core: BcryptCore | undefined;
 let pool: BcryptPool | undefined;
 let queue: BcryptQueue | undefined;
 let poolSize = availableParallelism();
 let maxQueued = BCRYPT_MAX_QUEUED;
-let startWorker: (() => Worker) | undefined;
+let startWorker: ((data: BcryptWorkerData) => Worker) | undefined;
 
 function theQueue(): BcryptQueue {
   queue ??= new BcryptQueue({ slots: poolSize > 0 ? poolSize : 1, maxQueued });
@@ -55,7 +54,7 @@ function theQueue(): BcryptQueue {
  * Sets the worker count (0: always on the event loop) and the queue bound, replacing the
  * pool and queue (tests; the server keeps the defaults). Returns when the old workers stopped.
  */
-export async function configureBcrypt(opts: { workers?: number; maxQueued?: number; start?: () => Worker }): Promise<void> {
+export async function configureBcrypt(opts: { workers?: number; maxQueued?: number; start?: (data: BcryptWorkerData) => Worker }): Promise<void> {
   const old = pool;
   pool = undefined;
   queue = undefined;
@@ -101,8 +100,7 @@ export function isBcryptHash(encoded: string): boolean {
 
 /** The 31-character hash part bcrypt gives for `password` with `cost` and the 16-byte salt, on the event loop in slices (not queued). */
 export async function bcryptHashPart(password: Uint8Array, cost: number, salt: Uint8Array): Promise<string> {
-  core ??= bcryptCore();
-  const steps = core.hashSteps(password, cost, salt);
+  const steps = sharedBcryptCore().hashSteps(password, cost, salt);
   for (;;) {
     const r = steps.next();
     if (r.done === true) return r.value;
@@ -117,7 +115,7 @@ export async function bcryptHashPart(password: Uint8Array, cost: number, salt: U
 export async function bcryptHash(password: Uint8Array, cost: number, opts: BcryptOptions = {}): Promise<string> {
   const c = Math.min(Math.max(Math.trunc(cost), BCRYPT_HASH_MIN_COST), BCRYPT_HASH_MAX_COST);
   const salt = randomBytes(SALT_BYTES);
-  return `$2a$${String(c).padStart(2, "0")}$${(core ??= bcryptCore()).encode64(salt)}${await queued(password, c, salt, opts)}`;
+  return `$2a$${String(c).padStart(2, "0")}$${sharedBcryptCore().encode64(salt)}${await queued(password, c, salt, opts)}`;
 }
 
 /** Checks a password against a bcrypt hash in constant time; false for a malformed one. */
@@ -126,7 +124,7 @@ export async function verifyBcrypt(password: Uint8Array, encoded: string, opts: 
   if (!m) return false;
   const cost = Number(m[1]);
   if (cost < BCRYPT_HASH_MIN_COST || cost > BCRYPT_HASH_MAX_COST) return false;
-  const salt = (core ??= bcryptCore()).decode64(m[2]!).subarray(0, SALT_BYTES);
+  const salt = sharedBcryptCore().decode64(m[2]!).subarray(0, SALT_BYTES);
   if (salt.length !== SALT_BYTES) return false;
   const got = Buffer.from(await queued(password, cost, salt, opts));
   const want = Buffer.from(m[3]!);
