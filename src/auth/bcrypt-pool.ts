@@ -87,16 +87,20 @@ export class BcryptPool {
   #broken = false;
   #start: (data: BcryptWorkerData) => Worker;
   #idleMs: number;
+  #onBroken: ((reason: string) => void) | undefined;
 
   /**
    * @param start makes one worker from the data it is to get (tests pass a failing one)
    * @param idleMs a worker idle this long stops, giving back its ~12 MB (RSS, measured);
    *   the next job starts one again (~20-30 ms of CPU)
+   * @param onBroken called once, with the reason, when a worker fails and the pool gives up
+   *   on threads (not when it is closed)
    */
-  constructor(size: number, start: (data: BcryptWorkerData) => Worker = startBcryptWorker, idleMs = BCRYPT_WORKER_IDLE_MS) {
+  constructor(size: number, start: (data: BcryptWorkerData) => Worker = startBcryptWorker, idleMs = BCRYPT_WORKER_IDLE_MS, onBroken?: (reason: string) => void) {
     this.size = Math.max(1, Math.trunc(size));
     this.#start = start;
     this.#idleMs = idleMs;
+    this.#onBroken = onBroken;
   }
 
   /** True once a worker failed: the callers compute on the event loop from then on. */
@@ -116,8 +120,9 @@ export class BcryptPool {
       try {
         w = this.#spawn();
       } catch (err) {
-        this.#fail();
-        return Promise.reject(new BcryptWorkerUnavailableError(`bcrypt worker did not start: ${err instanceof Error ? err.message : String(err)}`));
+        const why = `bcrypt worker did not start: ${err instanceof Error ? err.message : String(err)}`;
+        this.#fail(why);
+        return Promise.reject(new BcryptWorkerUnavailableError(why));
       }
     }
     const pw = w;
@@ -163,7 +168,7 @@ export class BcryptPool {
       if (!this.#all.has(w)) return;
       this.#all.delete(w);
       this.#idle = this.#idle.filter((x) => x !== w);
-      this.#fail();
+      this.#fail(why);
       const p = w.pending;
       w.pending = undefined;
       p?.reject(new BcryptWorkerUnavailableError(why));
@@ -181,8 +186,11 @@ export class BcryptPool {
     void w.worker.terminate();
   }
 
-  #fail(): void {
-    this.#broken = true;
+  #fail(why: string): void {
+    if (!this.#broken) {
+      this.#broken = true;
+      this.#onBroken?.(why);
+    }
     for (const w of this.#all) if (w.pending === undefined) void w.worker.terminate();
   }
 }

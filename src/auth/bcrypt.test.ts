@@ -3,7 +3,7 @@ import { test } from "node:test";
 import { setImmediate } from "node:timers/promises";
 import { spawnSync } from "node:child_process";
 import { Worker } from "node:worker_threads";
-import { BCRYPT_DECOY_HASH, bcryptHash, bcryptHashPart, bcryptStatus, configureBcrypt, isBcryptHash, verifyBcrypt } from "./bcrypt.ts";
+import { BCRYPT_DECOY_HASH, bcryptHash, bcryptHashPart, bcryptStatus, configureBcrypt, isBcryptHash, setBcryptWarn, verifyBcrypt } from "./bcrypt.ts";
 import { BcryptPool, BcryptWorkerUnavailableError, startBcryptWorker, type BcryptWorkerData } from "./bcrypt-pool.ts";
 import { bcryptCore, sharedBcryptCore } from "./bcrypt-core.ts";
 import { PasswordVerifier, hashPassword, hashV3Password, verifyPassword } from "./password.ts";
@@ -191,6 +191,37 @@ test("a worker computes with the words it is given (it does not compute pi itsel
   await pool.close();
   assert.equal(got, bcryptCore(wrongPi).hashPartSync(Buffer.from("x"), 4, salt));
   assert.notEqual(got, bcryptCore().hashPartSync(Buffer.from("x"), 4, salt));
+});
+
+test("falling over to the event loop is logged once, with the reason; closing or idling is not", async (t) => {
+  const warnings: Array<{ msg: string; fields: Record<string, unknown> }> = [];
+  setBcryptWarn((msg, fields) => warnings.push({ msg, fields }));
+  t.after(() => setBcryptWarn(undefined));
+  await configureBcrypt({ workers: 2, start: () => new Worker("process.exit(3)", { eval: true }) });
+  t.after(() => configureBcrypt({}));
+  const hashes = await Promise.all([bcryptHash(Buffer.from("a"), 4), bcryptHash(Buffer.from("b"), 4)]);
+  assert.equal(await verifyPassword("a", hashes[0]!), true);
+  assert.equal(await verifyPassword("b", await bcryptHash(Buffer.from("b"), 4)), true);
+  assert.equal(warnings.length, 1, JSON.stringify(warnings));
+  assert.match(warnings[0]!.msg, /event loop/);
+  assert.equal(warnings[0]!.fields["reason"], "bcrypt worker exited (3)");
+  const notStarting = new Array<string>();
+  const failing = new BcryptPool(1, () => {
+    throw new Error("no threads here");
+  }, undefined, (why) => notStarting.push(why));
+  await assert.rejects(failing.hashPart(Buffer.from("x"), 4, Buffer.alloc(16)), BcryptWorkerUnavailableError);
+  await assert.rejects(failing.hashPart(Buffer.from("x"), 4, Buffer.alloc(16)), BcryptWorkerUnavailableError);
+  assert.deepEqual(notStarting, ["bcrypt worker did not start: no threads here"]);
+  // A pool closed, or whose idle worker stopped, is no failure: nothing to report.
+  const quiet: string[] = [];
+  const pool = new BcryptPool(1, undefined, 20, (why) => quiet.push(why));
+  await pool.hashPart(Buffer.from("x"), 4, Buffer.alloc(16));
+  const deadline = Date.now() + 10_000;
+  while (pool.started > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(pool.started, 0, "the idle worker stopped");
+  await pool.hashPart(Buffer.from("x"), 4, Buffer.alloc(16));
+  await pool.close();
+  assert.deepEqual(quiet, []);
 });
 
 test("v2 hashing stays scrypt; both forms verify side by side", async () => {

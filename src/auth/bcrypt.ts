@@ -34,6 +34,9 @@ const SALT_BYTES = 16;
  */
 export const BCRYPT_MAX_QUEUED = 64;
 
+/** Where bcrypt reports (the server's logger, injected: auth imports nothing of the server). */
+export type BcryptWarn = (msg: string, fields: Record<string, unknown>) => void;
+
 export interface BcryptOptions {
   /** The caller gave up (a gRPC deadline): a job not yet started is dropped, rejecting with the signal's reason. */
   signal?: AbortSignal | undefined;
@@ -44,6 +47,20 @@ let queue: BcryptQueue | undefined;
 let poolSize = availableParallelism();
 let maxQueued = BCRYPT_MAX_QUEUED;
 let startWorker: ((data: BcryptWorkerData) => Worker) | undefined;
+let warn: BcryptWarn | undefined;
+
+/**
+ * Sets where bcrypt reports its one warning: the worker threads failed (with why) and every
+ * hash runs on the event loop from then on, one at a time (a member's logins slow down and
+ * delay its other work, so an operator should be able to see why). Process-wide, as the pool is.
+ */
+export function setBcryptWarn(w: BcryptWarn | undefined): void {
+  warn = w;
+}
+
+function poolBroken(reason: string): void {
+  warn?.("bcrypt worker threads failed; hashing passwords on the event loop from now on", { component: "auth", reason });
+}
 
 function theQueue(): BcryptQueue {
   queue ??= new BcryptQueue({ slots: poolSize > 0 ? poolSize : 1, maxQueued });
@@ -74,7 +91,7 @@ function queued(password: Uint8Array, cost: number, salt: Uint8Array, opts: Bcry
   const q = theQueue();
   return q.run(async () => {
     if (poolSize > 0) {
-      const p = (pool ??= new BcryptPool(poolSize, startWorker));
+      const p = (pool ??= new BcryptPool(poolSize, startWorker, undefined, poolBroken));
       if (!p.broken) {
         try {
           return await p.hashPart(password, cost, salt);

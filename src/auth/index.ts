@@ -18,6 +18,7 @@ export { patternMatches, patternMatchesRecursively, permissionsAllow, permission
 export { V2AuthState } from "./v2-auth-state.ts";
 export type { V2AuthImage } from "./v2-image.ts";
 export { hashPassword, hashV3Password, verifyPassword, PasswordVerifier, DEFAULT_SCRYPT_COST, BCRYPT_MIN_COST, BCRYPT_MAX_COST, scryptCostForBcrypt, type ScryptCost } from "./password.ts";
+export { setBcryptWarn, type BcryptWarn } from "./bcrypt.ts";
 // v3: users, roles with key-range permissions, simple tokens (see README "v3").
 export {
   V3_ROOT_USER,

@@ -23,7 +23,7 @@ import { RawNode, EntryType, decodeConfChange, type ConfState, type Entry, type 
 import { PeerTransport, type PeerTlsClient } from "../transport/index.ts";
 import type { Wal, Snapshotter } from "../wal/index.ts";
 import type { V2Store, V2Event } from "../store/v2/store.ts";
-import { PasswordVerifier, type V2AuthState, type V3AuthState } from "../auth/index.ts";
+import { PasswordVerifier, setBcryptWarn, type V2AuthState, type V3AuthState } from "../auth/index.ts";
 import { AlarmAction, AlarmType, WatchHub, alarmName, rangeRequest, type V3KeySpace, type WatchHistory } from "../store/v3/index.ts";
 import { applyCommand, type ApplyResult } from "./apply.ts";
 import { decodeCommand, peekKeySpaceCommand, type Command, type CommandBody, type KeySpaceCommandHead } from "./request.ts";
@@ -165,6 +165,8 @@ export class KvServer {
     this.watchHub = new WatchHub(this.#v3History);
     this.config = opts.config;
     this.#log = opts.logger;
+    // bcrypt's threads are the process's: its failover warning goes to the member's log.
+    setBcryptWarn((msg, fields) => this.#log.warn(msg, fields));
     this.#onRemoved = opts.onRemoved ?? (() => undefined);
     this.#peerTls = opts.peerTls;
     this.#walSegmentBytes = opts.walSegmentBytes;
