@@ -20,6 +20,7 @@ import { after, describe, test } from "node:test";
 import { startGrpcCluster, startGrpcServer } from "../helpers/grpc.ts";
 import { runProcess } from "../helpers/run-process.ts";
 import { repoRoot } from "../helpers/server.ts";
+import { eventually } from "../../src/until.test-helper.ts";
 
 const record = process.env["KVCTL_LIBKV_RECORD"] === "1";
 const kind = record ? "etcd" : "kvctl";
@@ -65,12 +66,18 @@ describe(`docker's libkv 0.2.1 (etcd v2 store) against ${kind}`, { concurrency: 
     try {
       const port = s.endpoint.split(":")[1]!;
       // The scenario's first write fails while the server is not serving yet: run again
-      // (20 s at most).
-      let r = await runProcess(bin, ["-endpoint", `127.0.0.1:${port}`], { cwd: dir, env: process.env, timeoutMs: 60_000 });
-      for (let i = 0; i < 40 && r.code !== 0 && /^base:/m.test(r.stderr); i++) {
-        await new Promise((res) => setTimeout(res, 500));
-        r = await runProcess(bin, ["-endpoint", `127.0.0.1:${port}`], { cwd: dir, env: process.env, timeoutMs: 60_000 });
-      }
+      // until a run gets past it (20 s at most).
+      let lastStderr = "";
+      const r = await eventually(
+        async () => {
+          const run = await runProcess(bin, ["-endpoint", `127.0.0.1:${port}`], { cwd: dir, env: process.env, timeoutMs: 60_000 });
+          lastStderr = run.stderr;
+          return run.code !== 0 && /^base:/m.test(run.stderr) ? undefined : run;
+        },
+        `libkv's scenario to get past its first write (the "base:" step) on ${kind}`,
+        20_000,
+        { intervalMs: 500, detail: () => `last run: ${lastStderr.slice(-1500)}\nserver: ${s.logs().slice(-1500)}` },
+      );
       assert.equal(r.code, 0, `scenario exited ${r.code ?? r.signal}: ${r.stderr.slice(-3000)}\nserver: ${s.logs().slice(-2000)}`);
       compare(r.stdout, "expected.txt");
     } finally {

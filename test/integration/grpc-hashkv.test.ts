@@ -7,6 +7,7 @@ import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { startCluster, type TestCluster } from "../helpers/cluster.ts";
 import { etcdctl, installed } from "../helpers/grpc.ts";
+import { eventually } from "../../src/until.test-helper.ts";
 
 let cluster: TestCluster | undefined;
 after(async () => {
@@ -28,13 +29,19 @@ test("endpoint hashkv: three members agree; revisions past, compacted and future
   }
   const hashes = async (extra: string[] = []): Promise<HashKv[]> => {
     // A follower applies a moment after the leader answers: ask until all are at one revision.
-    for (let tries = 0; ; tries++) {
-      const r = await etcdctl(all, ["endpoint", "hashkv", "-w", "json", ...extra]);
-      assert.equal(r.code, 0, r.stderr);
-      const out = JSON.parse(r.stdout) as HashKv[];
-      if (new Set(out.map((h) => h.HashKV.header.revision)).size === 1 || tries > 50) return out;
-      await new Promise((res) => setTimeout(res, 100));
-    }
+    let seen = "";
+    return await eventually(
+      async () => {
+        const r = await etcdctl(all, ["endpoint", "hashkv", "-w", "json", ...extra]);
+        assert.equal(r.code, 0, r.stderr);
+        const out = JSON.parse(r.stdout) as HashKv[];
+        seen = r.stdout;
+        return new Set(out.map((h) => h.HashKV.header.revision)).size === 1 ? out : undefined;
+      },
+      `the three members' hashkv ${extra.join(" ")} at one revision`,
+      10_000,
+      { intervalMs: 100, detail: () => `last answer: ${seen}` },
+    );
   };
   const now = await hashes();
   assert.equal(now.length, 3);
