@@ -40,6 +40,7 @@
 // resolve the same from both.
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { build } from "esbuild";
@@ -90,7 +91,7 @@ for (const out of Object.keys(result.metafile.outputs)) {
 const SERVE_CJS = "dist/bundle/cli/serve.cjs";
 /** lmdb finds its addon (and its require) from its own file: there, not from serve.cjs. */
 const LMDB_FILENAME = `var __filename = require.resolve(String("lmdb"));\n`;
-const LMDB_REQUIRE = `const require = createRequire(import.meta.url);\nconst lmdb = require("lmdb") as typeof import("lmdb");`;
+const LMDB_CJS = createRequire(import.meta.url).resolve("lmdb");
 const MSGPACKR_STUB = "module.exports = undefined;\n";
 const serveCjsPlugin = {
   name: "serve-cjs-lmdb",
@@ -98,13 +99,10 @@ const serveCjsPlugin = {
     b.onResolve({ filter: /^msgpackr-extract$/ }, () => ({ path: "msgpackr-extract", namespace: "kvctl-stub" }));
     b.onLoad({ filter: /.*/, namespace: "kvctl-stub" }, () => ({ contents: MSGPACKR_STUB, loader: "js" }));
     b.onLoad({ filter: /[\\/]node_modules[\\/]lmdb[\\/]dist[\\/]index\.cjs$/ }, (args) => ({ contents: LMDB_FILENAME + readFileSync(args.path, "utf8"), loader: "js" }));
-    // mvcc-db.ts requires lmdb through createRequire (an ES module's way), which esbuild leaves
-    // to run time; CommonJS's own require() it bundles (lmdb's CommonJS build, as at run time).
-    b.onLoad({ filter: /[\\/]src[\\/]backend[\\/]mvcc-db\.ts$/ }, (args) => {
-      const source = readFileSync(args.path, "utf8");
-      if (!source.includes(LMDB_REQUIRE)) throw new Error(`bundle: ${args.path} no longer has ${LMDB_REQUIRE}; make serve.cjs bundle lmdb another way`);
-      return { contents: source.replace(LMDB_REQUIRE, `const lmdb = require("lmdb") as typeof import("lmdb");`), loader: "ts" };
-    });
+    // The ES import of lmdb (src/backend/mvcc-db.ts) bundled as Node's require() would load
+    // it: lmdb's CommonJS build, whose addon LMDB_FILENAME finds (its ES build finds it from
+    // import.meta.url, here serve.cjs's own).
+    b.onResolve({ filter: /^lmdb$/ }, () => ({ path: LMDB_CJS }));
   },
 };
 const serveCjs = await build({

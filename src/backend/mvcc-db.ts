@@ -21,21 +21,17 @@
 //   had a compaction in batches (they were one transaction): its compaction is finished.
 // - The queue holds whole entries' writes between two turns of the event loop (apply and
 //   commit() run in one turn), so a compaction batch may hand them over with its own.
-import { createRequire } from "node:module";
 import { mkdirSync, statSync } from "node:fs";
 import { rename, rm } from "node:fs/promises";
 import { dirname } from "node:path";
-import type { RootDatabase, Database } from "lmdb";
+// lmdb's ES build here; serve.cjs bundles its CommonJS build in its place (scripts/bundle.mjs).
+import { open as openLmdb, type RootDatabase, type Database } from "lmdb";
 import type { LeaseRecord, MvccBackend, MvccLoaded } from "../store/v3/backend.ts";
 import type { StoredRecord } from "../store/v3/key-index.ts";
 import type { LeaseId } from "../store/v3/types.ts";
 import type { AlarmMember } from "../store/v3/alarms.ts";
 import { encodeRecord, parseRevisionKey, recordHeadBytes, recordValue, revisionKey, revisionOf, decodeRecordHead, type RecordHead } from "./record-codec.ts";
 import { Compactions, type CompactionObserver } from "./compactions.ts";
-
-// lmdb ships CommonJS too: require() skips Node's ESM export scan of it (start-up).
-const require = createRequire(import.meta.url);
-const lmdb = require("lmdb") as typeof import("lmdb");
 
 interface Meta {
   consistentIndex: number;
@@ -244,7 +240,7 @@ export class MvccDb implements MvccBackend {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
     // No commitDelay here: writes are queued in this class and handed to lmdb-js in one
     // event-loop turn per commit interval (see #flush), which lmdb-js commits as one transaction.
-    this.#env = lmdb.open<Buffer, Buffer>({ path, noSubdir: true, maxDbs: 8, compression: false, encoding: "binary", keyEncoding: "binary", cache: false, noMetaSync: true, mapSize: MAP_BYTES, pageSize: PAGE_BYTES });
+    this.#env = openLmdb<Buffer, Buffer>({ path, noSubdir: true, maxDbs: 8, compression: false, encoding: "binary", keyEncoding: "binary", cache: false, noMetaSync: true, mapSize: MAP_BYTES, pageSize: PAGE_BYTES });
     this.#records = this.#env.openDB<Buffer, Buffer>({ name: "key", encoding: "binary", keyEncoding: "binary", cache: false });
     this.#headRows = this.#env.openDB<Buffer, Buffer>({ name: "head", encoding: "binary", keyEncoding: "binary", cache: false });
     // lmdb hands a custom decoder its shared read buffer instead of a copy of each value.
