@@ -9,12 +9,8 @@
 // worker file to build or find: the bundle (chunks, serve.cjs), tsc's output and tsx all
 // start it alike. A worker that cannot start or dies fails its job over to the caller
 // (bcrypt.ts then computes on the event loop) and no worker is started again.
-//
-// pi's words, Blowfish's initial state, are computed once on the main thread (at the first
-// worker start) and given to every worker in its workerData (4 KB, copied): a worker that
-// computed them itself spent ~40 ms of its first job on it, again after every idle stop.
 import { Worker } from "node:worker_threads";
-import { bcryptCore, sharedBcryptCore } from "./bcrypt-core.ts";
+import { bcryptCore } from "./bcrypt-core.ts";
 
 /** One job sent to a worker. */
 interface BcryptWorkerJob {
@@ -33,8 +29,8 @@ type BcryptWorkerReply = { id: number; part: string } | { id: number; error: str
  */
 export const BCRYPT_WORKER_SOURCE = `"use strict";
 var __name = (target) => target;
-const { parentPort, workerData } = require("node:worker_threads");
-const core = (${bcryptCore.toString()})(workerData == null ? undefined : workerData.pi);
+const { parentPort } = require("node:worker_threads");
+const core = (${bcryptCore.toString()})();
 parentPort.on("message", (job) => {
   let reply;
   try {
@@ -66,17 +62,11 @@ interface PoolWorker {
 /** How long a worker may sit idle before it stops (logins come in bursts, one per etcdctl command). */
 export const BCRYPT_WORKER_IDLE_MS = 60_000;
 
-/** What a worker is started with. */
-export interface BcryptWorkerData {
-  /** pi's words (bcrypt-core.ts piWords()). */
-  pi: Int32Array;
-}
-
-/** Starts one worker running BCRYPT_WORKER_SOURCE with `data`. */
-export function startBcryptWorker(data: BcryptWorkerData): Worker {
+/** Starts one worker running BCRYPT_WORKER_SOURCE. */
+export function startBcryptWorker(): Worker {
   // No flags of the parent's: --input-type=module would make the source an ES module
   // (without require), and a loader such as tsx has nothing to do here.
-  return new Worker(BCRYPT_WORKER_SOURCE, { eval: true, execArgv: [], workerData: data });
+  return new Worker(BCRYPT_WORKER_SOURCE, { eval: true, execArgv: [] });
 }
 
 export class BcryptPool {
@@ -85,18 +75,18 @@ export class BcryptPool {
   #all = new Set<PoolWorker>();
   #nextId = 1;
   #broken = false;
-  #start: (data: BcryptWorkerData) => Worker;
+  #start: () => Worker;
   #idleMs: number;
   #onBroken: ((reason: string) => void) | undefined;
 
   /**
-   * @param start makes one worker from the data it is to get (tests pass a failing one)
+   * @param start makes one worker (tests pass a failing one)
    * @param idleMs a worker idle this long stops, giving back its ~12 MB (RSS, measured);
    *   the next job starts one again (~20-30 ms of CPU)
    * @param onBroken called once, with the reason, when a worker fails and the pool gives up
    *   on threads (not when it is closed)
    */
-  constructor(size: number, start: (data: BcryptWorkerData) => Worker = startBcryptWorker, idleMs = BCRYPT_WORKER_IDLE_MS, onBroken?: (reason: string) => void) {
+  constructor(size: number, start: () => Worker = startBcryptWorker, idleMs = BCRYPT_WORKER_IDLE_MS, onBroken?: (reason: string) => void) {
     this.size = Math.max(1, Math.trunc(size));
     this.#start = start;
     this.#idleMs = idleMs;
@@ -150,7 +140,7 @@ export class BcryptPool {
   }
 
   #spawn(): PoolWorker {
-    const w: PoolWorker = { worker: this.#start({ pi: sharedBcryptCore().piWords() }), pending: undefined, idleTimer: undefined };
+    const w: PoolWorker = { worker: this.#start(), pending: undefined, idleTimer: undefined };
     this.#all.add(w);
     w.worker.on("message", (reply: BcryptWorkerReply) => {
       const p = w.pending;

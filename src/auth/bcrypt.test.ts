@@ -4,8 +4,8 @@ import { setImmediate } from "node:timers/promises";
 import { spawnSync } from "node:child_process";
 import { Worker } from "node:worker_threads";
 import { BCRYPT_DECOY_HASH, bcryptHash, bcryptHashPart, bcryptStatus, configureBcrypt, isBcryptHash, setBcryptWarn, verifyBcrypt } from "./bcrypt.ts";
-import { BcryptPool, BcryptWorkerUnavailableError, startBcryptWorker, type BcryptWorkerData } from "./bcrypt-pool.ts";
-import { bcryptCore, sharedBcryptCore } from "./bcrypt-core.ts";
+import { BCRYPT_WORKER_SOURCE, BcryptPool, BcryptWorkerUnavailableError } from "./bcrypt-pool.ts";
+import { bcryptCore } from "./bcrypt-core.ts";
 import { PasswordVerifier, hashPassword, hashV3Password, verifyPassword } from "./password.ts";
 
 // OpenBSD's and John the Ripper's published vectors, and a hash etcd 3.4.23 stored for
@@ -166,31 +166,81 @@ test("a worker that cannot start or dies: the job is computed on the event loop,
   assert.equal(bcryptStatus().onLoop, true);
 });
 
-test("pi's words are computed once, on the main thread, and every worker starts from them", async () => {
-  const given: BcryptWorkerData[] = [];
-  const pool = new BcryptPool(2, (data) => (given.push(data), startBcryptWorker(data)), 20);
-  const salt = Buffer.alloc(16, 7);
-  const want = bcryptCore().hashPartSync(Buffer.from("x"), 4, salt);
-  assert.deepEqual(await Promise.all([pool.hashPart(Buffer.from("x"), 4, salt), pool.hashPart(Buffer.from("x"), 4, salt)]), [want, want]);
-  // The first workers stop idle; the next job starts another, from the same words.
-  const deadline = Date.now() + 10_000;
-  while (pool.started > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-  assert.equal(pool.started, 0, "the idle workers stopped");
-  assert.equal(await pool.hashPart(Buffer.from("x"), 4, salt), want);
-  await pool.close();
-  assert.equal(given.length, 3);
-  for (const d of given) assert.equal(d.pi, sharedBcryptCore().piWords(), "the main thread's one computation");
-  assert.equal(sharedBcryptCore().piWords().length, 18 + 1024);
+/** The first `n` 32-bit words of pi's fractional part (Machin's formula, in fixed point). */
+function piFraction(n: number): Int32Array {
+  const bits = BigInt(n * 32 + 64);
+  const one = 1n << bits;
+  const arctanInv = (x: bigint): bigint => {
+    const x2 = x * x;
+    let term = one / x;
+    let sum = term;
+    for (let k = 1n; term !== 0n; k++) {
+      term /= x2;
+      sum += (k % 2n === 1n ? -term : term) / (2n * k + 1n);
+    }
+    return sum;
+  };
+  const pi = 16n * arctanInv(5n) - 4n * arctanInv(239n);
+  const frac = (pi % one) >> 64n;
+  const out = new Int32Array(n);
+  for (let i = 0; i < n; i++) out[i] = Number((frac >> BigInt((n - 1 - i) * 32)) & 0xffffffffn) | 0;
+  return out;
+}
+
+test("Blowfish's initial state is pi: the table is its first 18 + 1024 fractional words", () => {
+  const words = bcryptCore().piWords();
+  assert.equal(words.length, 18 + 1024);
+  assert.deepEqual(words, piFraction(18 + 1024));
+  // Go's blowfish/const.go: P's first word, and the last S-box's last.
+  assert.equal(words[0]! >>> 0, 0x243f6a88);
+  assert.equal(words[18 + 1023]! >>> 0, 0x3ac372e6);
 });
 
-test("a worker computes with the words it is given (it does not compute pi itself)", async () => {
+/** A prefix to BCRYPT_WORKER_SOURCE: counts the worker's BigInt() calls (pi's computation made ~1000) and adds the count to each reply. */
+const COUNT_WORKER_BIGINTS = `
+const __bigInt = BigInt;
+let __bigInts = 0;
+globalThis.BigInt = function (v) { __bigInts++; return __bigInt(v); };
+const __port = require("node:worker_threads").parentPort;
+const __post = __port.postMessage.bind(__port);
+__port.postMessage = (m) => __post({ ...m, bigInts: __bigInts });
+`;
+
+test("no worker computes pi: the first worker and one started after an idle stop compute nothing but the hash", async () => {
+  const counts: number[] = [];
+  const pool = new BcryptPool(1, () => {
+    const w = new Worker(COUNT_WORKER_BIGINTS + BCRYPT_WORKER_SOURCE, { eval: true, execArgv: [] });
+    w.on("message", (m: { bigInts: number }) => counts.push(m.bigInts));
+    return w;
+  }, 20);
   const salt = Buffer.alloc(16, 7);
-  const wrongPi = new Int32Array(18 + 1024).fill(0x5a5a5a5a);
-  const pool = new BcryptPool(1, () => startBcryptWorker({ pi: wrongPi }));
-  const got = await pool.hashPart(Buffer.from("x"), 4, salt);
+  const want = bcryptCore().hashPartSync(Buffer.from("x"), 4, salt);
+  assert.equal(await pool.hashPart(Buffer.from("x"), 4, salt), want);
+  const deadline = Date.now() + 10_000;
+  while (pool.started > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(pool.started, 0, "the idle worker stopped");
+  assert.equal(await pool.hashPart(Buffer.from("x"), 4, salt), want, "a later worker hashes alike");
   await pool.close();
-  assert.equal(got, bcryptCore(wrongPi).hashPartSync(Buffer.from("x"), 4, salt));
-  assert.notEqual(got, bcryptCore().hashPartSync(Buffer.from("x"), 4, salt));
+  assert.deepEqual(counts, [0, 0]);
+});
+
+test("the main thread does not compute pi: a fresh process's first hash (on a worker) and a hash on the loop", () => {
+  // A fresh process: the words are per process, and this one's are decoded already.
+  const program = `
+    const bigInt = BigInt;
+    let calls = 0;
+    globalThis.BigInt = function (v) { calls++; return bigInt(v); };
+    const m = await import("${new URL("./bcrypt.ts", import.meta.url).href}");
+    calls = 0;
+    const onWorker = await m.verifyBcrypt(Buffer.from("U*U"), "$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW");
+    const workerCalls = calls;
+    const status = m.bcryptStatus();
+    await m.configureBcrypt({ workers: 0 });
+    const onLoop = await m.verifyBcrypt(Buffer.from("U*U"), "$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW");
+    console.log(JSON.stringify({ onWorker, workerCalls, workers: status.workers, onLoop, loopCalls: calls - workerCalls }));`;
+  const r = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", program], { encoding: "utf8", timeout: 20_000 });
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout), { onWorker: true, workerCalls: 0, workers: 1, onLoop: true, loopCalls: 0 });
 });
 
 test("falling over to the event loop is logged once, with the reason; closing or idling is not", async (t) => {

@@ -15,7 +15,7 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import { setImmediate } from "node:timers/promises";
 import type { Worker } from "node:worker_threads";
 import { sharedBcryptCore } from "./bcrypt-core.ts";
-import { BcryptPool, type BcryptWorkerData } from "./bcrypt-pool.ts";
+import { BcryptPool } from "./bcrypt-pool.ts";
 import { BcryptQueue } from "./bcrypt-queue.ts";
 
 const HASH_FORMAT = /^\$2[aby]?\$(\d\d)\$([./A-Za-z0-9]{22})([./A-Za-z0-9]{31})$/;
@@ -46,7 +46,7 @@ let pool: BcryptPool | undefined;
 let queue: BcryptQueue | undefined;
 let poolSize = availableParallelism();
 let maxQueued = BCRYPT_MAX_QUEUED;
-let startWorker: ((data: BcryptWorkerData) => Worker) | undefined;
+let startWorker: (() => Worker) | undefined;
 let warn: BcryptWarn | undefined;
 
 /**
@@ -71,7 +71,7 @@ function theQueue(): BcryptQueue {
  * Sets the worker count (0: always on the event loop) and the queue bound, replacing the
  * pool and queue (tests; the server keeps the defaults). Returns when the old workers stopped.
  */
-export async function configureBcrypt(opts: { workers?: number; maxQueued?: number; start?: (data: BcryptWorkerData) => Worker }): Promise<void> {
+export async function configureBcrypt(opts: { workers?: number; maxQueued?: number; start?: () => Worker }): Promise<void> {
   const old = pool;
   pool = undefined;
   queue = undefined;
