@@ -29,6 +29,18 @@ function nodeFlags(): string[] {
   return (process.env["KVCTL_FAULT_NODE_FLAGS"] ?? "").split(" ").filter((f) => f !== "");
 }
 
+/**
+ * The members' environment: the harness's, without NODE_EXTRA_CA_CERTS. On this workplace
+ * it names the system CA bundle, which every Node process then parses at start (~40 ms of
+ * CPU, and the port bound ~35 ms later, for each kvctl restart), a cost a user's machine
+ * does not have and etcd (Go) never pays; the benchmarks remove it too (bench/README.md).
+ */
+function memberEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env["NODE_EXTRA_CA_CERTS"];
+  return env;
+}
+
 export const MemberState = { running: "running", paused: "paused", stopped: "stopped" } as const;
 export type MemberState = (typeof MemberState)[keyof typeof MemberState];
 
@@ -193,7 +205,7 @@ export class Cluster {
       this.#logs.set(i, log);
     }
     log.write(`--- start ${new Date().toISOString()}\n`);
-    const child = spawn(file, args, { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(file, args, { cwd: repoRoot, env: memberEnv(), stdio: ["ignore", "pipe", "pipe"] });
     const pid = child.pid;
     child.stdout?.pipe(log, { end: false });
     child.stderr?.pipe(log, { end: false });
