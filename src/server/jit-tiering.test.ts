@@ -9,8 +9,8 @@ const moduleUrl = new URL("./jit-tiering.ts", import.meta.url).href;
 // process (flags are per process), and prints how many calls that took.
 function callsUntilOptimized(lower: boolean, extraArgs: string[] = []): { calls: number; lowered: boolean } {
   const script = `
-    const { tierUpSooner } = await import(${JSON.stringify(moduleUrl)});
-    const lowered = ${lower} ? tierUpSooner() : false;
+    const { tuneJitForServer } = await import(${JSON.stringify(moduleUrl)});
+    const lowered = ${lower} ? tuneJitForServer().some((f) => f.startsWith("--interrupt-budget=")) : false;
     function work(a) { let s = 0; for (let i = 0; i < 20; i++) s += a[i % a.length] * i; return s; }
     const a = [1, 2, 3, 4];
     // kMarkedForOptimization | kMarkedForConcurrentOptimization | kOptimizingConcurrently | kTurboFanned
@@ -40,4 +40,37 @@ test("a budget given on node's command line is left as given", () => {
   assert.equal(given.lowered, false);
   const lowered = callsUntilOptimized(true);
   assert.ok(lowered.calls * 2 < given.calls, `${lowered.calls} lowered, ${given.calls} with the command line's`);
+});
+
+// Optimizes a caller of six callees of 93 bytes of bytecode each, in a child process with
+// V8's inlining trace, and counts the callees TurboFan inlined into it.
+function calleesInlined(tune: boolean, extraArgs: string[] = []): number {
+  const script = `
+    const { tuneJitForServer } = await import(${JSON.stringify(moduleUrl)});
+    if (${tune}) tuneJitForServer();
+    const mk = (k) => new Function("a", "let s = 0; for (let i = 0; i < a.length; i++) { s += (a[i] * " + k + ") ^ (i + " + k + "); s = (s * 31 + " + k + ") | 0; if (s > 1e6) s -= 7; else s += a[i] % 3; } return s;");
+    const [f1, f2, f3, f4, f5, f6] = [1, 2, 3, 4, 5, 6].map(mk);
+    function caller(a) { return f1(a) + f2(a) + f3(a) + f4(a) + f5(a) + f6(a); }
+    const a = [1, 2, 3, 4, 5];
+    %PrepareFunctionForOptimization(caller);
+    for (let i = 0; i < 10; i++) caller(a);
+    %OptimizeFunctionOnNextCall(caller);
+    caller(a);
+  `;
+  const r = spawnSync(process.execPath, ["--allow-natives-syntax", "--trace-turbo-inlining", ...extraArgs, "--import", "tsx", "--input-type=module", "-e", script], {
+    cwd: fileURLToPath(new URL("../..", import.meta.url)),
+    encoding: "utf8",
+  });
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout.split("\n").filter((l) => l.startsWith("Inlining ") && l.includes("<SharedFunctionInfo caller>")).length;
+}
+
+test("a server's optimized functions inline less than V8's default allows", () => {
+  assert.equal(calleesInlined(false), 6, "V8's default inlines all six callees");
+  const tuned = calleesInlined(true);
+  assert.ok(tuned >= 1 && tuned <= 3, `${tuned} of six callees inlined with the server's budget`);
+});
+
+test("an inlining budget given on node's command line is left as given", () => {
+  assert.equal(calleesInlined(true, ["--max-inlined-bytecode-size-cumulative=920"]), 6);
 });

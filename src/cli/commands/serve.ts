@@ -3,7 +3,7 @@ import { existsSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError, parseServeArgs } from "../../server/config.ts";
 import { createLogger } from "../../server/logger.ts";
-import { tierUpSooner } from "../../server/jit-tiering.ts";
+import { tuneJitForServer } from "../../server/jit-tiering.ts";
 import type { BoundListener } from "../../server/http/listener.ts";
 
 /**
@@ -34,7 +34,7 @@ export async function runServe(args: string[]): Promise<number> {
     throw err;
   }
   if (config === null) return 0;
-  tierUpSooner();
+  tuneJitForServer();
   let sink: (line: string) => void;
   try {
     sink = logSink(config.logOutputs);
