@@ -29,8 +29,8 @@ type BcryptWorkerReply = { id: number; part: string } | { id: number; error: str
  */
 export const BCRYPT_WORKER_SOURCE = `"use strict";
 var __name = (target) => target;
-const { parentPort } = require("node:worker_threads");
 const core = (${bcryptCore.toString()})();
+const { parentPort } = require("node:worker_threads");
 parentPort.on("message", (job) => {
   let reply;
   try {
@@ -62,8 +62,7 @@ interface PoolWorker {
 /** How long a worker may sit idle before it stops (logins come in bursts, one per etcdctl command). */
 export const BCRYPT_WORKER_IDLE_MS = 60_000;
 
-/** Starts one worker running BCRYPT_WORKER_SOURCE. */
-export function startBcryptWorker(): Worker {
+function startWorker(): Worker {
   // No flags of the parent's: --input-type=module would make the source an ES module
   // (without require), and a loader such as tsx has nothing to do here.
   return new Worker(BCRYPT_WORKER_SOURCE, { eval: true, execArgv: [] });
@@ -86,7 +85,7 @@ export class BcryptPool {
    * @param onBroken called once, with the reason, when a worker fails and the pool gives up
    *   on threads (not when it is closed)
    */
-  constructor(size: number, start: () => Worker = startBcryptWorker, idleMs = BCRYPT_WORKER_IDLE_MS, onBroken?: (reason: string) => void) {
+  constructor(size: number, start: () => Worker = startWorker, idleMs = BCRYPT_WORKER_IDLE_MS, onBroken?: (reason: string) => void) {
     this.size = Math.max(1, Math.trunc(size));
     this.#start = start;
     this.#idleMs = idleMs;
