@@ -816,6 +816,8 @@ export class KvServer {
     // Let an in-flight Ready finish its fsync before closing the file.
     while (this.#loop.busy) await new Promise((r) => setTimeout(r, 5));
     await this.#transport.stop();
+    // The abandoned snapshot job reads the database: closing it under the job would fail it.
+    await this.#snapshots.settled();
     await this.#wal.close();
     await this.#state.close();
   }

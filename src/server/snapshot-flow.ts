@@ -54,8 +54,8 @@ export interface SnapshotHost {
 export class SnapshotFlow {
   readonly #host: SnapshotHost;
   #index: number;
-  /** The snapshot being made in the background; at most one. */
-  #job: { cancelled: boolean } | undefined;
+  /** The snapshot being made in the background; at most one. `done` settles when it lets go of the state. */
+  #job: { cancelled: boolean; done: Promise<void> } | undefined;
   /** A snapshot whose file is saved, for the run loop to record in the WAL. */
   #made: MadeSnapshot | undefined;
 
@@ -84,7 +84,7 @@ export class SnapshotFlow {
   start(): void {
     const host = this.#host;
     const index = host.appliedIndex();
-    const job = { cancelled: false };
+    const job = { cancelled: false, done: Promise.resolve() };
     this.#job = job;
     const startedAt = performance.now();
     const term = host.storage().term(index);
@@ -93,7 +93,7 @@ export class SnapshotFlow {
     const end = (): void => {
       if (this.#job === job) this.#job = undefined;
     };
-    void host
+    job.done = host
       .state()
       .snapshotData(() => job.cancelled)
       .then(async (data) => {
@@ -103,8 +103,15 @@ export class SnapshotFlow {
         this.#made = { index, term, data, confState, startedAt };
         host.kick();
       })
-      // As etcd: a snapshot that cannot be saved means the disk is failing.
-      .catch((err: unknown) => host.fatal(err));
+      .catch((err: unknown) => {
+        // Abandoned (stopping: the database may be closing under it): nothing to save.
+        if (job.cancelled) {
+          host.log.debug("an abandoned snapshot failed", { index, error: String(err) });
+          return end();
+        }
+        // As etcd: a snapshot that cannot be saved means the disk is failing.
+        host.fatal(err);
+      });
   }
 
   /** Makes the saved snapshot Raft's, records it in the WAL and drops what it replaces. */
@@ -149,6 +156,14 @@ export class SnapshotFlow {
   cancel(): void {
     if (this.#job !== undefined) this.#job.cancelled = true;
     this.#made = undefined;
+  }
+
+  /**
+   * Resolves once no snapshot is being made: a stopping member waits for it before it
+   * closes the database and the snapshot directory the job reads and writes.
+   */
+  async settled(): Promise<void> {
+    await this.#job?.done;
   }
 
   /**
