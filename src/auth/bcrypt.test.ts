@@ -245,7 +245,10 @@ test("the main thread does not compute pi: a fresh process's first hash (on a wo
 
 test("falling over to the event loop is logged once, with the reason; closing or idling is not", async (t) => {
   const warnings: Array<{ msg: string; fields: Record<string, unknown> }> = [];
-  setBcryptWarn((msg, fields) => warnings.push({ msg, fields }));
+  // Two members in one process: the first stops after the second set its hook, which stays.
+  const releaseFirst = setBcryptWarn(() => assert.fail("the stopped member's hook"));
+  const release = setBcryptWarn((msg, fields) => warnings.push({ msg, fields }));
+  releaseFirst();
   t.after(() => setBcryptWarn(undefined));
   await configureBcrypt({ workers: 2, start: () => new Worker("process.exit(3)", { eval: true }) });
   t.after(() => configureBcrypt({}));
@@ -255,6 +258,11 @@ test("falling over to the event loop is logged once, with the reason; closing or
   assert.equal(warnings.length, 1, JSON.stringify(warnings));
   assert.match(warnings[0]!.msg, /event loop/);
   assert.equal(warnings[0]!.fields["reason"], "bcrypt worker exited (3)");
+  // Released (its member stopped): a pool failing afterwards reaches no logger of it.
+  release();
+  await configureBcrypt({ workers: 1, start: () => new Worker("process.exit(4)", { eval: true }) });
+  await bcryptHash(Buffer.from("c"), 4);
+  assert.equal(warnings.length, 1, JSON.stringify(warnings));
   const notStarting = new Array<string>();
   const failing = new BcryptPool(1, () => {
     throw new Error("no threads here");

@@ -53,9 +53,14 @@ let warn: BcryptWarn | undefined;
  * Sets where bcrypt reports its one warning: the worker threads failed (with why) and every
  * hash runs on the event loop from then on, one at a time (a member's logins slow down and
  * delay its other work, so an operator should be able to see why). Process-wide, as the pool is.
+ * Returns its release: it unsets `w` unless another was set since (a stopping member lets go
+ * of its logger; another member started in the same process keeps its own).
  */
-export function setBcryptWarn(w: BcryptWarn | undefined): void {
+export function setBcryptWarn(w: BcryptWarn | undefined): () => void {
   warn = w;
+  return () => {
+    if (warn === w) warn = undefined;
+  };
 }
 
 function poolBroken(reason: string): void {

@@ -97,6 +97,8 @@ export class KvServer {
   readonly metrics = new ServerMetrics();
   #log: Logger;
   #onRemoved: () => void;
+  /** Unsets this member's bcrypt warning hook when it stops (see setBcryptWarn). */
+  readonly #releaseBcryptWarn: () => void;
   readonly #peerTls: PeerTlsClient | undefined;
   readonly #walSegmentBytes: number | undefined;
   #node!: RawNode;
@@ -166,7 +168,7 @@ export class KvServer {
     this.config = opts.config;
     this.#log = opts.logger;
     // bcrypt's threads are the process's: its failover warning goes to the member's log.
-    setBcryptWarn((msg, fields) => this.#log.warn(msg, fields));
+    this.#releaseBcryptWarn = setBcryptWarn((msg, fields) => this.#log.warn(msg, fields));
     this.#onRemoved = opts.onRemoved ?? (() => undefined);
     this.#peerTls = opts.peerTls;
     this.#walSegmentBytes = opts.walSegmentBytes;
@@ -820,5 +822,6 @@ export class KvServer {
     await this.#snapshots.settled();
     await this.#wal.close();
     await this.#state.close();
+    this.#releaseBcryptWarn();
   }
 }
