@@ -87,15 +87,16 @@ function checkUint(n: number, field: string): number {
   return n;
 }
 
-function headerNumbers(m: Message): number[] {
-  return [m.to, m.from, m.term, m.logTerm, m.index, m.commit, m.rejectHint];
-}
-const headerNames = ["to", "from", "term", "logTerm", "index", "commit", "rejectHint"];
+// The header's seven numbers are read and written one by one, in this order: to, from,
+// term, logTerm, index, commit, rejectHint. (An array of them held small integers or
+// doubles by the message, and V8 deoptimized the codec each time the kind changed.)
 
 /** Size of everything in the message except the snapshot data bytes. */
 function headSize(m: Message): number {
   let n = 2;
-  headerNumbers(m).forEach((v, i) => (n += varintLen(checkUint(v, headerNames[i]!))));
+  n += varintLen(checkUint(m.to, "to")) + varintLen(checkUint(m.from, "from")) + varintLen(checkUint(m.term, "term"));
+  n += varintLen(checkUint(m.logTerm, "logTerm")) + varintLen(checkUint(m.index, "index")) + varintLen(checkUint(m.commit, "commit"));
+  n += varintLen(checkUint(m.rejectHint, "rejectHint"));
   n += varintLen(m.context.length) + m.context.length;
   n += varintLen(m.entries.length);
   for (const e of m.entries) {
@@ -128,7 +129,13 @@ export function encodeFrame(m: Message): Uint8Array[] {
   w.u32(total);
   w.u8(m.type);
   w.u8((m.reject ? flagReject : 0) | (m.snapshot !== undefined ? flagSnapshot : 0));
-  for (const v of headerNumbers(m)) w.varint(v);
+  w.varint(m.to);
+  w.varint(m.from);
+  w.varint(m.term);
+  w.varint(m.logTerm);
+  w.varint(m.index);
+  w.varint(m.commit);
+  w.varint(m.rejectHint);
   w.bytes(m.context);
   w.varint(m.entries.length);
   for (const e of m.entries) {
@@ -224,9 +231,13 @@ function decodeMessage(r: Reader): Message {
   if (type > maxMessageType) throw new CodecError(`Cannot decode raft message: unknown message type ${type}`);
   const flags = r.u8("flags");
   if ((flags & ~(flagReject | flagSnapshot)) !== 0) throw new CodecError(`Cannot decode raft message: unknown flags ${flags}`);
-  const [to, from, term, logTerm, index, commit, rejectHint] = headerNames.map((n) => r.varint(n)) as [
-    number, number, number, number, number, number, number,
-  ];
+  const to = r.varint("to");
+  const from = r.varint("from");
+  const term = r.varint("term");
+  const logTerm = r.varint("logTerm");
+  const index = r.varint("index");
+  const commit = r.varint("commit");
+  const rejectHint = r.varint("rejectHint");
   const context = r.bytes("context", true);
   const entries: Entry[] = [];
   const nEntries = r.count("entry count", 4);

@@ -66,8 +66,11 @@ class Series<T> {
 
   get(labels: LabelValues): T {
     // The hot path (a counter bumped per request or per message) builds no key for unlabelled series.
-    if (this.#labelNames.length === 0) return (this.#unlabelled ??= this.#create("", labels));
-    const key = this.#labelNames.length === 1 ? (labels[this.#labelNames[0]!] ?? "") : this.#labelNames.map((n) => labels[n] ?? "").join("\u0000");
+    const names = this.#labelNames;
+    if (names.length === 0) return (this.#unlabelled ??= this.#create("", labels));
+    // The values joined by NULs, built without an intermediate array.
+    let key = labels[names[0]!] ?? "";
+    for (let i = 1; i < names.length; i++) key += `\u0000${labels[names[i]!] ?? ""}`;
     return this.#byKey.get(key)?.state ?? this.#create(key, labels);
   }
 
