@@ -86,9 +86,12 @@ async function handle(m: ProxyRequest): Promise<ProxyReply> {
       proxies.push(proxy);
       return { id: m.id, ok: true, port: proxy.port };
     }
-    case "owners":
+    case "owners": {
       owners = new Map(m.owners);
+      const running = new Set(owners.values());
+      await Promise.all(proxies.map((p) => p.setTargetUp(running.has(p.member))));
       return { id: m.id, ok: true };
+    }
     case "blocked":
       table(m.size).replace(m.pairs);
       return { id: m.id, ok: true };

@@ -134,7 +134,7 @@ function slowLookup(): { lookup: () => Promise<number | undefined>; answer: (fro
   };
 }
 
-test("proxy forwards at once while no partition is in force, without waiting for the source lookup", async () => {
+test("proxy forwards without a lookup while no partition is in force, and looks up when one starts", async () => {
   const network = new Network(3);
   const slow = slowLookup();
   const proxy = new FaultProxy({ member: 1, listenPort: 0, targetPort: echoPort, network, owners: () => new Map(), lookup: slow.lookup });
@@ -142,11 +142,19 @@ test("proxy forwards at once while no partition is in force, without waiting for
   after(() => proxy.close());
   const s = await connect(proxy.port);
   s.write("now");
-  assert.equal(await firstData(s, 5000), "now", "data crosses before the source is known");
-  // Known later as member 0, which a partition now in force blocks: the link is cut.
-  network.isolate(0);
-  assert.equal(await closed(s, 5000), true, "a partition during the lookup cuts the link (unknown source)");
+  assert.equal(await firstData(s, 5000), "now", "data crosses with no lookup");
+  assert.equal(proxy.stats.lookups, 0, "no partition, no lookup");
+  // A partition that does not block member 0: looked up, kept.
+  network.split([0, 1], [2]);
+  assert.equal(proxy.stats.lookups, 1, "a partition looks the open link up");
   slow.answer(0);
+  s.write("kept");
+  assert.equal(await firstData(s, 5000), "kept", "a link the partition does not block keeps forwarding");
+  network.heal();
+  // One that does: judged from the lookup already made, cut at once.
+  network.isolate(0);
+  assert.equal(proxy.stats.lookups, 1, "a link is looked up once");
+  assert.equal(await closed(s, 5000), true, "a link whose source the partition blocks is cut");
   const t = await connect(proxy.port);
   t.on("error", () => {});
   t.write("held");
@@ -155,6 +163,58 @@ test("proxy forwards at once while no partition is in force, without waiting for
   assert.equal(await firstData(t, 300), undefined, "and holds a blocked one");
   assert.equal(proxy.stats.held, 1);
   t.destroy();
+});
+
+test("proxy judges a link forwarded before a partition only once its source is known", async () => {
+  const network = new Network(3);
+  const slow = slowLookup();
+  const proxy = new FaultProxy({ member: 1, listenPort: 0, targetPort: echoPort, network, owners: () => new Map(), lookup: slow.lookup });
+  await proxy.start();
+  after(() => proxy.close());
+  const s = await connect(proxy.port);
+  s.write("a");
+  assert.equal(await firstData(s, 5000), "a");
+  network.isolate(0);
+  s.write("b");
+  assert.equal(await firstData(s, 5000), "b", "forwarding goes on while the lookup runs");
+  slow.answer(0);
+  assert.equal(await closed(s, 5000), true, "and stops when it finds a blocked source");
+  assert.equal(proxy.stats.cut, 1);
+});
+
+test("proxy resets a connection whose member is down, and counts it refused", async () => {
+  const gone = createServer();
+  await new Promise<void>((r) => gone.listen(0, "127.0.0.1", () => r()));
+  const downPort = (gone.address() as AddressInfo).port;
+  await new Promise<void>((r) => gone.close(() => r()));
+  const proxy = new FaultProxy({ member: 1, listenPort: 0, targetPort: downPort, network: new Network(3), owners: () => new Map() });
+  await proxy.start();
+  after(() => proxy.close());
+  const s = await connect(proxy.port);
+  const error = new Promise<string | undefined>((resolve) => {
+    s.once("error", (e: NodeJS.ErrnoException) => resolve(e.code));
+    s.once("close", () => resolve(undefined));
+  });
+  assert.equal(await error, "ECONNRESET", "the dialler sees a reset, not an orderly close");
+  assert.equal(proxy.stats.refused, 1);
+  assert.equal(proxy.stats.forwarded, 0);
+  assert.equal(proxy.stats.lookups, 0);
+});
+
+test("proxy stops listening while its member is down, so dials are refused, and listens again on the same port", async () => {
+  const proxy = await startProxy(new Network(3), new Map());
+  const port = proxy.port;
+  await proxy.setTargetUp(false);
+  await assert.rejects(connect(port), (e: NodeJS.ErrnoException) => e.code === "ECONNREFUSED");
+  assert.equal(proxy.stats.refused, 0, "refused by the kernel, not by the proxy");
+  // Down then up before the first finished: the calls run in order.
+  void proxy.setTargetUp(false);
+  await proxy.setTargetUp(true);
+  assert.equal(proxy.port, port);
+  const s = await connect(port);
+  s.write("back");
+  assert.equal(await firstData(s, 5000), "back");
+  s.destroy();
 });
 
 test("network isolate blocks exactly the pairs with the isolated member", () => {
@@ -208,7 +268,11 @@ test("the proxy process forwards, cuts, holds and releases as the harness's part
   const network = new Network(3);
   network.onChange(() => proxies.setBlocked(3, network.pairs()));
   const port = await proxies.open(3, 1, 0, echoPort);
-  proxies.setOwners(new Map([[process.pid, 0]]));
+  // Member 1 (the echo server's side) must count as running, or its proxy stops listening:
+  // a pid with no sockets stands for it (`sleep`, a child of this test).
+  const member1 = spawn("sleep", ["60"], { stdio: "ignore" });
+  after(() => member1.kill("SIGKILL"));
+  proxies.setOwners(new Map([[process.pid, 0], [member1.pid!, 1]]));
 
   const open = await connect(port);
   open.write("a");

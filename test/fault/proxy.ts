@@ -19,12 +19,15 @@
 // before the lookup) is counted, forwarded only while there is no partition, and cut when
 // one starts.
 //
-// While no partition is in force a new connection is forwarded at once and its source
-// looked up beside it: a lookup may read every member's /proc/<pid>/fd, a delay no real
-// network adds (proc-net.ts keeps it to milliseconds of synchronous reads). Until the
-// source is known the link counts as of unknown source (cut if a partition starts); once
-// known, a partition that blocks it cuts it too. During a partition the proxy waits for
-// the source, to hold or forward.
+// Sources are looked up only when a partition needs them: a lookup reads /proc/net/tcp and
+// may read every member's /proc/<pid>/fd, CPU the harness takes from the members on a
+// small machine, and more from a server that dials more (etcd redials a down member's
+// proxy several times a second; looking each dial up cost etcd's runs ~20 % of a core).
+// While no partition is in force a new connection is forwarded at once and not looked up.
+// When a partition starts, the open links not yet looked up are, in one batch, and each is
+// cut if the partition blocks its source. During a partition the proxy waits for a new
+// connection's source, to hold or forward. While the member behind a proxy is down the
+// proxy does not listen (setTargetUp), so dials to it are refused as without a proxy.
 
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { socketOwner } from "./proc-net.ts";
@@ -106,6 +109,8 @@ export interface ProxyOptions {
 
 interface Link {
   from: number | undefined;
+  /** The source lookup, once asked (only a partition asks: see the header). */
+  identified: Promise<void> | undefined;
   inbound: Socket;
   outbound: Socket | undefined;
   /** Held in the black hole (never forwarded). */
@@ -114,10 +119,14 @@ interface Link {
 
 export interface ProxyStats {
   forwarded: number;
+  /** Connections whose member was down (the forward was refused): reset, as a refusal would be. */
+  refused: number;
   held: number;
   cut: number;
+  /** Source lookups asked (each reads /proc: the harness's own CPU, taken from the members'). */
+  lookups: number;
   unknownSource: number;
-  /** Source lookups that took over 100 ms (the connection was not held up by them unless partitioned). */
+  /** Source lookups that took over 100 ms. */
   slowLookups: number;
   /** The longest source lookup, ms. */
   maxLookupMs: number;
@@ -127,10 +136,15 @@ export class FaultProxy {
   #opts: ProxyOptions;
   #server: Server | undefined;
   #links = new Set<Link>();
-  #stats: ProxyStats = { forwarded: 0, held: 0, cut: 0, unknownSource: 0, slowLookups: 0, maxLookupMs: 0 };
+  #port: number;
+  #wantListening = true;
+  /** The last listen or unlisten asked (setTargetUp runs them in order). */
+  #listening: Promise<void> = Promise.resolve();
+  #stats: ProxyStats = { forwarded: 0, refused: 0, held: 0, cut: 0, lookups: 0, unknownSource: 0, slowLookups: 0, maxLookupMs: 0 };
 
   constructor(opts: ProxyOptions) {
     this.#opts = opts;
+    this.#port = opts.listenPort;
     opts.network.onChange(() => this.#enforce());
   }
 
@@ -138,24 +152,56 @@ export class FaultProxy {
     return { ...this.#stats };
   }
 
-  /** The port the proxy listens on (useful when started on port 0). */
+  /** The member behind the proxy. */
+  get member(): number {
+    return this.#opts.member;
+  }
+
+  /** The port the proxy listens on (useful when started on port 0); kept while it does not. */
   get port(): number {
-    const addr = this.#server?.address();
-    return typeof addr === "object" && addr !== null ? addr.port : this.#opts.listenPort;
+    return this.#port;
   }
 
   async start(): Promise<void> {
+    await this.#listen(this.#opts.listenPort);
+  }
+
+  /**
+   * Whether the member behind the proxy runs. While it does not, the proxy stops listening:
+   * a dial is then refused by the kernel, as it would be with no proxy in the path, instead
+   * of accepted, forwarded, refused and reset (etcd redials a down member several times a
+   * second: 13,609 such dials in a 4-minute run, each an accept and a connect of the
+   * proxy's). Open links stay until their ends close.
+   */
+  setTargetUp(up: boolean): Promise<void> {
+    if (up === this.#wantListening) return this.#listening;
+    this.#wantListening = up;
+    this.#listening = this.#listening.then(() => (up ? this.#listen(this.#port) : this.#unlisten())).catch(() => {});
+    return this.#listening;
+  }
+
+  async close(): Promise<void> {
+    this.#wantListening = false;
+    for (const link of this.#links) this.#destroy(link, false);
+    await this.#listening;
+    await this.#unlisten();
+  }
+
+  async #listen(port: number): Promise<void> {
+    if (this.#server !== undefined) return;
     const server = createServer((socket) => void this.#accept(socket));
     this.#server = server;
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen(this.#opts.listenPort, "127.0.0.1", () => resolve());
+      server.listen(port, "127.0.0.1", () => resolve());
     });
+    const addr = server.address();
+    if (typeof addr === "object" && addr !== null) this.#port = addr.port;
   }
 
-  async close(): Promise<void> {
-    for (const link of this.#links) this.#destroy(link);
+  async #unlisten(): Promise<void> {
     const server = this.#server;
+    this.#server = undefined;
     if (server !== undefined) await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 
@@ -166,32 +212,14 @@ export class FaultProxy {
     // waits on the next hop's delayed acknowledgement (tens of ms per message).
     inbound.setNoDelay(true);
     inbound.on("error", () => {});
-    const link: Link = { from: undefined, inbound, outbound: undefined, held: false };
+    const link: Link = { from: undefined, identified: undefined, inbound, outbound: undefined, held: false };
     this.#links.add(link);
-    inbound.once("close", () => this.#destroy(link));
-    const port = inbound.remotePort;
-    const lookup = this.#opts.lookup ?? socketOwner;
-    const startedAt = performance.now();
-    const source = port === undefined ? Promise.resolve(undefined) : lookup(port, this.port, this.#opts.owners());
-    const known = source.then((from) => {
-      const took = performance.now() - startedAt;
-      this.#stats.maxLookupMs = Math.max(this.#stats.maxLookupMs, Math.round(took));
-      if (took > 100) this.#stats.slowLookups++;
-      link.from = from;
-      if (from === undefined) this.#stats.unknownSource++;
-    });
+    inbound.once("close", () => this.#destroy(link, false));
     if (!this.#opts.network.partitioned) {
       this.#forward(link);
-      await known;
-      // A partition that started during the lookup cut the link already (unknown source);
-      // one that is in force now and blocks the source cuts it here.
-      if (this.#links.has(link) && this.#blocks(link.from)) {
-        this.#stats.cut++;
-        this.#destroy(link);
-      }
       return;
     }
-    await known;
+    await this.#identify(link);
     if (inbound.destroyed || !this.#links.has(link)) return;
     if (this.#blocks(link.from)) {
       link.held = true;
@@ -201,13 +229,39 @@ export class FaultProxy {
     this.#forward(link);
   }
 
+  /** Looks the link's source up once; later calls share the first. */
+  #identify(link: Link): Promise<void> {
+    if (link.identified !== undefined) return link.identified;
+    const port = link.inbound.remotePort;
+    const lookup = this.#opts.lookup ?? socketOwner;
+    const startedAt = performance.now();
+    this.#stats.lookups++;
+    const source = port === undefined ? Promise.resolve(undefined) : lookup(port, this.port, this.#opts.owners());
+    link.identified = source.then((from) => {
+      const took = performance.now() - startedAt;
+      this.#stats.maxLookupMs = Math.max(this.#stats.maxLookupMs, Math.round(took));
+      if (took > 100) this.#stats.slowLookups++;
+      link.from = from;
+      if (from === undefined) this.#stats.unknownSource++;
+    });
+    return link.identified;
+  }
+
   #forward(link: Link): void {
     const inbound = link.inbound;
     const outbound = createConnection({ host: "127.0.0.1", port: this.#opts.targetPort, noDelay: true });
     link.outbound = outbound;
+    let connected = false;
     outbound.on("error", () => {});
-    outbound.once("close", () => this.#destroy(link));
+    // A member that is down refuses the forward: the dialler gets a reset, the nearest a
+    // proxy can come to the refusal it would get without one (and no socket of the proxy's
+    // lingers in TIME_WAIT, which every lookup's read of /proc/net/tcp would have to list).
+    outbound.once("close", () => {
+      if (!connected && this.#links.has(link)) this.#stats.refused++;
+      this.#destroy(link, !connected);
+    });
     outbound.once("connect", () => {
+      connected = true;
       this.#stats.forwarded++;
       inbound.pipe(outbound);
       outbound.pipe(inbound);
@@ -222,22 +276,36 @@ export class FaultProxy {
     return from === undefined ? network.partitioned : network.isBlocked(from, this.#opts.member);
   }
 
-  // Called on every partition change: cut what is now blocked, release what is not.
+  // Called on every partition change: cut what is now blocked, release what is not. A link
+  // forwarded while no partition was in force has not been looked up: it is, now, and
+  // judged when its source is known (a few milliseconds during which it still forwards).
   #enforce(): void {
+    const partitioned = this.#opts.network.partitioned;
     for (const link of this.#links) {
-      const blocked = this.#blocks(link.from);
-      if (blocked && !link.held) {
-        this.#stats.cut++;
-        this.#destroy(link);
-      } else if (!blocked && link.held) {
-        this.#destroy(link);
-      }
+      if (partitioned && link.identified === undefined) void this.#identify(link).then(() => this.#judge(link));
+      else this.#judge(link);
     }
   }
 
-  #destroy(link: Link): void {
+  #judge(link: Link): void {
+    if (!this.#links.has(link)) return;
+    const blocked = this.#blocks(link.from);
+    if (blocked && !link.held) {
+      this.#stats.cut++;
+      this.#destroy(link, true);
+    } else if (!blocked && link.held) {
+      this.#destroy(link, true);
+    }
+  }
+
+  // `reset`: close with RST rather than FIN (cuts, releases, refusals: faults, after which
+  // neither end should linger in TIME_WAIT).
+  #destroy(link: Link, reset: boolean): void {
     if (!this.#links.delete(link)) return;
-    link.inbound.destroy();
-    link.outbound?.destroy();
+    for (const s of [link.inbound, link.outbound]) {
+      if (s === undefined || s.destroyed) continue;
+      if (reset && s.readyState === "open") s.resetAndDestroy();
+      else s.destroy();
+    }
   }
 }

@@ -50,13 +50,15 @@ export function formatReport(r: FaultReport, opts: Pick<FaultTestOptions, "membe
   if (r.proxies.length > 0) {
     const sum = r.proxies.reduce((a, p) => ({
       forwarded: a.forwarded + p.forwarded,
+      refused: a.refused + p.refused,
       held: a.held + p.held,
       cut: a.cut + p.cut,
+      lookups: a.lookups + p.lookups,
       unknownSource: a.unknownSource + p.unknownSource,
       slowLookups: a.slowLookups + p.slowLookups,
       maxLookupMs: Math.max(a.maxLookupMs, p.maxLookupMs),
     }));
-    lines.push(`  proxies     ${sum.forwarded} peer connections forwarded, ${sum.cut} cut, ${sum.held} held by partitions, ${sum.unknownSource} of unknown source; ${sum.slowLookups} source lookups over 100 ms (longest ${sum.maxLookupMs} ms)`);
+    lines.push(`  proxies     ${sum.forwarded} peer connections forwarded, ${sum.refused} refused (member down), ${sum.cut} cut, ${sum.held} held by partitions; ${sum.lookups} source lookups, ${sum.unknownSource} of unknown source, ${sum.slowLookups} over 100 ms (longest ${sum.maxLookupMs} ms)`);
   }
   if (r.snapshotsInstalled > 0) lines.push(`  snapshots   ${r.snapshotsInstalled} installed by lagging members from their leader (v3 database streamed)`);
   if (r.injected !== undefined) lines.push(`  injected    ${r.injected}`);
