@@ -9,6 +9,8 @@ interface Fake {
   host: SnapshotHost;
   fatal: unknown[];
   saved: number[];
+  /** What the install did, in order. */
+  steps: string[];
   /** Settles the pending snapshotData call. */
   finish(result: Buffer | Error): void;
 }
@@ -18,6 +20,7 @@ function fakeHost(applied: number): Fake {
   const fake: Fake = {
     fatal: [],
     saved: [],
+    steps: [],
     finish: (r) => settle?.(r),
     host: undefined as unknown as SnapshotHost,
   };
@@ -29,14 +32,22 @@ function fakeHost(applied: number): Fake {
     maxSnapshots: 0,
     appliedIndex: () => applied,
     confState: () => ({ voters: [1], learners: [] }),
-    storage: (() => ({ term: () => 2 })) as unknown as SnapshotHost["storage"],
+    storage: (() => ({ term: () => 2, applySnapshot: () => void fake.steps.push("storage") })) as unknown as SnapshotHost["storage"],
+    wal: (() => ({ saveSnapshotRef: async () => void fake.steps.push("wal") })) as unknown as SnapshotHost["wal"],
+    installed: (index) => void fake.steps.push(`installed ${index}`),
     state: (() => ({
       snapshotData: () =>
         new Promise<Buffer | undefined>((resolve, reject) => {
           settle = (r) => (r instanceof Error ? reject(r) : resolve(r));
         }),
+      install: async () => void fake.steps.push("state"),
     })) as unknown as SnapshotHost["state"],
-    snapshotter: (() => ({ save: async (s: { index: number }) => void fake.saved.push(s.index) })) as unknown as SnapshotHost["snapshotter"],
+    snapshotter: (() => ({
+      save: async (s: { index: number }) => {
+        fake.saved.push(s.index);
+        fake.steps.push(`save ${s.index}`);
+      },
+    })) as unknown as SnapshotHost["snapshotter"],
     kick: () => undefined,
     fatal: (err) => void fake.fatal.push(err),
   };
@@ -82,5 +93,21 @@ test("a job that completes is saved and waits to be recorded; settled() resolves
   await flow.settled();
   assert.deepEqual(f.saved, [20]);
   assert.equal(flow.pending, true);
+  assert.deepEqual(f.fatal, []);
+});
+
+test("installing the leader's snapshot waits for the abandoned job to let go before it writes", async () => {
+  const f = fakeHost(20);
+  const flow = new SnapshotFlow(f.host, 0);
+  flow.maybeStart();
+  const snap = { data: new Uint8Array([1]), metadata: { index: 30, term: 3, confState: { voters: [1], learners: [] } } };
+  const installing = flow.install(snap);
+  await tick();
+  assert.deepEqual(f.steps, [], "nothing is written while the job still reads the state");
+  f.finish(Buffer.from("state at 20"));
+  await installing;
+  assert.deepEqual(f.steps, ["save 30", "wal", "storage", "state", "installed 30"], "the abandoned job saved nothing; the install ran whole, after it");
+  assert.equal(flow.index, 30);
+  assert.equal(flow.pending, false);
   assert.deepEqual(f.fatal, []);
 });

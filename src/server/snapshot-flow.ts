@@ -3,7 +3,8 @@
 // made afresh for a member added after the last one.
 //
 // Invariants:
-// - At most one snapshot is being made; installing the leader's, or stopping, abandons it.
+// - At most one snapshot is being made; installing the leader's, or stopping, abandons it
+//   and waits for it to let go of the state and the snapshot directory.
 // - The snapshot is the state at one applied index: the v2 store is copied on write and
 //   written in slices (a 300k-key snapshot in one piece took 1.5 s, long enough for the
 //   followers to start an election), the small parts are copied at once, the v3 key space
@@ -141,6 +142,10 @@ export class SnapshotFlow {
   /** Installs the leader's snapshot: it replaces the whole state machine (followers only). */
   async install(snap: Snapshot): Promise<void> {
     this.cancel();
+    // The abandoned job may still be reading the state or writing its file into the snapshot
+    // directory: the install replaces the one and writes into the other, so it waits for the
+    // job to let go (a slice of the store, the database's flush or one file's save at most).
+    await this.settled();
     const host = this.#host;
     const ref = { index: snap.metadata.index, term: snap.metadata.term };
     await host.snapshotter().save({ ...ref, data: snap.data, meta: encodeConfState(snap.metadata.confState) });
