@@ -134,12 +134,18 @@ function slowLookup(): { lookup: () => Promise<number | undefined>; answer: (fro
   };
 }
 
-test("proxy forwards without a lookup while no partition is in force, and looks up when one starts", async () => {
+/** Member 1's proxy in front of the echo server, with no owners and a lookup the test answers. */
+async function startSlowProxy(): Promise<{ network: Network; slow: ReturnType<typeof slowLookup>; proxy: FaultProxy }> {
   const network = new Network(3);
   const slow = slowLookup();
   const proxy = new FaultProxy({ member: 1, listenPort: 0, targetPort: echoPort, network, owners: () => new Map(), lookup: slow.lookup });
   await proxy.start();
   after(() => proxy.close());
+  return { network, slow, proxy };
+}
+
+test("proxy forwards without a lookup while no partition is in force, and looks up when one starts", async () => {
+  const { network, slow, proxy } = await startSlowProxy();
   const s = await connect(proxy.port);
   s.write("now");
   assert.equal(await firstData(s, 5000), "now", "data crosses with no lookup");
@@ -166,11 +172,7 @@ test("proxy forwards without a lookup while no partition is in force, and looks 
 });
 
 test("proxy judges a link forwarded before a partition only once its source is known", async () => {
-  const network = new Network(3);
-  const slow = slowLookup();
-  const proxy = new FaultProxy({ member: 1, listenPort: 0, targetPort: echoPort, network, owners: () => new Map(), lookup: slow.lookup });
-  await proxy.start();
-  after(() => proxy.close());
+  const { network, slow, proxy } = await startSlowProxy();
   const s = await connect(proxy.port);
   s.write("a");
   assert.equal(await firstData(s, 5000), "a");
