@@ -219,6 +219,30 @@ test("proxy stops listening while its member is down, so dials are refused, and 
   s.destroy();
 });
 
+test("a proxy that cannot listen again says so, and listens once the port is free and it is asked again", async () => {
+  const proxy = await startProxy(new Network(3), new Map());
+  const port = proxy.port;
+  await proxy.setTargetUp(false);
+  const squatter = createServer((s) => s.end("squatter"));
+  await new Promise<void>((r) => squatter.listen(port, "127.0.0.1", () => r()));
+  const said: string[] = [];
+  const write = process.stderr.write.bind(process.stderr);
+  process.stderr.write = ((chunk: string) => said.push(String(chunk)) > 0) as typeof process.stderr.write;
+  try {
+    await proxy.setTargetUp(true);
+  } finally {
+    process.stderr.write = write;
+  }
+  assert.match(said.join(""), /member 1: cannot listen again on port \d+: .*EADDRINUSE/);
+  await new Promise<void>((r) => squatter.close(() => r()));
+  await proxy.setTargetUp(false);
+  await proxy.setTargetUp(true);
+  const s = await connect(port);
+  s.write("mine");
+  assert.equal(await firstData(s, 5000), "mine", "the proxy, not the squatter, answers");
+  s.destroy();
+});
+
 test("network isolate blocks exactly the pairs with the isolated member", () => {
   const n = new Network(4);
   n.isolate(2);

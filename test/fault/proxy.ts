@@ -176,7 +176,12 @@ export class FaultProxy {
   setTargetUp(up: boolean): Promise<void> {
     if (up === this.#wantListening) return this.#listening;
     this.#wantListening = up;
-    this.#listening = this.#listening.then(() => (up ? this.#listen(this.#port) : this.#unlisten())).catch(() => {});
+    this.#listening = this.#listening
+      .then(() => (up ? this.#listen(this.#port) : this.#unlisten()))
+      .catch((err: unknown) => {
+        // Not silent: a proxy that cannot listen again cuts its member off for the rest of the run.
+        process.stderr.write(`fault proxy of member ${this.#opts.member}: cannot ${up ? "listen again on" : "stop listening on"} port ${this.#port}: ${err instanceof Error ? err.message : String(err)}\n`);
+      });
     return this.#listening;
   }
 
@@ -191,10 +196,15 @@ export class FaultProxy {
     if (this.#server !== undefined) return;
     const server = createServer((socket) => void this.#accept(socket));
     this.#server = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(port, "127.0.0.1", () => resolve());
-    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(port, "127.0.0.1", () => resolve());
+      });
+    } catch (err) {
+      this.#server = undefined;
+      throw err;
+    }
     const addr = server.address();
     if (typeof addr === "object" && addr !== null) this.#port = addr.port;
   }
