@@ -163,7 +163,7 @@ export class FaultProxy {
   }
 
   async start(): Promise<void> {
-    await this.#listen(this.#opts.listenPort);
+    await this.#listen();
   }
 
   /**
@@ -177,7 +177,7 @@ export class FaultProxy {
     if (up === this.#wantListening) return this.#listening;
     this.#wantListening = up;
     this.#listening = this.#listening
-      .then(() => (up ? this.#listen(this.#port) : this.#unlisten()))
+      .then(() => (up ? this.#listen() : this.#unlisten()))
       .catch((err: unknown) => {
         // Not silent: a proxy that cannot listen again cuts its member off for the rest of the run.
         process.stderr.write(`fault proxy of member ${this.#opts.member}: cannot ${up ? "listen again on" : "stop listening on"} port ${this.#port}: ${err instanceof Error ? err.message : String(err)}\n`);
@@ -192,14 +192,15 @@ export class FaultProxy {
     await this.#unlisten();
   }
 
-  async #listen(port: number): Promise<void> {
+  // On #port: the port asked at first (0: any), then the one the first listen got.
+  async #listen(): Promise<void> {
     if (this.#server !== undefined) return;
     const server = createServer((socket) => void this.#accept(socket));
     this.#server = server;
     try {
       await new Promise<void>((resolve, reject) => {
         server.once("error", reject);
-        server.listen(port, "127.0.0.1", () => resolve());
+        server.listen(this.#port, "127.0.0.1", () => resolve());
       });
     } catch (err) {
       this.#server = undefined;
