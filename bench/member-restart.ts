@@ -10,11 +10,13 @@
 //   node --import tsx bench/member-restart.ts [--rounds 5] [--order kvctl,etcd,etcd,kvctl]
 //        [--probe-ms 3000] [--down-ms 1500] [--base-port 29500] [--data-root DIR]
 //
-// Each entry of --order is one block: a fresh cluster of that server, --rounds restarts,
-// then the cluster stopped (ABBA by default, so neither server always runs first). Prints
-// one Markdown table (medians, then every round's figure); progress goes to stderr.
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+// Build first (npm run build): kvctl runs as installed, through bin/kvctl. Each entry of
+// --order is one block: a fresh cluster of that server, --rounds restarts, then the
+// cluster stopped (ABBA by default, so neither server always runs first). Prints one
+// Markdown table (medians, then every round's figure); progress goes to stderr. Exit
+// status 2: bad options.
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -31,17 +33,29 @@ const RESTARTED = 2;
 const PROBE_CLIENTS = 4;
 const BACKGROUND_WRITERS = 4;
 
-const { values: opts } = parseArgs({
-  options: {
-    rounds: { type: "string", default: "5" },
-    order: { type: "string", default: "kvctl,etcd,etcd,kvctl" },
-    "probe-ms": { type: "string", default: "3000" },
-    "down-ms": { type: "string", default: "1500" },
-    "base-port": { type: "string", default: "29500" },
-    "data-root": { type: "string" },
-    help: { type: "boolean", default: false },
-  },
-});
+/** Stops the script with a message and exit status 2 (bad options), as bench/run.ts does. */
+function usageError(msg: string): never {
+  process.stderr.write(`bench/member-restart.ts: ${msg}\nRun with --help for the options.\n`);
+  process.exit(2);
+}
+
+let parsed;
+try {
+  parsed = parseArgs({
+    options: {
+      rounds: { type: "string", default: "5" },
+      order: { type: "string", default: "kvctl,etcd,etcd,kvctl" },
+      "probe-ms": { type: "string", default: "3000" },
+      "down-ms": { type: "string", default: "1500" },
+      "base-port": { type: "string", default: "29500" },
+      "data-root": { type: "string" },
+      help: { type: "boolean", default: false },
+    },
+  });
+} catch (err) {
+  usageError(err instanceof Error ? err.message : String(err));
+}
+const opts = parsed.values;
 if (opts.help) {
   process.stdout.write(readFileSync(fileURLToPath(import.meta.url), "utf8").split("\n").filter((l) => l.startsWith("//")).map((l) => l.slice(3)).join("\n") + "\n");
   process.exit(0);
@@ -52,10 +66,15 @@ const downMs = Number(opts["down-ms"]);
 const basePort = Number(opts["base-port"]);
 const order = opts.order.split(",").filter((s) => s !== "");
 for (const [name, v] of Object.entries({ rounds, "probe-ms": probeMs, "down-ms": downMs, "base-port": basePort })) {
-  if (!Number.isInteger(v) || v < 1) throw new Error(`--${name} must be a positive integer`);
+  if (!Number.isInteger(v) || v < 1) usageError(`--${name} must be a positive integer`);
 }
-if (probeMs < 1000) throw new Error("--probe-ms must be at least 1000 (the first second is reported)");
-for (const s of order) if (s !== "kvctl" && s !== "etcd") throw new Error(`--order: unknown server ${s} (kvctl or etcd)`);
+if (probeMs < 1000) usageError("--probe-ms must be at least 1000 (the first second is reported)");
+if (basePort + 12 > 65535) usageError("--base-port leaves no room for the peer ports (base + 10 .. base + 12)");
+if (order.length === 0) usageError("--order names no server");
+for (const s of order) if (s !== "kvctl" && s !== "etcd") usageError(`--order: unknown server ${s} (kvctl or etcd)`);
+// kvctl runs as installed (bin/kvctl runs dist/bundle/); etcd from PATH.
+if (order.includes("kvctl") && !existsSync(join(ROOT, "dist", "bundle", "cli", "serve.cjs"))) usageError("no build of kvctl: run npm run build first");
+if (order.includes("etcd") && spawnSync("etcd", ["--version"], { stdio: "ignore" }).error !== undefined) usageError("etcd is not on PATH (apt-get install etcd-server), or leave it out of --order");
 
 const log = (msg: string): void => void process.stderr.write(`[restart ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -93,13 +112,16 @@ function startMember(server: string, m: Member, members: readonly Member[], data
   const child = spawn(file, args, { env, stdio: "ignore" });
   live.add(child);
   child.once("exit", () => live.delete(child));
+  // A spawn that fails (no such file) ends as an exit too; the health wait then reports it.
+  child.once("error", (err) => log(`cannot start ${m.name}: ${err.message}`));
   m.child = child;
   return child;
 }
 
 async function stopMember(m: Member, signal: NodeJS.Signals): Promise<void> {
   const child = m.child;
-  if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  // No pid: the spawn failed, and no exit will come.
+  if (child === undefined || child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((r) => child.once("exit", () => r()));
   child.kill(signal);
   await exited;
