@@ -23,8 +23,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { waitHealthy } from "./lib/http.ts";
-import { cpuMsFromStat, ProbeOutcome, renderRestartTable, summarizeRound, type ProbeSample, type RestartRound, type ServerRestarts } from "./lib/member-restart.ts";
+import { ProbeOutcome, renderRestartTable, summarizeRound, type ProbeSample, type RestartRound, type ServerRestarts } from "./lib/member-restart.ts";
 import { portInUse } from "./lib/server.ts";
+import { processCpuMs } from "./lib/stats.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const MEMBERS = 3;
@@ -158,15 +159,6 @@ const PROBES: readonly ((n: number) => [string, string, string | undefined, stri
   (n) => ["POST", "/v3/kv/range", JSON.stringify({ key: b64(`bench-restart/q${n % 16}`) }), JSON_TYPE],
 ];
 
-function cpuMs(pid: number | undefined): number | null {
-  if (pid === undefined) return null;
-  try {
-    return cpuMsFromStat(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return null;
-  }
-}
-
 async function restartOnce(server: string, members: Member[], dataRoot: string): Promise<RestartRound> {
   const m = members[RESTARTED] as Member;
   await stopMember(m, "SIGKILL");
@@ -191,11 +183,11 @@ async function restartOnce(server: string, members: Member[], dataRoot: string):
   let cpuAt1s: number | null = null;
   const cpuReading = (async () => {
     await sleep(t0 + 1000 - performance.now());
-    cpuAt1s = cpuMs(child.pid);
+    cpuAt1s = processCpuMs(child.pid);
   })();
   await Promise.all([...Array(PROBE_CLIENTS).keys()].map(probe));
   await cpuReading;
-  const cpuAtEnd = cpuMs(child.pid);
+  const cpuAtEnd = processCpuMs(child.pid);
   agent.destroy();
   return summarizeRound(samples, cpuAt1s, cpuAtEnd);
 }

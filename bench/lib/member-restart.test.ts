@@ -1,7 +1,7 @@
 // Unit tests of lib/member-restart.ts.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { cpuMsFromStat, ProbeOutcome, renderRestartTable, summarizeRound, type ProbeSample } from "./member-restart.ts";
+import { ProbeOutcome, renderRestartTable, summarizeRound, type ProbeSample } from "./member-restart.ts";
 
 const { answered, refused, failed } = ProbeOutcome;
 
@@ -36,15 +36,6 @@ test("summarizeRound: a member that never took a request has no port, answer or 
   assert.equal(r.firstAnswerMs, null);
   assert.equal(r.msPerAnswerFirstSecond, null);
   assert.equal(r.refusedFirstSecond, 1);
-});
-
-test("cpuMsFromStat adds utime and stime, counting fields after the command name's last parenthesis", () => {
-  // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
-  const stat = "4242 (node (x) y) S 1 4242 4242 0 -1 4194304 100 0 0 0 123 45 0 0 20 0 11 0";
-  assert.equal(cpuMsFromStat(stat), 1680);
-  assert.equal(cpuMsFromStat(stat, 1000), 168);
-  assert.equal(cpuMsFromStat("garbage"), null);
-  assert.equal(cpuMsFromStat("1 (x) S 1"), null);
 });
 
 test("renderRestartTable: one column per server, the median first and every round after it", () => {

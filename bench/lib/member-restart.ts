@@ -65,19 +65,6 @@ export function summarizeRound(samples: readonly ProbeSample[], cpuMsAt1s: numbe
   };
 }
 
-/** utime + stime of /proc/<pid>/stat's text in ms (`ticksPerSecond`: the kernel's USER_HZ); null when unreadable. */
-export function cpuMsFromStat(stat: string, ticksPerSecond = 100): number | null {
-  // The command name (field 2) may hold spaces and parentheses: count fields after its last ')'.
-  const at = stat.lastIndexOf(")");
-  if (at < 0) return null;
-  const f = stat.slice(at + 2).split(" ");
-  // After the name: state is field 3, so utime (14) and stime (15) are at 11 and 12.
-  const utime = Number(f[11]);
-  const stime = Number(f[12]);
-  if (!Number.isFinite(utime) || !Number.isFinite(stime)) return null;
-  return ((utime + stime) * 1000) / ticksPerSecond;
-}
-
 export interface ServerRestarts {
   readonly server: string;
   readonly rounds: readonly RestartRound[];

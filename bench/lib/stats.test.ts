@@ -1,7 +1,7 @@
 // Unit tests of lib/stats.ts.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { median, percentileSorted, stealPct } from "./stats.ts";
+import { cpuMsFromStat, median, percentileSorted, statFields, stealPct } from "./stats.ts";
 
 const medianCases: { xs: (number | null)[]; want: number | null }[] = [
   { xs: [], want: null },
@@ -27,4 +27,18 @@ test("stealPct is the stolen share of all ticks between two samples", () => {
   assert.equal(stealPct({ total: 1000, steal: 10 }, { total: 2000, steal: 60 }), 5);
   assert.equal(stealPct(null, { total: 1, steal: 0 }), null);
   assert.equal(stealPct({ total: 5, steal: 0 }, { total: 5, steal: 0 }), 0);
+});
+
+test("cpuMsFromStat adds utime and stime, counting fields after the command name's last parenthesis", () => {
+  // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
+  const stat = "4242 (node (x) y) S 1 4242 4242 0 -1 4194304 100 0 0 0 123 45 0 0 20 0 11 0";
+  assert.equal(cpuMsFromStat(stat), 1680);
+  assert.equal(cpuMsFromStat(stat, 1000), 168);
+  assert.equal(cpuMsFromStat("garbage"), null);
+  assert.equal(cpuMsFromStat("1 (x) S 1"), null);
+});
+
+test("statFields starts at the state, whatever the command name holds", () => {
+  assert.deepEqual(statFields("7 (a) b) c) S 1 7"), ["S", "1", "7"]);
+  assert.equal(statFields("no name"), null);
 });

@@ -59,6 +59,36 @@ function vmRssKb(pid: number): number | null {
 }
 
 /**
+ * The fields of a /proc/<pid>/stat text after the command name, state first: the name
+ * (in parentheses) may hold spaces and parentheses, so the text is cut at its last ')'.
+ * null when there is none.
+ */
+export function statFields(stat: string): string[] | null {
+  const at = stat.lastIndexOf(")");
+  return at < 0 ? null : stat.slice(at + 2).split(" ");
+}
+
+/** utime + stime of a /proc/<pid>/stat text in ms (`ticksPerSecond`: the kernel's USER_HZ); null when unreadable. */
+export function cpuMsFromStat(stat: string, ticksPerSecond = 100): number | null {
+  const f = statFields(stat);
+  // utime and stime are the stat file's fields 14 and 15: 11 and 12 after the state (field 3).
+  const utime = Number(f?.[11]);
+  const stime = Number(f?.[12]);
+  if (!Number.isFinite(utime) || !Number.isFinite(stime)) return null;
+  return ((utime + stime) * 1000) / ticksPerSecond;
+}
+
+/** CPU time (user + system, every thread) a process has spent, in ms; null when it is gone or pid is unknown. */
+export function processCpuMs(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    return cpuMsFromStat(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return null;
+  }
+}
+
+/**
  * VmRSS (kB) of a server: the process itself plus any other process of its process group
  * (servers are spawned as group leaders, so a server that forks helpers is counted whole,
  * as the shared harness does). null when the process is gone.
@@ -75,10 +105,9 @@ export function groupRssKb(pid: number): number | null {
   }
   for (const e of entries) {
     try {
-      // /proc/PID/stat: "pid (comm) state ppid pgrp ..."; comm may hold spaces, so cut at the last ')'
-      const st = readFileSync(`/proc/${e}/stat`, "utf8");
-      const fields = st.slice(st.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[2]) === pid) total += vmRssKb(Number(e)) ?? 0;
+      // After the command name: state, ppid, ...
+      const fields = statFields(readFileSync(`/proc/${e}/stat`, "utf8"));
+      if (Number(fields?.[1]) === pid) total += vmRssKb(Number(e)) ?? 0;
     } catch {
       // the process went away between readdir and read
     }
