@@ -113,7 +113,8 @@ function startMember(server: string, m: Member, members: readonly Member[], data
   const child = spawn(file, args, { env, stdio: "ignore" });
   live.add(child);
   child.once("exit", () => live.delete(child));
-  // A spawn that fails (no such file) ends as an exit too; the health wait then reports it.
+  // A spawn that fails (no such file) has no pid and may never emit exit: the health wait
+  // and stopMember look at the pid.
   child.once("error", (err) => log(`cannot start ${m.name}: ${err.message}`));
   m.child = child;
   return child;
@@ -202,7 +203,7 @@ async function block(server: string): Promise<RestartRound[]> {
   let written = 0;
   try {
     for (const m of members) startMember(server, m, members, dataRoot);
-    for (const m of members) await waitHealthy(`http://127.0.0.1:${m.clientPort}`, { deadlineMs: 30_000, alive: () => m.child?.exitCode === null });
+    for (const m of members) await waitHealthy(`http://127.0.0.1:${m.clientPort}`, { deadlineMs: 30_000, alive: () => m.child?.pid !== undefined && m.child.exitCode === null });
     // The background writes go to the two members that stay up: the restarted one has entries to catch up on.
     const writer = async (w: number): Promise<void> => {
       for (let n = 0; writing; n++) {
