@@ -169,7 +169,9 @@ function mangle(rng: Rng, args: string[]): string[] {
     case 2:
       return [...a.slice(0, 1), pick(rng, ["--bogus", "--ttl", "--after-index=x", "--ttl=abc"]), ...a.slice(1)];
     default:
-      return [...a, pick(rng, ["--ttl", "--recursive", "--sort", "-p"]), ...(chance(rng, 0.5) ? ["5"] : [])];
+      // The stray number is long as a TTL: a trailing `--ttl 5` gave a key that expired, or
+      // not, before a later command read it, depending on how fast the two sides ran.
+      return [...a, pick(rng, ["--ttl", "--recursive", "--sort", "-p"]), ...(chance(rng, 0.5) ? ["600"] : [])];
   }
 }
 
