@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # The project's test command (npm test): type-check, build, then every unit, integration and
-# conformance test (*.test.ts under src, test and bench) under node:test, in two runs with one
-# coverage report over both:
+# conformance test (*.test.ts under src, test and bench) under node:test, in three runs with
+# one coverage report over them:
 #  1. the pure unit files listed in scripts/pure-tests.txt (no processes, sockets or timing),
 #     split into one share per CPU (at least 2); each share is one process that imports its
 #     files (scripts/in-process-tests.mjs), and the shares run at the same time;
-#  2. every other file in its own process, one at a time (--test-concurrency=1): they start
-#     servers and clusters, and their timeouts assume the machine is theirs.
+#  2. the files that start servers and clusters but bound no time, each in its own process,
+#     two at a time (scripts/run-lanes.mjs; each lane has its own copy of the tests' port
+#     ranges): most of such a file is waiting for processes, so two share the machine;
+#  3. the files of scripts/solo-tests.txt, which bound elapsed time or assume the machine is
+#     theirs, each in its own process, one at a time (--test-concurrency=1).
 # Each run prints node:test's totals; the last lines add them up. KVCTL_TEST_JOBS sets the
 # number of shares; KVCTL_TEST_ISOLATE=1 gives each pure file its own process (still
-# KVCTL_TEST_JOBS at once), to tell a file's own failure from a neighbour's doing.
+# KVCTL_TEST_JOBS at once), to tell a file's own failure from a neighbour's doing;
+# KVCTL_TEST_LANES sets how many files of run 2 run at once (1: one at a time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 npx tsc --noEmit -p tsconfig.json
@@ -24,15 +28,23 @@ for f in "${pure[@]}"; do
   [ -f "$f" ] || { echo "scripts/pure-tests.txt lists $f, which does not exist" >&2; exit 1; }
   is_pure[$f]=1
 done
-serial=()
-for f in "${files[@]}"; do [ -n "${is_pure[$f]:-}" ] || serial+=("$f"); done
+mapfile -t solo < <(grep -v -e '^#' -e '^[[:space:]]*$' scripts/solo-tests.txt)
+declare -A is_solo=()
+for f in "${solo[@]}"; do
+  [ -f "$f" ] || { echo "scripts/solo-tests.txt lists $f, which does not exist" >&2; exit 1; }
+  [ -z "${is_pure[$f]:-}" ] || { echo "$f is in both scripts/pure-tests.txt and scripts/solo-tests.txt" >&2; exit 1; }
+  is_solo[$f]=1
+done
+shared=()
+for f in "${files[@]}"; do [ -n "${is_pure[$f]:-}" ] || [ -n "${is_solo[$f]:-}" ] || shared+=("$f"); done
 
 jobs=${KVCTL_TEST_JOBS:-$(nproc)}
 [ "$jobs" -ge 2 ] || jobs=2
 isolate=${KVCTL_TEST_ISOLATE:-0}
+lanes=${KVCTL_TEST_LANES:-2}
 # Not passed on: kvctl's argument parser takes KV* variables for flags (KVCTL_TEST_JOBS
 # reads as --ctl-test-jobs), and the CLI's parser tests would meet them.
-unset KVCTL_TEST_JOBS KVCTL_TEST_ISOLATE
+unset KVCTL_TEST_JOBS KVCTL_TEST_ISOLATE KVCTL_TEST_LANES
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 if [ "$isolate" = 1 ]; then
@@ -57,7 +69,8 @@ mkdir -p coverage/tmp
 export NODE_V8_COVERAGE="$PWD/coverage/tmp"
 status=0
 node --import tsx --test --test-concurrency="$jobs" --test-timeout=300000 "${first[@]}" | tee "$work/pure.tap" || status=1
-node --import tsx --test --test-concurrency=1 --test-timeout=300000 "${serial[@]}" | tee "$work/serial.tap" || status=1
+node scripts/run-lanes.mjs --lanes "$lanes" --timeout 300000 "${shared[@]}" | tee "$work/shared.tap" || status=1
+node --import tsx --test --test-concurrency=1 --test-timeout=300000 "${solo[@]}" | tee "$work/solo.tap" || status=1
 unset NODE_V8_COVERAGE
 
 # --exclude-after-remap: the bundle carries pure-JS packages (scripts/bundle.mjs) whose
@@ -70,13 +83,15 @@ npx c8 report --reporter=text-summary --reporter=lcov --src src --exclude-after-
 # node:test's last lines of a run: "# tests N", "# pass N", ...; "tests pass fail cancelled skipped todo".
 counts() { awk '/^# (tests|pass|fail|cancelled|skipped|todo) [0-9]+$/ { n[$2] = $3 } END { print n["tests"] + 0, n["pass"] + 0, n["fail"] + 0, n["cancelled"] + 0, n["skipped"] + 0, n["todo"] + 0 }' "$1"; }
 read -r -a a < <(counts "$work/pure.tap")
-read -r -a b < <(counts "$work/serial.tap")
+read -r -a b < <(counts "$work/shared.tap")
+read -r -a c < <(counts "$work/solo.tap")
 how="several to a process, $jobs processes at once"
 [ "$isolate" != 1 ] || how="each in its own process, $jobs at once"
 line() { printf '%s: tests %d pass %d fail %d cancelled %d skipped %d todo %d\n' "$1" "${@:2}"; }
 line "# pure unit files (${#pure[@]}, $how)" "${a[@]}"
-line "# other files (${#serial[@]}, one at a time)" "${b[@]}"
+line "# files with servers (${#shared[@]}, $lanes at a time)" "${b[@]}"
+line "# solo files (${#solo[@]}, one at a time)" "${c[@]}"
 sum=()
-for k in 0 1 2 3 4 5; do sum+=($((a[k] + b[k]))); done
+for k in 0 1 2 3 4 5; do sum+=($((a[k] + b[k] + c[k]))); done
 line "# all ${#files[@]} files" "${sum[@]}"
 exit "$status"

@@ -16,10 +16,32 @@ function canBind(port: number): Promise<boolean> {
   });
 }
 
-/** The range `variable` names ("lo-hi"), else `fallback`; undefined when neither gives one. */
+/**
+ * How far each lane's copy of a default range lies from the one before: lane 1 takes the
+ * tests' 23xxx defaults to 29xxx, which no test names (the fuzzer's 27000-27999 to 33xxx).
+ */
+export const LANE_PORT_OFFSET = 6000;
+
+/**
+ * `range` for this process's lane: scripts/run-lanes.mjs runs files side by side and tells
+ * each its lane in TEST_PORT_LANE; lane k's copy of a default range is shifted by k times
+ * LANE_PORT_OFFSET, so that two files running at once never probe the same ports (one file's
+ * port, probed free and not yet bound by its server, could be handed to the other's).
+ */
+export function laneRange([lo, hi]: [number, number], env: NodeJS.ProcessEnv = process.env): [number, number] {
+  const lane = Number(env["TEST_PORT_LANE"] ?? "0");
+  const shift = Number.isInteger(lane) && lane > 0 ? lane * LANE_PORT_OFFSET : 0;
+  return [lo + shift, hi + shift];
+}
+
+/**
+ * The range `variable` names ("lo-hi"), else `fallback` (shifted for the lane, laneRange);
+ * undefined when neither gives one. A range given in the environment is taken as it is.
+ */
 export function portRange(variable: string, fallback?: [number, number]): [number, number] | undefined {
   const m = /^(\d+)-(\d+)$/.exec(process.env[variable] ?? "");
-  return m === null ? fallback : [Number(m[1]), Number(m[2])];
+  if (m !== null) return [Number(m[1]), Number(m[2])];
+  return fallback === undefined ? undefined : laneRange(fallback);
 }
 
 /** A free port of [lo, hi], from a random start so that processes sharing the range seldom probe the same one first. */
