@@ -187,3 +187,27 @@ for (const c of decodeErrors) {
     assert.throws(() => decodeBatch(c.body()), (err: unknown) => err instanceof CodecError && c.pattern.test(err.message));
   });
 }
+
+test("FrameReader: a 1 MiB append in 4 KiB reads from one reused buffer decodes whole, on the read that completes it", () => {
+  const data = new Uint8Array(500).fill(7);
+  const entries = Array.from({ length: 2100 }, (_, i) => ({ term: 3, index: 10 + i, type: EntryType.Normal, data }));
+  const big = message({ type: MessageType.MsgApp, to: 2, from: 1, term: 3, logTerm: 3, index: 9, commit: 9, entries });
+  const small = message({ type: MessageType.MsgHeartbeat, to: 2, from: 1, term: 3, commit: 9 });
+  const body = concat(encodeBatch([big, small]));
+  assert.ok(body.length > 1024 * 1024, `${body.length} bytes`);
+  const reader = new FrameReader();
+  // The caller's buffer is overwritten by each read, as a socket's may be: the reader keeps copies.
+  const scratch = new Uint8Array(4096);
+  const got: Message[][] = [];
+  for (let i = 0; i < body.length; i += scratch.length) {
+    const n = Math.min(scratch.length, body.length - i);
+    scratch.set(body.subarray(i, i + n));
+    got.push(reader.push(scratch.subarray(0, n)));
+    scratch.fill(0xff);
+    if (i + n < body.length) assert.equal(reader.partial, true);
+  }
+  assert.equal(reader.partial, false);
+  const nonEmpty = got.flatMap((msgs, read) => (msgs.length > 0 ? [read] : []));
+  assert.deepStrictEqual(nonEmpty, [got.length - 1], "the append completes on the last read, with the heartbeat behind it");
+  assert.deepStrictEqual(got[got.length - 1], [big, small]);
+});
