@@ -163,6 +163,35 @@ test("Wal.open returns only entries after the snapshot and checks the snapshot r
   await assert.rejects(Wal.open(dir, { snapshot: { index: 12, term: 2 } }), (err: unknown) => err instanceof WalError && err.code === WalErrorCode.SnapshotMismatch);
 });
 
+test("Wal: saving a snapshot ref seals a segment that holds snapshotCutBytes or more, so a restart reads little before the snapshot", async () => {
+  const dir = newDir();
+  // Segments of 1 MiB; a snapshot ref cuts from 3 KiB on (each entry record is ~130 bytes).
+  const opts = { segmentBytes: 1024 * 1024, snapshotCutBytes: 3 * 1024 };
+  const wal = await Wal.create(dir, META, opts);
+  await wal.save({ term: 2, vote: 1, commit: 10 }, range(1, 10, 2));
+  await wal.saveSnapshotRef({ index: 5, term: 2 });
+  assert.equal((await segmentFiles(dir)).length, 1, "under the threshold: no cut");
+  await wal.save({ term: 2, vote: 1, commit: 40 }, range(11, 40, 2));
+  assert.equal((await segmentFiles(dir)).length, 1, "entries alone never cut below segmentBytes");
+  await wal.saveSnapshotRef({ index: 38, term: 2 });
+  const files = await segmentFiles(dir);
+  // The new segment is named after the next index (41): entries 39-40 stay in the sealed one.
+  assert.deepEqual(files, ["0000000000000000-0000000000000000.wal", "0000000000000001-0000000000000029.wal"]);
+  await wal.save({ term: 2, vote: 1, commit: 45 }, range(41, 45, 2));
+  await wal.close();
+  const r = await Wal.open(dir, { snapshot: { index: 38, term: 2 }, ...opts });
+  assert.deepEqual(norm(r.entries), norm(range(39, 45, 2)));
+  assert.deepEqual(r.hardState, { term: 2, vote: 1, commit: 45 });
+  await r.wal.save(null, range(46, 46, 2));
+  await r.wal.close();
+  // The sealed segment ends at its last record (no zero fill left in it).
+  const sealed = await readFile(join(dir, files[0]!));
+  assert.notEqual(sealed.at(-1), 0);
+  const again = await Wal.open(dir, { snapshot: { index: 38, term: 2 }, ...opts });
+  assert.deepEqual(norm(again.entries), norm(range(39, 46, 2)));
+  await again.wal.close();
+});
+
 test("Wal.releaseTo removes whole segments below the snapshot and open still works from it", async () => {
   const dir = newDir();
   const wal = await Wal.create(dir, META, { segmentBytes: SMALL });
