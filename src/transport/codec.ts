@@ -279,9 +279,9 @@ function decodeSnapshot(r: Reader): Snapshot {
  * reader that threw is done (the stream it reads is broken).
  *
  * The bytes of a frame not yet complete are kept as the chunks they came in, and joined
- * once, when the chunk that completes the frame arrives. Joining them on every chunk (as
- * this did) copied a 1 MiB catch-up append once per 64 KiB read, O(size^2): a restarted
- * member spent ~25 ms of its first second in those copies (CPU profile of a restart).
+ * once, when the chunk that completes the frame arrives: joining them on every chunk
+ * copies a 1 MiB catch-up append once per 64 KiB read, O(size^2), which cost a restarted
+ * member ~25 ms of its first second (CPU profile of a restart).
  */
 export class FrameReader {
   /** Copies of the chunks since the last complete frame (the caller may reuse a chunk's buffer). */

@@ -86,7 +86,7 @@ interface WalState {
 export class Wal {
   readonly #dir: string;
   readonly #segmentBytes: number;
-  /** SNAPSHOT_CUT_BYTES, or what the options set. */
+  /** Where a snapshot ref cuts: SNAPSHOT_CUT_BYTES (or the options'), never past segmentBytes. */
   readonly #snapshotCutBytes: number;
   readonly #fillAheadBytes: number;
   /** Size of the current segment file, zeros from #offset on; a save reaching past it fills the next piece first. */
@@ -115,7 +115,7 @@ export class Wal {
   private constructor(s: WalState) {
     this.#dir = s.dir;
     this.#segmentBytes = s.segmentBytes;
-    this.#snapshotCutBytes = s.snapshotCutBytes;
+    this.#snapshotCutBytes = Math.min(s.segmentBytes, s.snapshotCutBytes);
     this.#fillAheadBytes = s.fillAheadBytes;
     this.#capacity = s.capacity;
     this.#logger = s.logger;
@@ -135,7 +135,7 @@ export class Wal {
 
   /** The next segment file (its first piece of zeros, synced) is made once this one is half way to a cut. */
   #maybePrepareNext(): void {
-    if (this.#offset >= Math.min(this.#segmentBytes, this.#snapshotCutBytes) / 2) this.#pipeline.start();
+    if (this.#offset >= this.#snapshotCutBytes / 2) this.#pipeline.start();
   }
 
   /**
@@ -336,7 +336,7 @@ export class Wal {
     await this.#write(SNAPSHOT_REF_RECORD_SIZE, (w) => w.snapshotRef(ref));
     if (ref.index > this.#lastIndex) this.#lastIndex = ref.index;
     this.#snapshotIndex = ref.index;
-    await this.#cutIfFull(Math.min(this.#segmentBytes, this.#snapshotCutBytes));
+    await this.#cutIfFull(this.#snapshotCutBytes);
   }
 
   /**
