@@ -22,16 +22,19 @@ npx tsc --noEmit -p tsconfig.test.json
 npm run build --silent
 
 mapfile -t files < <(find src test bench -name '*.test.ts' -not -path 'bench/tmp/*' | sort)
-mapfile -t pure < <(grep -v -e '^#' -e '^[[:space:]]*$' scripts/pure-tests.txt)
-declare -A is_pure=()
-for f in "${pure[@]}"; do
-  [ -f "$f" ] || { echo "scripts/pure-tests.txt lists $f, which does not exist" >&2; exit 1; }
-  is_pure[$f]=1
-done
-mapfile -t solo < <(grep -v -e '^#' -e '^[[:space:]]*$' scripts/solo-tests.txt)
-declare -A is_solo=()
+# read_list VAR LIST: VAR gets the files LIST names (comments and blank lines skipped); a
+# listed file that is gone stops the run.
+read_list() {
+  local -n into=$1
+  mapfile -t into < <(grep -v -e '^#' -e '^[[:space:]]*$' "$2")
+  local f
+  for f in "${into[@]}"; do [ -f "$f" ] || { echo "$2 lists $f, which does not exist" >&2; exit 1; }; done
+}
+read_list pure scripts/pure-tests.txt
+read_list solo scripts/solo-tests.txt
+declare -A is_pure=() is_solo=()
+for f in "${pure[@]}"; do is_pure[$f]=1; done
 for f in "${solo[@]}"; do
-  [ -f "$f" ] || { echo "scripts/solo-tests.txt lists $f, which does not exist" >&2; exit 1; }
   [ -z "${is_pure[$f]:-}" ] || { echo "$f is in both scripts/pure-tests.txt and scripts/solo-tests.txt" >&2; exit 1; }
   is_solo[$f]=1
 done
