@@ -18,16 +18,10 @@
 //      single voter's entries are committed in the Ready that first carries them, and a
 //      write is acknowledged only after its entry is durable and applied.
 //  S4  Raft's storage gets the entries and hard state only once they are on disk, and
-//      advance() (they are stable, and applied) comes after that: after everything else
-//      of the Ready, or, so that the next Ready's save may start first, just before its
-//      committed entries are applied in the same step (nothing else reaches Raft in
-//      between but the next Ready's own proposals; etcd's raft loop also advances while
-//      its apply runs). Not when an entry changes the membership: the next Ready is then
-//      asked for after the change is applied.
-//  S5  One Ready's save at a time, and WAL calls never overlap: proposals made during a
-//      save wait for the next Ready (they go out together in the next save, the group
-//      commit), whose save starts only once the previous one completed; a made snapshot
-//      is recorded in the WAL only between Readys.
+//      advance() (they are stable, and applied) comes after everything else of the Ready.
+//  S5  One Ready at a time, and WAL calls never overlap: a Ready asked for while one is
+//      being handled waits for it (its proposals go out together in the next save, the
+//      group commit), and a made snapshot is recorded in the WAL only between Readys.
 //  S6  A waiter resolves only in apply (S3), so no client hears of a write before it is
 //      durable and applied; read states are released only after the entries of their
 //      Ready are applied.
@@ -37,20 +31,16 @@
 //  - which messages leave before the save, and when their bytes are written (planSends in
 //    ready-sends.ts: a leader's appends before its own fdatasync, commit updates after the
 //    clients' answers);
-//  - whether the next Ready's save starts before the previous Ready's entries are applied
-//    and answered (#takeNext): the disk then works while the loop applies, where it sat
-//    idle; that save waits in the threadpool, since an on-loop fdatasync would hold the
-//    answers;
 //  - where a save waits for its fdatasync: on the event loop or in libuv's threadpool
 //    (DiskWaitPolicy in disk-wait.ts), on a leader with one turn of the loop first so that
 //    requests already read join the save (a follower's save has nothing to wait for); an
 //    on-loop wait marks the disk slow only by the time the thread was not waiting for a CPU;
 //  - after a lone writer's answer on a member without peers, the event loop polls for its
 //    next request for LONE_POLL_MS instead of sleeping in epoll (below).
-import { EntryType, type Entry, type HardState, type Message, type Ready, type Snapshot } from "../raft/index.ts";
+import type { Entry, HardState, Message, Ready, Snapshot } from "../raft/index.ts";
 import type { SendOptions } from "../transport/index.ts";
 import type { DiskWaitPolicy } from "./disk-wait.ts";
-import { planSends, type SendPlan } from "./ready-sends.ts";
+import { planSends } from "./ready-sends.ts";
 import { TracePhase, type WriteTracer } from "./write-trace.ts";
 
 /** A decoded command as far as the loop needs it: its proposer. */
@@ -125,28 +115,12 @@ export interface ReadyLoopHost<C extends ProposedBy> {
  */
 export const LONE_POLL_MS = 0.2;
 
-/** A Ready whose save has started (or that has nothing to save). */
-class Begun<C> {
-  /** The save under way; undefined when the Ready has nothing to save. */
-  saved: Promise<void> | undefined;
-  /** Its save waited on the loop for a lone writer. */
-  lone = false;
-
-  readonly rd: Ready;
-  readonly commands: Array<C | undefined>;
-  readonly sends: SendPlan;
-
-  constructor(rd: Ready, commands: Array<C | undefined>, sends: SendPlan) {
-    this.rd = rd;
-    this.commands = commands;
-    this.sends = sends;
-  }
-}
-
 export class ReadyLoop<C extends ProposedBy> {
   readonly #host: ReadyLoopHost<C>;
   #draining = false;
   #drainAgain = false;
+  /** This Ready's save waited on the loop for a lone writer. */
+  #loneSave = false;
   #polling = false;
   #pollUntil = 0;
   #pollRequests = 0;
@@ -193,17 +167,7 @@ export class ReadyLoop<C extends ProposedBy> {
     try {
       do {
         this.#drainAgain = false;
-        // A Ready taken while the previous one applied: begun (its save under way), or not.
-        let next: Ready | Begun<C> | undefined;
-        for (;;) {
-          if (!(next instanceof Begun)) {
-            if (host.stopped()) break;
-            const rd = next ?? (host.node.hasReady() ? host.node.ready() : undefined);
-            if (rd === undefined) break;
-            next = await this.#begin(rd);
-          }
-          next = await this.#finish(next);
-        }
+        while (!host.stopped() && host.node.hasReady()) await this.#handle(host.node.ready());
         // S5: the WAL is free between Readys.
         if (host.snapshots.pending && !host.stopped()) await host.snapshots.record();
       } while (this.#drainAgain && !host.stopped());
@@ -212,53 +176,30 @@ export class ReadyLoop<C extends ProposedBy> {
     }
   }
 
-  /** What a Ready tells before anything of it is handled: the leader, the hard state. */
-  #seen(rd: Ready): void {
+  async #handle(rd: Ready): Promise<void> {
     const host = this.#host;
     const tracer = host.tracer;
-    if (tracer.active) tracer.phase(TracePhase.ready);
+    const tracing = tracer.active;
+    this.#loneSave = false;
+    if (tracing) tracer.phase(TracePhase.ready);
     if (rd.softState) host.leaderSeen(rd.softState.lead);
     if (rd.messages.length > 0) rd.messages = host.snapshots.withoutStale(rd.messages);
     if (rd.hardState) host.hardStateSeen(rd.hardState);
-    if (tracer.active) {
+    if (tracing) {
       if (rd.entries.length > 0) tracer.entries(rd.entries[rd.entries.length - 1]!.index);
       if (rd.committedEntries.length > 0) tracer.phase(TracePhase.commitReady);
     }
-  }
-
-  /** A Ready up to its save, which it starts. */
-  async #begin(rd: Ready): Promise<Begun<C>> {
-    this.#seen(rd);
     // S1
-    if (rd.snapshot && rd.snapshot.metadata.index > 0) await this.#host.snapshots.install(rd.snapshot);
-    return this.#start(rd, true);
-  }
-
-  /** Decodes the committed entries, sends what may precede the save, and starts the save. */
-  #start(rd: Ready, mayWaitOnLoop: boolean): Begun<C> {
-    const host = this.#host;
+    if (rd.snapshot && rd.snapshot.metadata.index > 0) await host.snapshots.install(rd.snapshot);
     const willSave = rd.entries.length > 0 || rd.mustSync;
     const commands = rd.committedEntries.map((e) => host.decode(e));
     // S2 is planSends' contract (every plan keeps mayPrecedeSave); the rest of the plan is tuning.
     const sends = planSends({ isLeader: host.isLeader(), memberId: host.memberId, messages: rd.messages, willSave, proposers: commands.map((c) => c?.m) });
     if (sends.beforeSave !== undefined) {
       host.send(sends.beforeSave.messages, sends.beforeSave.options);
-      if (host.tracer.active) host.tracer.phase(TracePhase.sentBeforeSave);
+      if (tracing) tracer.phase(TracePhase.sentBeforeSave);
     }
-    const b = new Begun(rd, commands, sends);
-    if (willSave) {
-      b.saved = this.#save(b, mayWaitOnLoop);
-      // #finish awaits it; until then (an apply between) a failure must not count as unhandled.
-      b.saved.catch(() => {});
-    }
-    return b;
-  }
-
-  /** The rest of a begun Ready, after its save; resolves with the next Ready if it took it. */
-  async #finish(b: Begun<C>): Promise<Ready | Begun<C> | undefined> {
-    const host = this.#host;
-    const { rd, commands, sends } = b;
-    if (b.saved !== undefined) await b.saved;
+    if (willSave) await this.#save(rd);
     else if (rd.hardState) {
       // Only the commit index moved: written without an fdatasync, as etcd does, so the WAL
       // knows what this member applied (--force-new-cluster keeps exactly that).
@@ -270,21 +211,12 @@ export class ReadyLoop<C extends ProposedBy> {
     // S2: what waited for the save.
     if (sends.afterSave !== undefined) {
       host.send(sends.afterSave.messages, sends.afterSave.options);
-      if (host.tracer.active) host.tracer.sentAfterSave();
+      if (tracing) tracer.sentAfterSave();
     }
     for (const rs of rd.readStates) host.reads.onReadState(rs.index, rs.requestCtx);
-    let next: Ready | Begun<C> | undefined;
-    let advanced = false;
     if (rd.committedEntries.length > 0) {
       const gate = host.applyGate();
       if (gate !== undefined) await gate;
-      if (this.#overlaps(rd)) {
-        // S4: stable and applied as far as Raft is concerned; the entries are applied
-        // below, in this same step, before Raft hears of anything else.
-        host.node.advance(rd);
-        advanced = true;
-        next = this.#takeNext();
-      }
       // S3, S6: after the save; waiters resolve in here.
       for (let i = 0; i < rd.committedEntries.length; i++) host.apply(rd.committedEntries[i]!, commands[i]);
     }
@@ -292,37 +224,10 @@ export class ReadyLoop<C extends ProposedBy> {
     // S6
     host.reads.release();
     // S4: last.
-    if (!advanced) host.node.advance(rd);
+    host.node.advance(rd);
     host.snapshots.maybeStart();
     // A Ready without messages on a leader: a member without peers.
-    if (b.lone && rd.messages.length === 0 && rd.committedEntries.length > 0) this.#pollForNext();
-    return next;
-  }
-
-  /**
-   * Whether the next Ready's save may start before this Ready's entries are applied: not
-   * when one of them changes the membership (the next Ready's messages follow it), nor
-   * while a write is traced (one write's phases at a time).
-   */
-  #overlaps(rd: Ready): boolean {
-    if (this.#host.tracer.active || this.#host.stopped()) return false;
-    for (const e of rd.committedEntries) if (e.type !== EntryType.Normal) return false;
-    return true;
-  }
-
-  /**
-   * The next Ready, with its save started before the previous Ready's answers go out:
-   * the disk works while the loop applies and answers (tuning). A Ready that carries a
-   * snapshot is taken but begun after the apply (S1).
-   */
-  #takeNext(): Ready | Begun<C> | undefined {
-    const host = this.#host;
-    if (!host.node.hasReady()) return undefined;
-    const rd = host.node.ready();
-    if (rd.snapshot && rd.snapshot.metadata.index > 0) return rd;
-    this.#seen(rd);
-    // Off the loop: an on-loop fdatasync would hold the previous Ready's answers.
-    return this.#start(rd, false);
+    if (this.#loneSave && rd.messages.length === 0 && rd.committedEntries.length > 0) this.#pollForNext();
   }
 
   #pollForNext(): void {
@@ -334,12 +239,11 @@ export class ReadyLoop<C extends ProposedBy> {
   }
 
   /** The Ready's entries and hard state, with one fdatasync, where the disk-wait policy says. */
-  async #save(b: Begun<C>, mayWaitOnLoop: boolean): Promise<void> {
+  async #save(rd: Ready): Promise<void> {
     const host = this.#host;
-    const rd = b.rd;
     const policy = host.diskWait;
-    let onLoop = policy.onLoop(performance.now(), host.clientRequests(), host.proposals(), rd.entries.length) && mayWaitOnLoop;
-    b.lone = onLoop && policy.lone && host.isLeader();
+    let onLoop = policy.onLoop(performance.now(), host.clientRequests(), host.proposals(), rd.entries.length);
+    this.#loneSave = onLoop && policy.lone && host.isLeader();
     if (onLoop && host.isLeader() && !policy.lone) {
       // Requests already read by this turn of the loop propose first and share this save.
       // Only a leader's save can take them: a follower's entries all come from the leader's
