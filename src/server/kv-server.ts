@@ -644,6 +644,7 @@ export class KvServer {
       tracer: this.tracer,
       metrics: this.metrics,
       isLeader: () => this.isLeader,
+      alone: () => this.membership.size === 1,
       stopped: () => this.#stopped,
       clientRequests: () => this.#clientRequests,
       proposals: () => this.#proposals.count,

@@ -137,6 +137,11 @@ export class Membership {
     return this.list().map((m) => m.id);
   }
 
+  /** How many members (voters and learners) the cluster has. */
+  get size(): number {
+    return this.#members.size;
+  }
+
   /** Applies an add (or a promotion): the member is applied from now on. */
   add(m: Member): void {
     this.#members.set(m.id, { ...m });

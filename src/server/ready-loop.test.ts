@@ -3,10 +3,10 @@
 // finishes only when the test says, so "before the save completed" is an observable moment.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { EntryType, MessageType, message, type Entry, type HardState, type Message, type Ready, type Snapshot } from "../raft/index.ts";
+import { EntryType, MessageType, StateType, message, type Entry, type HardState, type Message, type Ready, type Snapshot } from "../raft/index.ts";
 import { DiskWaitPolicy, defaultDiskWaitOptions } from "./disk-wait.ts";
 import type { Logger } from "./logger.ts";
-import { ReadyLoop, type ReadyLoopHost } from "./ready-loop.ts";
+import { ReadyLoop, mayPipeline, type ReadyLoopHost } from "./ready-loop.ts";
 import { WriteTracer } from "./write-trace.ts";
 
 const SELF = 1;
@@ -27,7 +27,7 @@ function ready(r: Partial<Ready>): Ready {
 }
 
 /** A member whose log of calls the tests read; saves wait for release(). */
-function fakeMember(opts: { leader?: boolean; onLoop?: boolean } = {}) {
+function fakeMember(opts: { leader?: boolean; onLoop?: boolean; appendable?: boolean; alone?: boolean } = {}) {
   const events: string[] = [];
   const readys: Ready[] = [];
   let saving: Array<(took: { ms: number; cpuWaitMs: number }) => void> = [];
@@ -52,6 +52,16 @@ function fakeMember(opts: { leader?: boolean; onLoop?: boolean } = {}) {
           if (cpuWait !== undefined) cpuWait += took.cpuWaitMs;
           resolve(took.ms);
         }));
+      },
+      append: (h, entries) => {
+        events.push(`append ${entries.map((e) => e.index).join(",")}${h === null ? "" : ` commit=${h.commit}`}`);
+        return new Promise<number | undefined>((resolve) => saving.push((took) => {
+          events.push("synced");
+          resolve(took.ms);
+        }));
+      },
+      get appendable() {
+        return opts.appendable === true;
       },
       saveCommitUnsynced: (h) => void events.push(`commit unsynced ${h.commit}`),
     },
@@ -84,6 +94,7 @@ function fakeMember(opts: { leader?: boolean; onLoop?: boolean } = {}) {
     tracer: new WriteTracer(0, silent),
     metrics: { walSynced: noop },
     isLeader: () => opts.leader === true,
+    alone: () => opts.alone === true,
     stopped: () => false,
     clientRequests: () => requests,
     proposals: () => requests,
@@ -418,4 +429,98 @@ test("tuning, not safety: an on-loop fdatasync slow only because the thread wait
   assert.ok(g.events.includes("save 2"), `where the CPU wait is unknown the wall time counts: ${g.events.join(" | ")}`);
   g.finishSave();
   await done;
+});
+
+/** A leader whose first Ready (a new term's hard state) went the classic way, saved and applied. */
+async function pipeliningLeader(opts: { alone?: boolean } = {}) {
+  const f = fakeMember({ leader: true, appendable: true, alone: opts.alone ?? true });
+  const loop = new ReadyLoop(f.host);
+  f.push(ready({ entries: [entry(1)], committedEntries: [entry(1)], hardState: hs(1), mustSync: true }));
+  const done = loop.drain();
+  await saveStarted(f.events);
+  f.finishSave();
+  await done;
+  f.reset();
+  return { f, loop };
+}
+
+test("pipelined: a leader's next batch is written while the previous one's fdatasync runs; each is applied after its own, in order (S3, S5)", async () => {
+  const { f, loop } = await pipeliningLeader();
+  f.push(ready({ entries: [entry(2)], committedEntries: [entry(2)], hardState: hs(2), mustSync: true }));
+  await loop.drain();
+  assert.deepEqual(f.events, ["append 2 commit=2", "storage hardstate commit=2", "storage append 2", "advance"], "written, advanced, not applied");
+  assert.equal(loop.busy, true, "it still owes its apply");
+  f.push(ready({ entries: [entry(3)], committedEntries: [entry(3)], hardState: hs(3), mustSync: true }));
+  await loop.drain();
+  assert.ok(f.events.includes("append 3 commit=3"), "the next batch is written before the first fdatasync returned");
+  assert.equal(f.events.filter((e) => e.startsWith("apply")).length, 0);
+  f.finishSave();
+  await turnsUntil(() => f.events.includes("apply 2 e2"), "the first batch applied", f.events);
+  await quiet();
+  assert.ok(!f.events.includes("apply 3 e3"), "the second waits for its own fdatasync");
+  f.finishSave();
+  await turnsUntil(() => !loop.busy, "the second batch applied", f.events);
+  assert.ok(before(f.events, "apply 2", "apply 3"));
+  assert.deepEqual(f.events.slice(f.events.indexOf("synced")), ["synced", "apply 2 e2", "applied batch", "release reads", "synced", "apply 3 e3", "applied batch", "release reads"]);
+});
+
+test("pipelined: a Ready that may not be pipelined, and a made snapshot's record, wait until the pipelined ones are applied (S5)", async () => {
+  const { f, loop } = await pipeliningLeader();
+  f.push(ready({ entries: [entry(2)], committedEntries: [entry(2)], hardState: hs(2), mustSync: true }));
+  await loop.drain();
+  const cc: Entry = { index: 3, term: 1, type: EntryType.ConfChange, data: Buffer.from("cc") };
+  f.push(ready({ entries: [cc], hardState: hs(2), mustSync: true }));
+  f.snapshotMade();
+  const done = loop.drain();
+  await quiet();
+  assert.ok(!f.events.some((e) => e.startsWith("save")), `the membership change is not saved before the pipelined entry is applied: ${f.events.join(" | ")}`);
+  f.finishSave();
+  await saveStarted(f.events);
+  assert.ok(before(f.events, "apply 2", "save 3"));
+  f.finishSave();
+  await done;
+  assert.ok(before(f.events, "saved", "record snapshot"));
+});
+
+test("pipelined: messages that wait for the save leave after its fdatasync, before the apply; a follower and a leader with peers are never pipelined", async () => {
+  const { f, loop } = await pipeliningLeader();
+  const app = message({ type: MessageType.MsgApp, to: 2, from: SELF, entries: [entry(2)] });
+  const vote = message({ type: MessageType.MsgVoteResp, to: 3, from: SELF });
+  f.push(ready({ entries: [entry(2)], committedEntries: [entry(2)], hardState: hs(2), mustSync: true, messages: [app, vote] }));
+  await loop.drain();
+  assert.deepEqual(f.events.filter((e) => e.startsWith("send")), ["send MsgApp->2"]);
+  f.finishSave();
+  await turnsUntil(() => !loop.busy, "applied", f.events);
+  assert.ok(before(f.events, "synced", "send MsgVoteResp->3") && before(f.events, "send MsgVoteResp->3", "apply 2"));
+
+  const g = fakeMember({ appendable: true, alone: true });
+  const gLoop = new ReadyLoop(g.host);
+  for (const i of [1, 2]) {
+    g.push(ready({ entries: [entry(i)], hardState: hs(i - 1), mustSync: true }));
+    const done = gLoop.drain();
+    await saveStarted(g.events);
+    g.finishSave();
+    await done;
+  }
+  assert.ok(!g.events.some((e) => e.startsWith("append")), g.events.join(" | "));
+
+  const { f: h, loop: hLoop } = await pipeliningLeader({ alone: false });
+  h.push(ready({ entries: [entry(2)], committedEntries: [entry(2)], hardState: hs(2), mustSync: true }));
+  const done = hLoop.drain();
+  await saveStarted(h.events);
+  assert.ok(!h.events.some((e) => e.startsWith("append")), h.events.join(" | "));
+  h.finishSave();
+  await done;
+});
+
+test("mayPipeline: a leader's Ready of normal entries only; not a follower's, a leader change, a snapshot or a membership change", () => {
+  const normal = ready({ entries: [entry(2)], committedEntries: [entry(1)] });
+  assert.equal(mayPipeline(normal, true), true);
+  assert.equal(mayPipeline(normal, false), false);
+  assert.equal(mayPipeline({ ...normal, softState: { lead: SELF, raftState: StateType.Leader } }, true), false);
+  const snap: Snapshot = { data: new Uint8Array(0), metadata: { index: 5, term: 1, confState: { voters: [SELF], learners: [] } } };
+  assert.equal(mayPipeline({ ...normal, snapshot: snap }, true), false);
+  const cc: Entry = { index: 3, term: 1, type: EntryType.ConfChange, data: Buffer.from("cc") };
+  assert.equal(mayPipeline(ready({ entries: [cc] }), true), false);
+  assert.equal(mayPipeline(ready({ committedEntries: [cc] }), true), false);
 });

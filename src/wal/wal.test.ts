@@ -409,3 +409,52 @@ test("a small save after the preallocation sends about one page to the disk, not
   // journal's share; a fill in 1 MiB writes made this 1 MiB.
   assert.ok(perSave < 64 * 1024, `${Math.round(perSave)} bytes sent to the disk per save`);
 });
+
+test("Wal.append writes at once and resolves after an fdatasync begun after its write, in order; appends made meanwhile share the next one", async () => {
+  const dir = newDir();
+  const wal = await Wal.create(dir, META, { segmentBytes: 1 << 20 });
+  const order: number[] = [];
+  const a = wal.append({ term: 1, vote: 1, commit: 0 }, range(1, 2)).then(() => order.push(1));
+  const b = wal.append(null, range(3, 3)).then(() => order.push(2));
+  const c = wal.append({ term: 1, vote: 1, commit: 3 }, range(4, 5)).then(() => order.push(3));
+  assert.equal(wal.appendable, true);
+  await Promise.all([a, b, c]);
+  assert.deepEqual(order, [1, 2, 3]);
+  assert.equal(await wal.append(null, []), undefined, "nothing to write: nothing to wait for");
+  // One fdatasync is reported once: to the first append it covered.
+  const running = wal.append(null, range(6, 6));
+  const [x, y] = await Promise.all([wal.append(null, range(7, 7)), wal.append(null, range(8, 8))]);
+  assert.equal(typeof (await running), "number");
+  assert.equal(typeof x, "number");
+  assert.equal(y, undefined);
+  // A gap is refused before anything is written.
+  assert.throws(() => wal.append(null, range(10, 10)), (err: unknown) => err instanceof WalError && err.code === WalErrorCode.BadAppend);
+  // A save after appends goes after them.
+  await wal.save(null, range(9, 9));
+  // close() waits for an append's fdatasync still running.
+  const last = wal.append(null, range(10, 10));
+  await wal.close();
+  await last;
+  const r = await Wal.open(dir, { snapshot: { index: 0, term: 0 }, segmentBytes: 1 << 20 });
+  assert.deepEqual(norm(r.entries), norm(range(1, 10)));
+  assert.deepEqual(r.hardState, { term: 1, vote: 1, commit: 3 });
+  await r.wal.close();
+});
+
+test("Wal.appendable turns false once the segment is full; the next save cuts it", async () => {
+  const dir = newDir();
+  const wal = await Wal.create(dir, META, { segmentBytes: SMALL });
+  let i = 1;
+  while (wal.appendable) {
+    await wal.append(null, range(i, i));
+    i++;
+  }
+  assert.equal((await segmentFiles(dir)).length, 1, "append never cuts");
+  await wal.save(null, range(i, i));
+  assert.equal(wal.appendable, true);
+  assert.equal((await segmentFiles(dir)).length, 2);
+  await wal.close();
+  const r = await Wal.open(dir, { snapshot: { index: 0, term: 0 }, segmentBytes: SMALL });
+  assert.deepEqual(norm(r.entries), norm(range(1, i)));
+  await r.wal.close();
+});

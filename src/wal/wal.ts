@@ -3,7 +3,9 @@
 // Invariants of an open Wal:
 // - #fh is the last segment; bytes [0, #offset) of it are valid records ending with CRC
 //   #crc, and bytes from #offset on are zeros or past EOF;
-// - every save() is durable (fdatasync returned) before its promise resolves;
+// - every save() is durable (fdatasync returned) before its promise resolves, and so is
+//   every append(): its promise resolves once an fdatasync begun after its write returned
+//   (writes made while one runs share the next, which starts as soon as it returns);
 // - #segments lists every segment file still on disk, in seq order, the last one open;
 // - after a failed write the Wal refuses every call: the file's state is unknown, and
 //   carrying on could acknowledge writes that are not on disk (etcd panics here).
@@ -111,6 +113,11 @@ export class Wal {
   #released: { index: number; maxFiles: number | undefined } | undefined;
   #closed = false;
   #failed: unknown = null;
+  /** append() calls so far (each waiter holds its number). */
+  #appended = 0;
+  /** The running fdatasync of appends, if any; it settles after the callback ran. */
+  #syncing: Promise<void> | undefined;
+  #syncWaiters: Array<{ seq: number; resolve: (ms: number | undefined) => void; reject: (err: unknown) => void }> = [];
 
   private constructor(s: WalState) {
     this.#dir = s.dir;
@@ -301,6 +308,87 @@ export class Wal {
   }
 
   /**
+   * Whether append() may be used now: a segment past its size must be cut first, which
+   * only save() does (it waits for its own fdatasync, the caller for the appends').
+   */
+  get appendable(): boolean {
+    return this.#offset < this.#segmentBytes && !this.#closed && this.#failed === null;
+  }
+
+  /**
+   * save() without waiting: the records are written now (a positioned write into the page
+   * cache, so the next append goes after them), and the promise resolves once an
+   * fdatasync begun after this write has returned: with how long it took (ms) for the
+   * first append it covered, undefined for the others (so that each is counted once). While
+   * one runs, later appends wait for the next, which starts the moment it returns: the
+   * disk is kept busy with whatever was written meanwhile, not only when the caller gets to
+   * it. Promises resolve in append order. A failed write or fdatasync fails the WAL
+   * (every later call throws) and rejects every waiting append.
+   */
+  append(hardState: HardState | null, entries: WalEntry[]): Promise<number | undefined> {
+    if (hardState === null && entries.length === 0) return Promise.resolve(undefined);
+    this.#checkUsable();
+    this.#checkAppend(entries);
+    let size = hardState ? HARD_STATE_RECORD_SIZE : 0;
+    for (const e of entries) size += entryRecordSize(e);
+    this.#enter();
+    try {
+      const w = new RecordWriter({ size, crc: this.#crc });
+      for (const e of entries) w.entry(e);
+      if (hardState) w.hardState(hardState);
+      try {
+        this.#fillAhead(this.#offset + size);
+        writeFullySync(this.#fh.fd, w.buf, this.#offset);
+      } catch (err) {
+        this.#failed = err;
+        throw err;
+      }
+      this.#offset += size;
+      this.#written += size;
+      this.#crc = w.crc;
+      const last = entries.at(-1);
+      if (last) this.#lastIndex = last.index;
+      if (hardState) this.#hardState = { term: hardState.term, vote: hardState.vote, commit: hardState.commit };
+      this.#maybePrepareNext();
+    } finally {
+      this.#busy = false;
+    }
+    const seq = ++this.#appended;
+    const done = new Promise<number | undefined>((resolve, reject) => this.#syncWaiters.push({ seq, resolve, reject }));
+    if (this.#syncing === undefined) this.#syncAppends();
+    return done;
+  }
+
+  /** One fdatasync for every append written so far; the next starts when it returns, if more were written. */
+  #syncAppends(): void {
+    const target = this.#appended;
+    const started = performance.now();
+    this.#syncing = new Promise<void>((settled) => {
+      fdatasync(this.#fh.fd, (err) => {
+        this.#syncing = undefined;
+        if (err) {
+          this.#failed = err;
+          const waiters = this.#syncWaiters;
+          this.#syncWaiters = [];
+          for (const w of waiters) w.reject(err);
+          settled();
+          return;
+        }
+        const took = performance.now() - started;
+        if (took > this.#slowSyncMs) this.#logger.warn("slow fdatasync", { took: `${(took / 1000).toFixed(3)}s`, "expected-duration": `${this.#slowSyncMs / 1000}s` });
+        // The disk first: what was written meanwhile starts its fdatasync before the
+        // waiters below run their (CPU-bound) continuations.
+        if (this.#appended > target) this.#syncAppends();
+        let n = 0;
+        while (n < this.#syncWaiters.length && this.#syncWaiters[n]!.seq <= target) n++;
+        const done = this.#syncWaiters.splice(0, n);
+        for (let i = 0; i < done.length; i++) done[i]!.resolve(i === 0 ? took : undefined);
+        settled();
+      });
+    });
+  }
+
+  /**
    * Writes a hard state whose change promises nothing (only the commit index moved) without
    * waiting for the disk, as etcd writes such a Ready's hard state unsynced: a process that
    * is killed still leaves it in the page cache, so a restart — and --force-new-cluster,
@@ -381,6 +469,8 @@ export class Wal {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    // An append's fdatasync still running uses the descriptor about to be closed.
+    while (this.#syncing !== undefined) await this.#syncing;
     await this.#pipeline.close();
     await this.#fh.close();
   }
