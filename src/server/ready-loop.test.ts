@@ -524,3 +524,25 @@ test("mayPipeline: a leader's Ready of normal entries only; not a follower's, a 
   assert.equal(mayPipeline(ready({ entries: [cc] }), true), false);
   assert.equal(mayPipeline(ready({ committedEntries: [cc] }), true), false);
 });
+
+test("pipelined: with one Ready waiting for the running fdatasync and one for the next, a new Ready waits for the oldest one's apply (one write per fdatasync)", async () => {
+  const { f, loop } = await pipeliningLeader();
+  const write = (i: number): void => {
+    f.push(ready({ entries: [entry(i)], committedEntries: [entry(i)], hardState: hs(i), mustSync: true }));
+    loop.kick();
+  };
+  write(2);
+  await turnsUntil(() => f.events.includes("append 2 commit=2"), "the first pipelined Ready written", f.events);
+  write(3);
+  await turnsUntil(() => f.events.includes("append 3 commit=3"), "the second written in the next turn", f.events);
+  write(4);
+  await quiet();
+  assert.ok(!f.events.includes("append 4 commit=4"), `a third waits: ${f.events.join(" | ")}`);
+  f.finishSave();
+  await turnsUntil(() => f.events.includes("append 4 commit=4"), "the third written after the first was applied", f.events);
+  assert.ok(before(f.events, "apply 2", "append 4"));
+  f.finishSave();
+  f.finishSave();
+  await turnsUntil(() => !loop.busy, "all applied", f.events);
+  assert.deepEqual(f.events.filter((e) => e.startsWith("apply")), ["apply 2 e2", "apply 3 e3", "apply 4 e4"]);
+});

@@ -195,9 +195,13 @@ export class ReadyLoop<C extends ProposedBy> {
 
   /**
    * Raft may have something new: handle it now, or right after the Ready in hand (S5).
-   * While pipelined Readys wait for their fdatasync, the new Ready waits for the loop's
+   * While a pipelined Ready waits for its fdatasync, the new Ready waits for the loop's
    * next check phase, so every request read in this poll shares its write: written now or
-   * then, it waits for the same next fdatasync.
+   * then, it waits for the same next fdatasync. While a second one waits too (for the
+   * fdatasync after the running one), the new Ready waits for the oldest one's apply, when
+   * the next fdatasync has started: whatever arrives meanwhile is one Ready, one write, as
+   * many as would share that fdatasync anyway. (One Ready per turn of the loop cost 13 %
+   * of the 64-connection row: each has its write and its share of the CPU.)
    */
   kick(): void {
     if (this.#draining) {
@@ -205,7 +209,8 @@ export class ReadyLoop<C extends ProposedBy> {
       return;
     }
     if (this.#pipelined > 0) {
-      if (!this.#kickLater) {
+      if (this.#pipelined >= 2) this.#kickAfterApply = true;
+      else if (!this.#kickLater) {
         this.#kickLater = true;
         setImmediate(this.#deferredKick);
       }
@@ -214,6 +219,8 @@ export class ReadyLoop<C extends ProposedBy> {
     void this.drain().catch((err: unknown) => this.#host.fatal(err));
   }
 
+  /** A Ready waits for the oldest pipelined one's apply: one already waits for the next fdatasync. */
+  #kickAfterApply = false;
   #kickLater = false;
   readonly #deferredKick = (): void => {
     this.#kickLater = false;
@@ -344,6 +351,10 @@ export class ReadyLoop<C extends ProposedBy> {
       host.reads.release();
       host.snapshots.maybeStart();
       this.#pipelined--;
+      if (this.#kickAfterApply) {
+        this.#kickAfterApply = false;
+        this.kick();
+      }
     });
     // A failed fdatasync fails the WAL: the member stops, and no later Ready of the chain runs.
     this.#tail.catch((err: unknown) => host.fatal(err));
