@@ -59,7 +59,7 @@
 import { EntryType, type Entry, type HardState, type Message, type Ready, type Snapshot } from "../raft/index.ts";
 import type { SendOptions } from "../transport/index.ts";
 import type { DiskWaitPolicy } from "./disk-wait.ts";
-import { planSends } from "./ready-sends.ts";
+import { planSends, type SendStep } from "./ready-sends.ts";
 import { TracePhase, type WriteTracer } from "./write-trace.ts";
 
 /** A decoded command as far as the loop needs it: its proposer. */
@@ -297,21 +297,7 @@ export class ReadyLoop<C extends ProposedBy> {
     // S4: on disk now.
     if (rd.hardState) host.storage.setHardState(rd.hardState);
     if (rd.entries.length > 0) host.storage.append(rd.entries);
-    // S2: what waited for the save.
-    if (sends.afterSave !== undefined) {
-      host.send(sends.afterSave.messages, sends.afterSave.options);
-      if (tracing) tracer.sentAfterSave();
-    }
-    for (const rs of rd.readStates) host.reads.onReadState(rs.index, rs.requestCtx);
-    if (rd.committedEntries.length > 0) {
-      const gate = host.applyGate();
-      if (gate !== undefined) await gate;
-      // S3, S6: after the save; waiters resolve in here.
-      for (let i = 0; i < rd.committedEntries.length; i++) host.apply(rd.committedEntries[i]!, commands[i]);
-    }
-    host.appliedBatch();
-    // S6
-    host.reads.release();
+    await this.#afterSave(rd, commands, sends.afterSave, tracing);
     // S4: last.
     host.node.advance(rd);
     host.snapshots.maybeStart();
@@ -339,16 +325,8 @@ export class ReadyLoop<C extends ProposedBy> {
         const ms = await durable;
         if (ms !== undefined) host.metrics.walSynced(ms);
       }
-      // S2, S3, S6 as in #handle, in Ready order.
-      if (afterSave !== undefined) host.send(afterSave.messages, afterSave.options);
-      for (const rs of rd.readStates) host.reads.onReadState(rs.index, rs.requestCtx);
-      if (rd.committedEntries.length > 0) {
-        const gate = host.applyGate();
-        if (gate !== undefined) await gate;
-        for (let i = 0; i < rd.committedEntries.length; i++) host.apply(rd.committedEntries[i]!, commands[i]);
-      }
-      host.appliedBatch();
-      host.reads.release();
+      // In Ready order.
+      await this.#afterSave(rd, commands, afterSave, false);
       host.snapshots.maybeStart();
       this.#pipelined--;
       if (this.#kickAfterApply) {
@@ -358,6 +336,25 @@ export class ReadyLoop<C extends ProposedBy> {
     });
     // A failed fdatasync fails the WAL: the member stops, and no later Ready of the chain runs.
     this.#tail.catch((err: unknown) => host.fatal(err));
+  }
+
+  /** A saved Ready's messages that waited for the save (S2), then its apply (S3, S6). */
+  async #afterSave(rd: Ready, commands: Array<C | undefined>, afterSave: SendStep | undefined, tracing: boolean): Promise<void> {
+    const host = this.#host;
+    if (afterSave !== undefined) {
+      host.send(afterSave.messages, afterSave.options);
+      if (tracing) host.tracer.sentAfterSave();
+    }
+    for (const rs of rd.readStates) host.reads.onReadState(rs.index, rs.requestCtx);
+    if (rd.committedEntries.length > 0) {
+      const gate = host.applyGate();
+      if (gate !== undefined) await gate;
+      // Waiters resolve in here.
+      for (let i = 0; i < rd.committedEntries.length; i++) host.apply(rd.committedEntries[i]!, commands[i]);
+    }
+    host.appliedBatch();
+    // S6
+    host.reads.release();
   }
 
   /** Waits until every pipelined Ready was applied (a failed one throws here too). */

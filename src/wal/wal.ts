@@ -331,28 +331,13 @@ export class Wal {
     this.#checkAppend(entries);
     let size = hardState ? HARD_STATE_RECORD_SIZE : 0;
     for (const e of entries) size += entryRecordSize(e);
-    this.#enter();
-    try {
-      const w = new RecordWriter({ size, crc: this.#crc });
+    this.#writeNow(size, (w) => {
       for (const e of entries) w.entry(e);
       if (hardState) w.hardState(hardState);
-      try {
-        this.#fillAhead(this.#offset + size);
-        writeFullySync(this.#fh.fd, w.buf, this.#offset);
-      } catch (err) {
-        this.#failed = err;
-        throw err;
-      }
-      this.#offset += size;
-      this.#written += size;
-      this.#crc = w.crc;
-      const last = entries.at(-1);
-      if (last) this.#lastIndex = last.index;
-      if (hardState) this.#hardState = { term: hardState.term, vote: hardState.vote, commit: hardState.commit };
-      this.#maybePrepareNext();
-    } finally {
-      this.#busy = false;
-    }
+    });
+    const last = entries.at(-1);
+    if (last) this.#lastIndex = last.index;
+    if (hardState) this.#hardState = { term: hardState.term, vote: hardState.vote, commit: hardState.commit };
     const seq = ++this.#appended;
     const done = new Promise<number | undefined>((resolve, reject) => this.#syncWaiters.push({ seq, resolve, reject }));
     if (this.#syncing === undefined) this.#syncAppends();
@@ -397,22 +382,27 @@ export class Wal {
    * fdatasync of a save covers it. Synchronous: a few dozen bytes into the page cache.
    */
   saveCommitUnsynced(hardState: HardState): void {
+    // No cut here: past segmentBytes, the next save() cuts.
+    this.#writeNow(HARD_STATE_RECORD_SIZE, (w) => w.hardState(hardState));
+    this.#hardState = { term: hardState.term, vote: hardState.vote, commit: hardState.commit };
+  }
+
+  /** Encodes `size` bytes of records and writes them at the end of the log, without an fdatasync. */
+  #writeNow(size: number, fill: (w: RecordWriter) => void): void {
     this.#enter();
     try {
-      const w = new RecordWriter({ size: HARD_STATE_RECORD_SIZE, crc: this.#crc });
-      w.hardState(hardState);
+      const w = new RecordWriter({ size, crc: this.#crc });
+      fill(w); // may throw RangeError on a bad value: nothing has been written yet
       try {
-        this.#fillAhead(this.#offset + HARD_STATE_RECORD_SIZE);
+        this.#fillAhead(this.#offset + size);
         writeFullySync(this.#fh.fd, w.buf, this.#offset);
       } catch (err) {
         this.#failed = err;
         throw err;
       }
-      this.#offset += HARD_STATE_RECORD_SIZE;
-      this.#written += HARD_STATE_RECORD_SIZE;
+      this.#offset += size;
+      this.#written += size;
       this.#crc = w.crc;
-      this.#hardState = { term: hardState.term, vote: hardState.vote, commit: hardState.commit };
-      // Past segmentBytes, the next save() cuts.
       this.#maybePrepareNext();
     } finally {
       this.#busy = false;
