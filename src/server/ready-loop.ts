@@ -35,15 +35,16 @@
 //
 // PIPELINED Readys (mayPipeline; tuning, inside S1-S6 as amended above): a leader's Ready
 // with nothing but normal entries and commit-index changes, on a member without peers,
-// while clients are concurrent (its save would wait off the loop). Its records are written
-// at once (Wal.append) and the WAL keeps one fdatasync running for whatever was written
-// before it started, the next starting the moment one returns. The classic order left the
-// disk idle while the member applied and answered one batch and read the next: CPU-bound
-// at 16 connections, its fdatasync looked 0.33 ms long from the loop even with fdatasync
-// made a no-op. With peers it is not used: a leader of three that pipelined sent each
-// turn's proposals in appends of their own, and its followers' extra wake-ups and saves
-// cost more of the two cores than the overlap gained (v2 PUT at 16 connections 6,047
-// against 7,331 req/s, v3 put 5,073 against 7,097, two runs each, alternated).
+// while clients are concurrent (its save would wait off the loop; a traced write is
+// followed through it too). Its records are written at once (Wal.append) and the WAL
+// keeps one fdatasync running for whatever was written before it started, the next
+// starting the moment one returns. The classic order left the disk idle while the member
+// applied and answered one batch and read the next: CPU-bound at 16 connections, its
+// fdatasync looked 0.33 ms long from the loop even with fdatasync made a no-op. With peers
+// it is not used: a leader of three that pipelined sent each turn's proposals in appends
+// of their own, and its followers' extra wake-ups and saves cost more of the two cores
+// than the overlap gained (v2 PUT at 16 connections 6,047 against 7,331 req/s, v3 put
+// 5,073 against 7,097, two runs each, alternated).
 //
 // What is TUNING for few cores, pure and tested beside the loop, and free to change as
 // long as the orderings above hold:
@@ -145,7 +146,7 @@ export const LONE_POLL_MS = 0.2;
  * change of leader, whose entries and committed entries are all normal ones (a membership
  * change is applied before Raft is advanced past it, as Raft requires). The caller adds
  * what it knows beside the Ready: the term and vote did not change, the save would wait
- * off the loop, the WAL can append, no write is being traced.
+ * off the loop, the WAL can append.
  */
 export function mayPipeline(rd: Ready, isLeader: boolean): boolean {
   if (!isLeader || rd.softState !== undefined) return false;
@@ -264,7 +265,7 @@ export class ReadyLoop<C extends ProposedBy> {
       this.#vote = rd.hardState.vote;
     }
     const pipelined =
-      !tracing && !onLoop && sameTerm && host.wal.appendable && mayPipeline(rd, host.isLeader()) && host.alone();
+      !onLoop && sameTerm && host.wal.appendable && mayPipeline(rd, host.isLeader()) && host.alone();
     // S5: a Ready that is not pipelined starts once the pipelined ones before it are applied.
     if (!pipelined && this.#pipelined > 0) await this.#settle();
     if (tracing) tracer.phase(TracePhase.ready);
@@ -276,7 +277,7 @@ export class ReadyLoop<C extends ProposedBy> {
       if (rd.committedEntries.length > 0) tracer.phase(TracePhase.commitReady);
     }
     if (pipelined) {
-      this.#handlePipelined(rd, willSave);
+      this.#handlePipelined(rd, willSave, tracing);
       return;
     }
     // S1
@@ -306,14 +307,16 @@ export class ReadyLoop<C extends ProposedBy> {
   }
 
   /** A pipelined Ready: written now, the rest of it queued behind its fdatasync (S5). */
-  #handlePipelined(rd: Ready, willSave: boolean): void {
+  #handlePipelined(rd: Ready, willSave: boolean, tracing: boolean): void {
     const host = this.#host;
     const commands = rd.committedEntries.map((e) => host.decode(e));
     const sends = planSends({ isLeader: true, memberId: host.memberId, messages: rd.messages, willSave, proposers: commands.map((c) => c?.m) });
     if (sends.beforeSave !== undefined) host.send(sends.beforeSave.messages, sends.beforeSave.options);
     let durable: Promise<number | undefined> | undefined;
+    if (tracing && rd.entries.length > 0) host.tracer.phase(TracePhase.walWrite);
     if (willSave) durable = host.wal.append(rd.hardState ?? null, rd.entries);
     else if (rd.hardState) host.wal.saveCommitUnsynced(rd.hardState);
+    const last = rd.entries.at(-1)?.index;
     // S4's exception: raft may hand out the next Ready (the next batch's write) at once.
     if (rd.hardState) host.storage.setHardState(rd.hardState);
     if (rd.entries.length > 0) host.storage.append(rd.entries);
@@ -323,6 +326,7 @@ export class ReadyLoop<C extends ProposedBy> {
     this.#tail = this.#tail.then(async () => {
       if (durable !== undefined) {
         const ms = await durable;
+        if (tracing && last !== undefined) host.tracer.phaseThrough(TracePhase.fsynced, last);
         if (ms !== undefined) host.metrics.walSynced(ms);
       }
       // In Ready order.
@@ -391,7 +395,12 @@ export class ReadyLoop<C extends ProposedBy> {
     // Read before every on-loop save, read again only after one slow enough to matter.
     const cpuWaitBefore = onLoop ? host.runQueueWaitMs() : undefined;
     const syncMs = await host.wal.save(rd.hardState ?? null, rd.entries, { onLoop });
-    if (tracing) host.tracer.phase(TracePhase.fsynced);
+    if (tracing) {
+      // Only this Ready's proposals: those made while its fdatasync ran wait for the next.
+      const last = rd.entries.at(-1);
+      if (last !== undefined) host.tracer.phaseThrough(TracePhase.fsynced, last.index);
+      else host.tracer.phase(TracePhase.fsynced);
+    }
     host.metrics.walSynced(syncMs);
     if (onLoop && policy.mayBeSlow(syncMs)) {
       const cpuWaitAfter = cpuWaitBefore === undefined ? undefined : host.runQueueWaitMs();

@@ -182,3 +182,25 @@ test("a leader's trace gets its entry's index and the time each follower's ackno
   assert.equal(line.index, 12);
   assert.deepEqual(line.us, { received: 0, proposed: 0, "ack 3 read": 500, "ack stepped": 600, applied: 600, responded: 700 });
 });
+
+test("phaseThrough marks only the proposals of the Ready whose entries end at the index (pipelined Readys overlap)", () => {
+  const { tracer, lines, clock } = setup(1);
+  const res1 = response();
+  const res2 = response();
+  tracer.around(request("PUT"), res1, () => tracer.proposed(1));
+  tracer.entries(5);
+  tracer.phase(TracePhase.walWrite);
+  clock.t = 0.1;
+  tracer.around(request("PUT"), res2, () => tracer.proposed(2));
+  tracer.entries(6);
+  clock.t = 0.3;
+  tracer.phaseThrough(TracePhase.fsynced, 5);
+  clock.t = 0.5;
+  tracer.phaseThrough(TracePhase.fsynced, 6);
+  tracer.applied(1);
+  tracer.applied(2);
+  res1.emit("finish");
+  res2.emit("finish");
+  const fsynced = lines.map((l) => (l["us"] as Record<string, number>)["fsynced"]);
+  assert.deepEqual(fsynced, [300, 400], "each at its own Ready's fdatasync (offsets from each one's arrival)");
+});

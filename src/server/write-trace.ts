@@ -187,6 +187,16 @@ export class WriteTracer {
     for (const t of this.#appends) t.mark(phase, at);
   }
 
+  /**
+   * A phase of the Ready whose entries end at `lastIndex`, for the traced proposals in it
+   * (and before it) only: pipelined Readys overlap, and a later one's proposals are pending
+   * when an earlier one's fdatasync returns.
+   */
+  phaseThrough(phase: TracePhase, lastIndex: number): void {
+    const at = this.#now();
+    for (const t of this.#pending.values()) if (t.index !== undefined && t.index <= lastIndex) t.mark(phase, at);
+  }
+
   /** A Ready carries entries up to `lastIndex`: traced proposals without an index get it. */
   entries(lastIndex: number): void {
     for (const t of this.#pending.values()) t.index ??= lastIndex;
