@@ -146,7 +146,7 @@ export const LONE_POLL_MS = 0.2;
  * change of leader, whose entries and committed entries are all normal ones (a membership
  * change is applied before Raft is advanced past it, as Raft requires). The caller adds
  * what it knows beside the Ready: the term and vote did not change, the save would wait
- * off the loop, the WAL can append.
+ * off the loop, the WAL can append, the member has no peers.
  */
 export function mayPipeline(rd: Ready, isLeader: boolean): boolean {
   if (!isLeader || rd.softState !== undefined) return false;
