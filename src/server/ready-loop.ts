@@ -298,7 +298,8 @@ export class ReadyLoop<C extends ProposedBy> {
     // S4: on disk now.
     if (rd.hardState) host.storage.setHardState(rd.hardState);
     if (rd.entries.length > 0) host.storage.append(rd.entries);
-    await this.#afterSave(rd, commands, sends.afterSave, tracing);
+    const gated = this.#afterSave(rd, commands, sends.afterSave, tracing);
+    if (gated !== undefined) await gated;
     // S4: last.
     host.node.advance(rd);
     host.snapshots.maybeStart();
@@ -330,7 +331,8 @@ export class ReadyLoop<C extends ProposedBy> {
         if (ms !== undefined) host.metrics.walSynced(ms);
       }
       // In Ready order.
-      await this.#afterSave(rd, commands, afterSave, false);
+      const gated = this.#afterSave(rd, commands, afterSave, false);
+      if (gated !== undefined) await gated;
       host.snapshots.maybeStart();
       this.#pipelined--;
       if (this.#kickAfterApply) {
@@ -342,20 +344,29 @@ export class ReadyLoop<C extends ProposedBy> {
     this.#tail.catch((err: unknown) => host.fatal(err));
   }
 
-  /** A saved Ready's messages that waited for the save (S2), then its apply (S3, S6). */
-  async #afterSave(rd: Ready, commands: Array<C | undefined>, afterSave: SendStep | undefined, tracing: boolean): Promise<void> {
+  /**
+   * A saved Ready's messages that waited for the save (S2), then its apply (S3, S6).
+   * Synchronous unless an apply gate is up: the classic Ready advances Raft in the same
+   * turn as its apply, before the waiters it resolved run (their next proposals go to
+   * the next Ready).
+   */
+  #afterSave(rd: Ready, commands: Array<C | undefined>, afterSave: SendStep | undefined, tracing: boolean): Promise<void> | undefined {
     const host = this.#host;
     if (afterSave !== undefined) {
       host.send(afterSave.messages, afterSave.options);
       if (tracing) host.tracer.sentAfterSave();
     }
     for (const rs of rd.readStates) host.reads.onReadState(rs.index, rs.requestCtx);
-    if (rd.committedEntries.length > 0) {
-      const gate = host.applyGate();
-      if (gate !== undefined) await gate;
-      // Waiters resolve in here.
-      for (let i = 0; i < rd.committedEntries.length; i++) host.apply(rd.committedEntries[i]!, commands[i]);
-    }
+    const gate = rd.committedEntries.length > 0 ? host.applyGate() : undefined;
+    if (gate !== undefined) return gate.then(() => this.#apply(rd, commands));
+    this.#apply(rd, commands);
+    return undefined;
+  }
+
+  #apply(rd: Ready, commands: Array<C | undefined>): void {
+    const host = this.#host;
+    // Waiters resolve in here.
+    for (let i = 0; i < rd.committedEntries.length; i++) host.apply(rd.committedEntries[i]!, commands[i]);
     host.appliedBatch();
     // S6
     host.reads.release();
