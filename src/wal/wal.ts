@@ -288,23 +288,38 @@ export class Wal {
    */
   async save(hardState: HardState | null, entries: WalEntry[], opts: SaveOptions = {}): Promise<number> {
     if (hardState === null && entries.length === 0) return 0;
+    const batch = this.#batch(hardState, entries);
+    const syncMs = await this.#write(batch.size, batch.fill, opts.onLoop === true);
+    this.#batchWritten(hardState, entries);
+    await this.#cutIfFull();
+    return syncMs;
+  }
+
+  /** The records of a save or an append (entries, then the hard state), checked: their size and how to encode them. */
+  #batch(hardState: HardState | null, entries: WalEntry[]): { size: number; fill: (w: RecordWriter) => void } {
     this.#checkUsable();
     this.#checkAppend(entries);
     let size = hardState ? HARD_STATE_RECORD_SIZE : 0;
     for (const e of entries) size += entryRecordSize(e);
-    const syncMs = await this.#write(
+    return {
       size,
-      (w) => {
+      fill: (w) => {
         for (const e of entries) w.entry(e);
         if (hardState) w.hardState(hardState);
       },
-      opts.onLoop === true,
-    );
+    };
+  }
+
+  /** What a written batch changes: the last index, the hard state a cut's header repeats. */
+  #batchWritten(hardState: HardState | null, entries: WalEntry[]): void {
     const last = entries.at(-1);
     if (last) this.#lastIndex = last.index;
     if (hardState) this.#hardState = { term: hardState.term, vote: hardState.vote, commit: hardState.commit };
-    await this.#cutIfFull();
-    return syncMs;
+  }
+
+  /** etcd's "slow fdatasync" warning: followers' acks and votes wait for the disk. */
+  #warnIfSlow(took: number): void {
+    if (took > this.#slowSyncMs) this.#logger.warn("slow fdatasync", { took: `${(took / 1000).toFixed(3)}s`, "expected-duration": `${this.#slowSyncMs / 1000}s` });
   }
 
   /**
@@ -327,17 +342,9 @@ export class Wal {
    */
   append(hardState: HardState | null, entries: WalEntry[]): Promise<number | undefined> {
     if (hardState === null && entries.length === 0) return Promise.resolve(undefined);
-    this.#checkUsable();
-    this.#checkAppend(entries);
-    let size = hardState ? HARD_STATE_RECORD_SIZE : 0;
-    for (const e of entries) size += entryRecordSize(e);
-    this.#writeNow(size, (w) => {
-      for (const e of entries) w.entry(e);
-      if (hardState) w.hardState(hardState);
-    });
-    const last = entries.at(-1);
-    if (last) this.#lastIndex = last.index;
-    if (hardState) this.#hardState = { term: hardState.term, vote: hardState.vote, commit: hardState.commit };
+    const batch = this.#batch(hardState, entries);
+    this.#writeNow(batch.size, batch.fill);
+    this.#batchWritten(hardState, entries);
     const seq = ++this.#appended;
     const done = new Promise<number | undefined>((resolve, reject) => this.#syncWaiters.push({ seq, resolve, reject }));
     if (this.#syncing === undefined) this.#syncAppends();
@@ -360,7 +367,7 @@ export class Wal {
           return;
         }
         const took = performance.now() - started;
-        if (took > this.#slowSyncMs) this.#logger.warn("slow fdatasync", { took: `${(took / 1000).toFixed(3)}s`, "expected-duration": `${this.#slowSyncMs / 1000}s` });
+        this.#warnIfSlow(took);
         // The disk first: what was written meanwhile starts its fdatasync before the
         // waiters below run their (CPU-bound) continuations.
         if (this.#appended > target) this.#syncAppends();
@@ -513,7 +520,7 @@ export class Wal {
         // Every message a follower or candidate sends waits for this: a stalled disk shows
         // up as a slow election, and this line is how a member's log tells the two apart.
         took = performance.now() - started;
-        if (took > this.#slowSyncMs) this.#logger.warn("slow fdatasync", { took: `${(took / 1000).toFixed(3)}s`, "expected-duration": `${this.#slowSyncMs / 1000}s` });
+        this.#warnIfSlow(took);
       } catch (err) {
         this.#failed = err;
         throw err;
