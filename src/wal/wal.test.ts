@@ -441,6 +441,29 @@ test("Wal.append writes at once and resolves after an fdatasync begun after its 
   await r.wal.close();
 });
 
+test("Wal.onSyncReturn runs when an fdatasync of appends returned, before its appends resolve and before the next starts: an append made in it joins the next one", async () => {
+  const dir = newDir();
+  const wal = await Wal.create(dir, META, { segmentBytes: 1 << 20 });
+  const order: string[] = [];
+  let later: Promise<number | undefined> | undefined;
+  wal.onSyncReturn = () => {
+    order.push(`returned, syncing=${wal.syncing}`);
+    if (later === undefined) later = wal.append(null, range(3, 4)).then((ms) => (order.push("3-4 durable"), ms));
+  };
+  assert.equal(wal.syncing, false);
+  const first = wal.append({ term: 1, vote: 1, commit: 0 }, range(1, 2)).then((ms) => (order.push("1-2 durable"), ms));
+  assert.equal(wal.syncing, true, "the first append starts an fdatasync");
+  assert.equal(typeof (await first), "number");
+  assert.ok(later !== undefined);
+  assert.equal(wal.syncing, true, "the append made in the hook started the next fdatasync");
+  assert.equal(typeof (await later), "number", "its own fdatasync, reported once");
+  assert.deepEqual(order, ["returned, syncing=false", "1-2 durable", "returned, syncing=false", "3-4 durable"]);
+  await wal.close();
+  const r = await Wal.open(dir, { snapshot: { index: 0, term: 0 }, segmentBytes: 1 << 20 });
+  assert.deepEqual(norm(r.entries), norm(range(1, 4)));
+  await r.wal.close();
+});
+
 test("Wal.appendable turns false once the segment is full; the next save cuts it", async () => {
   const dir = newDir();
   const wal = await Wal.create(dir, META, { segmentBytes: SMALL });

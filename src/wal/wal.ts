@@ -322,6 +322,19 @@ export class Wal {
     if (took > this.#slowSyncMs) this.#logger.warn("slow fdatasync", { took: `${(took / 1000).toFixed(3)}s`, "expected-duration": `${this.#slowSyncMs / 1000}s` });
   }
 
+  /** An fdatasync of appends is running: an append now waits for the one after it. */
+  get syncing(): boolean {
+    return this.#syncing !== undefined;
+  }
+
+  /**
+   * Called when an fdatasync of appends has returned, before the next one starts and before
+   * the appends it covered resolve: what the owner appends in it joins the next fdatasync.
+   * The owner that holds back its writes while one runs writes them here, as one batch,
+   * and the disk waits for no continuation (CPU-bound) in between.
+   */
+  onSyncReturn: (() => void) | undefined;
+
   /**
    * Whether append() may be used now: a segment past its size must be cut first, which
    * only save() does (it waits for its own fdatasync, the caller for the appends').
@@ -368,9 +381,11 @@ export class Wal {
         }
         const took = performance.now() - started;
         this.#warnIfSlow(took);
-        // The disk first: what was written meanwhile starts its fdatasync before the
-        // waiters below run their (CPU-bound) continuations.
-        if (this.#appended > target) this.#syncAppends();
+        // The disk first: what the owner writes now, and what was written meanwhile, starts
+        // its fdatasync before the waiters below run their (CPU-bound) continuations. (An
+        // append in onSyncReturn starts it itself.)
+        this.onSyncReturn?.();
+        if (this.#appended > target && this.#syncing === undefined && this.#failed === null) this.#syncAppends();
         let n = 0;
         while (n < this.#syncWaiters.length && this.#syncWaiters[n]!.seq <= target) n++;
         const done = this.#syncWaiters.splice(0, n);
