@@ -38,16 +38,25 @@ export interface WriteSnapshotOptions {
   rest: SnapshotHeader;
   /** True when the snapshot is no longer wanted (stop, a snapshot installed from the leader). */
   cancelled(): boolean;
-  /** Work between two turns of the event loop (default 5 ms). */
+  /** Work between two turns of the event loop (default SLICE_MS). */
   sliceMs?: number;
   /** How a turn is given to the event loop (tests count them). */
   yieldTurn?: () => Promise<unknown>;
 }
 
+/**
+ * Work between two turns of the event loop while a snapshot is made. Every turn pays one
+ * slice, and a write under load needs a few turns (its fdatasync's return, the answers,
+ * the next requests' reads): with 5 ms slices the writes made during a snapshot of 100k
+ * keys (8 MB, ~250 ms) waited 16-40 ms, and a 10-second run at 16 connections that
+ * crossed one had p99 21-22 ms; with 1 ms, 10-11 ms, the snapshot as fast (two runs each).
+ */
+export const SLICE_MS = 1;
+
 /** The snapshot bytes, or undefined when cancelled on the way. */
 export async function writeSnapshotData(o: WriteSnapshotOptions): Promise<Buffer | undefined> {
   if (o.store.version !== LINES_VERSION) throw new Error("writeSnapshotData: the store's image must be version 2 (beginImage(LINES_VERSION))");
-  const sliceMs = o.sliceMs ?? 5;
+  const sliceMs = o.sliceMs ?? SLICE_MS;
   const yieldTurn = o.yieldTurn ?? (() => setImmediate());
   const bufs: Buffer[] = [SNAPSHOT_MAGIC, headerLine(o.rest)];
   for (;;) {
