@@ -41,7 +41,7 @@
 // proposed while it runs waits for it to return and is written then, as one Ready, in
 // the WAL's callback before the next fdatasync starts (Wal.onSyncReturn) and before the
 // returned Ready is applied: a request waits for the rest of the running fdatasync and
-// one more, never two more, and each fdatasync carries one write. (Written in the loop's
+// one more, never two more, and an fdatasync carries one write. (Written in the loop's
 // turns instead, later arrivals waited for the returned Ready's apply and then for two
 // fdatasyncs: 6,843-8,845 against 8,449-12,985 req/s, v2 PUT at 16 connections, three
 // pairs.) The classic order left the disk idle while the member
@@ -339,8 +339,7 @@ export class ReadyLoop<C extends ProposedBy> {
       // Set on each use: host.wal is read at each use (a restore replaces it).
       host.wal.onSyncReturn = this.#syncReturned;
       durable = host.wal.append(rd.hardState ?? null, rd.entries);
-    }
-    else if (rd.hardState) host.wal.saveCommitUnsynced(rd.hardState);
+    } else if (rd.hardState) host.wal.saveCommitUnsynced(rd.hardState);
     const last = rd.entries.at(-1)?.index;
     // S4's exception: raft may hand out the next Ready (the next batch's write) at once.
     if (rd.hardState) host.storage.setHardState(rd.hardState);
