@@ -50,10 +50,11 @@ export async function portIn([lo, hi]: [number, number]): Promise<number> {
   for (let i = 0; i <= hi - lo; i++) {
     const port = lo + ((start + i) % (hi - lo + 1));
     if (taken.has(port)) continue;
-    if (await canBind(port)) {
-      taken.add(port);
-      return port;
-    }
+    // Taken before the probe: two calls of one process running at once (tests started
+    // side by side) probed the same port across the probe's await, and both got it.
+    taken.add(port);
+    if (await canBind(port)) return port;
+    taken.delete(port);
   }
   throw new Error(`no free port in ${lo}-${hi}`);
 }
