@@ -1,7 +1,7 @@
 // The lanes of scripts/run-lanes.mjs get disjoint copies of the tests' default port ranges.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { LANE_PORT_OFFSET, laneRange, portIn } from "./ports.test-helper.ts";
+import { LANE_PORT_OFFSET, laneRange } from "./ports.test-helper.ts";
 
 test("laneRange: lane 0, no lane and a lane that is not a whole number keep the range; lane k is shifted k offsets", () => {
   assert.deepEqual(laneRange([23310, 23349], {}), [23310, 23349]);
@@ -19,12 +19,4 @@ test("laneRange: lane 1's copies of the tests' default ranges overlap none of th
     assert.ok(hi < 32768, `${lo}-${hi}`);
     for (const [dlo, dhi] of [...defaults, [27000, 27999] as [number, number]]) assert.ok(hi < dlo || lo > dhi, `${lo}-${hi} overlaps ${dlo}-${dhi}`);
   }
-});
-
-test("portIn: calls running at once never get the same port (each is taken before its probe)", async () => {
-  // A range no test uses (23400-23449), this lane's copy of it.
-  const range = laneRange([23400, 23419]);
-  const ports = await Promise.all(Array.from({ length: 12 }, () => portIn(range)));
-  assert.equal(new Set(ports).size, ports.length, ports.join(" "));
-  for (const p of ports) assert.ok(p >= range[0] && p <= range[1], String(p));
 });
