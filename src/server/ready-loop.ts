@@ -220,28 +220,30 @@ export class ReadyLoop<C extends ProposedBy> {
       return;
     }
     if (this.#pipelined > 0) {
-      if (this.#host.wal.syncing) return;
+      if (this.#holdForSync()) return;
       if (!this.#kickLater) {
         this.#kickLater = true;
         setImmediate(this.#deferredKick);
       }
       return;
     }
+    this.#drainNow();
+  }
+
+  /** drain() from a callback (right after the Ready in hand, if one is being handled); a failure stops the member. */
+  #drainNow(): void {
     void this.drain().catch((err: unknown) => this.#host.fatal(err));
   }
 
   #kickLater = false;
   readonly #deferredKick = (): void => {
     this.#kickLater = false;
-    if (this.#draining) this.#drainAgain = true;
-    else void this.drain().catch((err: unknown) => this.#host.fatal(err));
+    this.#drainNow();
   };
 
   /** The WAL's fdatasync returned (Wal.onSyncReturn): what waited for it is written now. */
   readonly #syncReturned = (): void => {
-    if (!this.#host.node.hasReady()) return;
-    if (this.#draining) this.#drainAgain = true;
-    else void this.drain().catch((err: unknown) => this.#host.fatal(err));
+    if (this.#host.node.hasReady()) this.#drainNow();
   };
 
   /** A new Ready waits for the running fdatasync to return (see kick). */
